@@ -1,0 +1,30 @@
+# Two entry points that work on a fresh machine with only Python 3.10+:
+#   make demo   - train on the bundled Titanic data and print what the tree learned
+#   make test   - run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test venv bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	$(BIN)/python examples/demo_titanic.py
+
+test: venv
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: venv
+	$(BIN)/python bench/bench_tree.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

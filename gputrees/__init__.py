@@ -1,0 +1,18 @@
+"""gputrees: decision trees and tree ensembles on GPUs (CuPy) and CPUs (NumPy).
+
+One array-API code path grows trees level by level from binned histograms,
+on whatever device the data lives on.
+"""
+
+from ._classes import DecisionTreeClassifier, DecisionTreeRegressor
+from ._export import export_graphviz, export_text
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DecisionTreeClassifier",
+    "DecisionTreeRegressor",
+    "export_graphviz",
+    "export_text",
+    "__version__",
+]

@@ -1,0 +1,256 @@
+"""Array backends: the one module that imports array-api-compat.
+
+Everything else in gputrees receives an array namespace ``xp`` (as returned by
+:func:`namespace_for`) and uses only functions of the Python array API
+standard on it. This module also holds the few places that must talk to a
+concrete library: converting pandas / NumPy / CuPy / any array-API input,
+moving arrays between host and device, and drawing random numbers (always on
+the host with NumPy's ``Generator`` so that the CPU and the GPU see the same
+draws for the same ``random_state``).
+
+CuPy is imported lazily, only when a CuPy array is passed or
+``device="cuda"`` is requested; importing gputrees never probes for a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import array_api_compat
+from array_api_compat import array_namespace
+
+__all__ = [
+    "DEVICES",
+    "namespace_for",
+    "namespace_of",
+    "is_numpy_namespace",
+    "is_cupy_namespace",
+    "to_numpy",
+    "from_numpy",
+    "device_of",
+]
+
+#: Allowed values of the ``device`` parameter of every estimator.
+DEVICES = (None, "cpu", "cuda")
+
+
+def is_numpy_namespace(xp) -> bool:
+    return array_api_compat.is_numpy_namespace(xp)
+
+
+def is_cupy_namespace(xp) -> bool:
+    return array_api_compat.is_cupy_namespace(xp)
+
+
+def _cupy_namespace():
+    try:
+        import cupy  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - depends on the machine
+        raise ImportError(
+            'device="cuda" needs CuPy: install gputrees[cuda12] or gputrees[cuda13]'
+        ) from exc
+    import array_api_compat.cupy as cp_compat
+
+    return cp_compat
+
+
+def _is_dataframe(X) -> bool:
+    return hasattr(X, "dtypes") and hasattr(X, "columns") and hasattr(X, "iloc")
+
+
+def _is_series(X) -> bool:
+    return hasattr(X, "dtype") and hasattr(X, "iloc") and not hasattr(X, "columns")
+
+
+def is_array_api_array(X) -> bool:
+    """True for arrays of a namespace other than NumPy (CuPy, array-api-strict, ...)."""
+    return (
+        array_api_compat.is_array_api_obj(X)
+        and not isinstance(X, np.ndarray)
+        and not np.isscalar(X)
+        and not _is_dataframe(X)
+        and not _is_series(X)
+    )
+
+
+def namespace_of(*arrays):
+    """Array namespace (array-api-compat wrapped) of device arrays."""
+    return array_namespace(*arrays)
+
+
+def device_of(a):
+    return array_api_compat.device(a)
+
+
+def namespace_for(X, device):
+    """Pick the namespace a fit or predict runs in.
+
+    Parameters
+    ----------
+    X : array-like
+        The user's input (NumPy, pandas, CuPy, any array-API array, lists).
+    device : {None, "cpu", "cuda"}
+        ``None`` follows the input: CuPy in, CuPy; array-API arrays stay in
+        their namespace; everything else runs on NumPy.
+
+    Returns
+    -------
+    xp : namespace
+    """
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES!r}, got {device!r}")
+    if device == "cuda":
+        return _cupy_namespace()
+    if device == "cpu":
+        return array_namespace(np.empty(0))
+    if is_array_api_array(X):
+        return array_namespace(X)
+    return array_namespace(np.empty(0))
+
+
+def to_numpy(a) -> np.ndarray:
+    """Copy any array (CuPy, array-api-strict, NumPy) to a NumPy array."""
+    if isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "get") and type(a).__module__.startswith("cupy"):
+        return a.get()
+    try:
+        return np.from_dlpack(a)
+    except (TypeError, RuntimeError, BufferError, AttributeError):
+        return np.asarray(a)
+
+
+def from_numpy(xp, a, dtype=None):
+    """Put a NumPy array into namespace ``xp`` (on its default device)."""
+    a = np.ascontiguousarray(a)
+    if is_numpy_namespace(xp):
+        return a if dtype is None else a.astype(dtype, copy=False)
+    out = xp.asarray(a)
+    return out if dtype is None else xp.astype(out, dtype)
+
+
+def convert_to_namespace(xp, a):
+    """Move an array of any namespace into ``xp`` (through the host when needed)."""
+    try:
+        if array_namespace(a) is xp or array_namespace(a) == xp:
+            return a
+    except TypeError:
+        pass
+    return from_numpy(xp, to_numpy(a))
+
+
+def host_rng(random_state) -> np.random.Generator:
+    """NumPy generator for ``random_state`` (None, int, RandomState or Generator)."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    return np.random.default_rng(random_state)
+
+
+def random_uniform(xp, rng: np.random.Generator, shape):
+    """Uniform [0, 1) float64 draws made on the host and sent to ``xp``."""
+    return from_numpy(xp, rng.random(shape))
+
+
+# ---------------------------------------------------------------------------
+# User input -> numeric host/device arrays
+# ---------------------------------------------------------------------------
+
+
+def dataframe_to_numeric(X, categorical_columns):
+    """Turn a pandas DataFrame into a float64 NumPy matrix.
+
+    Parameters
+    ----------
+    X : pandas.DataFrame
+    categorical_columns : set of int
+        Column positions declared categorical by the user.
+
+    Returns
+    -------
+    values : ndarray of shape (n_samples, n_features), float64
+        Category columns hold category codes (NaN for missing).
+    is_categorical : ndarray of shape (n_features,), bool
+    categories : list of (ndarray or None)
+        The category labels of each categorical column, ``None`` otherwise.
+    """
+    n, f = X.shape
+    values = np.empty((n, f), dtype=np.float64)
+    is_cat = np.zeros(f, dtype=bool)
+    categories = [None] * f
+    for j in range(f):
+        col = X.iloc[:, j]
+        dtype = col.dtype
+        name = X.columns[j]
+        if str(dtype) == "category":
+            codes = col.cat.codes.to_numpy().astype(np.float64)
+            codes[codes < 0] = np.nan
+            values[:, j] = codes
+            is_cat[j] = True
+            categories[j] = np.asarray(col.cat.categories)
+        elif dtype == object or str(dtype) in ("string", "str") or dtype.kind in "OSU":
+            if j not in categorical_columns:
+                raise ValueError(
+                    f"column {name!r} holds strings/objects (dtype {dtype}); declare it "
+                    "in categorical_features or give it the pandas 'category' dtype"
+                )
+            cats = np.asarray(sorted(col.dropna().unique().tolist()))
+            mapping = {c: i for i, c in enumerate(cats.tolist())}
+            values[:, j] = np.asarray(
+                [mapping[v] if v in mapping else np.nan for v in col.tolist()],
+                dtype=np.float64,
+            ) if len(col) else np.empty(0)
+            is_cat[j] = True
+            categories[j] = cats
+        else:
+            try:
+                values[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"column {name!r} (dtype {dtype}) cannot be converted to numbers"
+                ) from exc
+    return values, is_cat, categories
+
+
+def object_array_to_numeric(X: np.ndarray, categorical_columns):
+    """Like :func:`dataframe_to_numeric` for a 2-D NumPy object/string array."""
+    n, f = X.shape
+    values = np.empty((n, f), dtype=np.float64)
+    is_cat = np.zeros(f, dtype=bool)
+    categories = [None] * f
+    for j in range(f):
+        col = X[:, j]
+        if j in categorical_columns:
+            present = [v for v in col.tolist() if not _is_missing(v)]
+            if any(isinstance(v, str) for v in present):
+                cats = np.asarray(sorted({str(v) for v in present}))
+                mapping = {c: i for i, c in enumerate(cats.tolist())}
+                values[:, j] = [
+                    np.nan if _is_missing(v) else mapping[str(v)] for v in col.tolist()
+                ]
+                is_cat[j] = True
+                categories[j] = cats
+                continue
+        try:
+            values[:, j] = np.asarray(
+                [np.nan if v is None else v for v in col.tolist()], dtype=np.float64
+            )
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"feature {j} holds strings/objects; declare it in "
+                "categorical_features to split on it"
+            ) from exc
+    return values, is_cat, categories
+
+
+def _is_missing(v) -> bool:
+    if v is None:
+        return True
+    try:
+        return bool(np.isnan(v))
+    except TypeError:
+        return False
+
+
+def nan_to_num_copy(xp, x, value):
+    return xp.where(xp.isnan(x), xp.asarray(value, dtype=x.dtype), x)

@@ -1,0 +1,207 @@
+"""Binning: map every feature once per fit to small integer codes.
+
+Layout of the codes
+-------------------
+Every feature ``f`` gets ``n_value_bins[f]`` value bins, coded ``0 ..
+n_value_bins[f] - 1``, ordered like the values. Missing values (NaN, and
+categories never seen at fit) get the *missing bin*, the last code
+``n_bins - 1``, shared by all features. ``n_bins = max(n_value_bins) + 1``, so
+the histogram's bin axis is as short as the data allows. Codes are stored as
+uint8 when ``n_bins <= 256`` and uint16 otherwise; ``max_bins`` (the largest
+number of *value* bins) ranges from 2 to 65535, so the missing bin always
+fits: with the default ``max_bins=255`` the codes are uint8.
+
+Numerical features with at most ``max_bins`` distinct values get one bin per
+value, and the threshold between two neighbouring bins is the midpoint of the
+two values (computed as ``a / 2 + b / 2``, as scikit-learn does), so the split
+search is exact. Other features get quantile bins. A value ``x`` has code
+``b`` iff ``thresholds[f, b - 1] < x <= thresholds[f, b]``, hence "code <= b"
+is the same test as "x <= thresholds[f, b]".
+
+Categorical features are coded by the rank of the category among the
+categories seen at fit (at most ``max_bins`` of them).
+
+The edges are computed with array-API operations on the device of the data
+(one sort per feature: this runs once per fit, and the loop is over features,
+not rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._backend import from_numpy, to_numpy
+
+MAX_BINS_LIMIT = 65535
+
+
+@dataclass(frozen=True)
+class BinMapper:
+    """Fitted bin edges.
+
+    Attributes
+    ----------
+    thresholds : array of shape (n_features, n_bins - 1), float64, on the device
+        ``thresholds[f, b]`` is the split value that sends codes ``<= b`` left.
+        ``+inf`` from ``b = n_value_bins[f] - 1`` on (the split "all values
+        left, missing right").
+    category_values : list of (array of shape (n_categories_f,), float64) or None
+        The numeric values (pandas codes, or user values) of each categorical
+        feature, sorted; the code of a category is its position here.
+    n_value_bins : ndarray of shape (n_features,), int64 (host)
+    is_categorical : ndarray of shape (n_features,), bool (host)
+    n_bins : int
+        Length of the bin axis, the missing bin included.
+    """
+
+    thresholds: object
+    category_values: list
+    n_value_bins: np.ndarray
+    is_categorical: np.ndarray
+    n_bins: int
+
+    @property
+    def missing_bin(self) -> int:
+        return self.n_bins - 1
+
+    @property
+    def code_dtype_name(self) -> str:
+        return "uint8" if self.n_bins <= 256 else "uint16"
+
+    def transform(self, xp, X):
+        """Codes of ``X``.
+
+        Parameters
+        ----------
+        X : array of shape (n_samples, n_features), float64, in namespace ``xp``
+
+        Returns
+        -------
+        codes : array of shape (n_samples, n_features), uint8 or uint16
+        """
+        dtype = getattr(xp, self.code_dtype_name)
+        missing = xp.asarray(self.missing_bin, dtype=xp.int64)
+        cols = []
+        for f in range(X.shape[1]):
+            x = X[:, f]
+            nan = xp.isnan(x)
+            if self.is_categorical[f]:
+                cv = self.category_values[f]
+                if cv.shape[0] == 0:
+                    code = xp.full(x.shape, self.missing_bin, dtype=xp.int64)
+                else:
+                    pos = xp.astype(xp.searchsorted(cv, x), xp.int64)
+                    pos_c = xp.clip(pos, 0, cv.shape[0] - 1)
+                    found = xp.take(cv, pos_c) == x
+                    code = xp.where(found & ~nan, pos_c, missing)
+            else:
+                nb = int(self.n_value_bins[f])
+                edges = self.thresholds[f, : nb - 1]
+                code = xp.astype(xp.searchsorted(edges, x, side="left"), xp.int64)
+                code = xp.where(nan, missing, code)
+            cols.append(xp.astype(code, dtype))
+        return xp.stack(cols, axis=1)
+
+    def to_host(self) -> dict:
+        """Plain NumPy copy of the edges (for export and inspection)."""
+        return {
+            "thresholds": to_numpy(self.thresholds),
+            "category_values": [None if c is None else to_numpy(c) for c in self.category_values],
+            "n_value_bins": self.n_value_bins.copy(),
+            "is_categorical": self.is_categorical.copy(),
+            "n_bins": self.n_bins,
+        }
+
+    def to_namespace(self, xp) -> "BinMapper":
+        """The same edges, moved to namespace ``xp``."""
+        return BinMapper(
+            thresholds=from_numpy(xp, to_numpy(self.thresholds)),
+            category_values=[
+                None if c is None else from_numpy(xp, to_numpy(c)) for c in self.category_values
+            ],
+            n_value_bins=self.n_value_bins,
+            is_categorical=self.is_categorical,
+            n_bins=self.n_bins,
+        )
+
+
+def _midpoints(xp, u):
+    """Midpoints ``u[i] / 2 + u[i + 1] / 2``, or ``u[i]`` where rounding hits ``u[i+1]``."""
+    lo, hi = u[:-1], u[1:]
+    mid = lo / 2.0 + hi / 2.0
+    return xp.where(mid == hi, lo, mid)
+
+
+def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMapper:
+    """Compute bin edges of every feature of ``X``.
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features), float64, in namespace ``xp``
+        NaN marks missing values. Categorical columns hold category values.
+    is_categorical : ndarray of shape (n_features,), bool
+    max_bins : int
+        Largest number of value bins per feature, 2 .. 65535.
+
+    Returns
+    -------
+    BinMapper
+    """
+    if not 2 <= max_bins <= MAX_BINS_LIMIT:
+        raise ValueError(f"max_bins must be in [2, {MAX_BINS_LIMIT}], got {max_bins}")
+    n_features = X.shape[1]
+    edges_per_feature = []
+    category_values = []
+    n_value_bins = np.ones(n_features, dtype=np.int64)
+    for f in range(n_features):
+        x = X[:, f]
+        s = xp.sort(x[~xp.isnan(x)])
+        n_valid = s.shape[0]
+        if n_valid == 0:
+            distinct = s
+        else:
+            is_new = xp.concat([xp.ones(1, dtype=xp.bool), s[1:] != s[:-1]])
+            distinct = s[is_new]
+        n_distinct = int(distinct.shape[0])
+        if is_categorical[f]:
+            if n_distinct > max_bins:
+                raise ValueError(
+                    f"categorical feature {f} has {n_distinct} categories, more than "
+                    f"max_bins={max_bins}; raise max_bins or encode it as numerical"
+                )
+            category_values.append(distinct)
+            n_value_bins[f] = max(n_distinct, 1)
+            edges_per_feature.append(xp.zeros(0, dtype=xp.float64))
+            continue
+        category_values.append(None)
+        if n_distinct <= max_bins:
+            edges = _midpoints(xp, distinct) if n_distinct > 1 else xp.zeros(0, dtype=xp.float64)
+        else:
+            k = np.arange(1, max_bins, dtype=np.float64)
+            pos = k * (n_valid - 1) / max_bins
+            lo = from_numpy(xp, np.floor(pos).astype(np.int64))
+            hi = from_numpy(xp, np.ceil(pos).astype(np.int64))
+            cand = xp.take(s, lo) / 2.0 + xp.take(s, hi) / 2.0
+            cand = xp.sort(cand)
+            keep = xp.concat([xp.ones(1, dtype=xp.bool), cand[1:] != cand[:-1]])
+            edges = cand[keep]
+            # an edge at (or above) the largest value would leave an empty last bin
+            edges = edges[edges < s[-1]]
+        edges_per_feature.append(edges)
+        n_value_bins[f] = int(edges.shape[0]) + 1
+    n_bins = int(n_value_bins.max()) + 1 if n_features else 2
+    width = n_bins - 1
+    rows = []
+    for edges in edges_per_feature:
+        pad = xp.full((width - edges.shape[0],), xp.inf, dtype=xp.float64)
+        rows.append(xp.concat([xp.astype(edges, xp.float64), pad]))
+    thresholds = xp.stack(rows, axis=0)
+    return BinMapper(
+        thresholds=thresholds,
+        category_values=category_values,
+        n_value_bins=n_value_bins,
+        is_categorical=np.asarray(is_categorical, dtype=bool).copy(),
+        n_bins=n_bins,
+    )

@@ -1,0 +1,482 @@
+"""DecisionTreeClassifier and DecisionTreeRegressor."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _backend
+from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
+from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
+from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
+from ._predictor import apply_codes, gather_node_values
+from ._tree import Tree
+from ._validation import check_finite_x, sample_weight_to_host, to_numeric_2d, y_to_host
+from .kernels import get_kernels
+
+__all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor"]
+
+
+class _BaseTree(BaseEstimator):
+    _parameter_constraints: dict = {
+        "max_depth": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "min_samples_split": [
+            Interval(numbers.Integral, 2, None, closed="left"),
+            Interval(numbers.Real, 0.0, 1.0, closed="right"),
+        ],
+        "min_samples_leaf": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(numbers.Real, 0.0, 1.0, closed="neither"),
+        ],
+        "min_weight_fraction_leaf": [Interval(numbers.Real, 0.0, 0.5, closed="both")],
+        "max_features": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(numbers.Real, 0.0, 1.0, closed="right"),
+            StrOptions({"sqrt", "log2"}),
+            None,
+        ],
+        "random_state": ["random_state"],
+        "max_leaf_nodes": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "min_impurity_decrease": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "max_bins": [Interval(numbers.Integral, 2, MAX_BINS_LIMIT, closed="both")],
+        "categorical_features": ["array-like", None],
+        "device": [StrOptions({"cpu", "cuda"}), None],
+        "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
+    }
+
+    _is_classifier = False
+
+    # -- fit -------------------------------------------------------------------
+    def _prepare_X(self, X, fit: bool):
+        """Namespace and float64 matrix of X, with the fit-time checks."""
+        if fit:
+            xp = _backend.namespace_for(X, self.device)
+        else:
+            xp = self._xp
+        Xd, is_cat, categories = to_numeric_2d(
+            X,
+            xp,
+            self.categorical_features if fit else None,
+            None if fit else self._categories,
+        )
+        validate_data(self, X, reset=fit, skip_check_array=True)
+        check_finite_x(xp, Xd)
+        return xp, Xd, is_cat, categories
+
+    def _resolve_sizes(self, n_samples: int, n_features: int):
+        msl = self.min_samples_leaf
+        if not isinstance(msl, numbers.Integral):
+            msl = int(math.ceil(msl * n_samples))
+        mss = self.min_samples_split
+        if not isinstance(mss, numbers.Integral):
+            mss = max(2, int(math.ceil(mss * n_samples)))
+        mf = self.max_features
+        if mf is None:
+            k = n_features
+        elif mf == "sqrt":
+            k = max(1, int(math.sqrt(n_features)))
+        elif mf == "log2":
+            k = max(1, int(math.log2(n_features)))
+        elif isinstance(mf, numbers.Integral):
+            if mf > n_features:
+                raise ValueError(f"max_features={mf} is larger than n_features={n_features}")
+            k = int(mf)
+        else:
+            k = max(1, int(mf * n_features))
+        return int(msl), int(max(mss, 2 * msl)), k
+
+    def _fit(self, X, y, sample_weight):
+        self._validate_params()
+        xp, Xd, is_cat, categories = self._prepare_X(X, fit=True)
+        n_samples, n_features = Xd.shape
+        y_host = y_to_host(y, n_samples, multi_output=not self._is_classifier)
+        sw = sample_weight_to_host(sample_weight, n_samples)
+        y_enc, criterion, sw = self._encode_target(y_host, sw)
+        bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
+        codes = bin_mapper.transform(xp, Xd)
+        y_dev = _backend.from_numpy(xp, y_enc)
+        w_dev = _backend.from_numpy(xp, sw)
+        channels = criterion.row_channels(xp, y_dev, w_dev)
+        msl, mss, k = self._resolve_sizes(n_samples, n_features)
+        params = GrowerParams(
+            max_depth=self.max_depth,
+            min_samples_split=mss,
+            min_samples_leaf=msl,
+            min_weight_leaf=self.min_weight_fraction_leaf * float(sw.sum()),
+            min_impurity_decrease=self.min_impurity_decrease,
+            max_leaf_nodes=self.max_leaf_nodes,
+            max_features=k,
+            memory_limit=self.memory_limit,
+        )
+        inputs = GrowerInputs(
+            codes=codes,
+            channels=channels,
+            multiplicity=None,
+            bin_mapper=bin_mapper,
+            criterion=criterion,
+            kernels=get_kernels(xp),
+            rng=_backend.host_rng(self.random_state),
+        )
+        batch = grow(xp, inputs, params)
+        self._xp = xp
+        self._batch = batch
+        self._bin_mapper = bin_mapper
+        self._criterion = criterion
+        self._categories = categories
+        self._values = criterion.value(xp, batch.stats)  # (1, nodes, n_outputs, k)
+        self.max_features_ = k
+        self.n_outputs_ = int(self._values.shape[2])
+        self.tree_ = Tree(batch, criterion, xp, bin_mapper, categories)
+        self.is_categorical_ = is_cat
+        self.categories_ = [
+            None if not is_cat[j] else (categories[j] if categories[j] is not None else _backend.to_numpy(bin_mapper.category_values[j]))
+            for j in range(n_features)
+        ]
+        return self
+
+    # -- predict ----------------------------------------------------------------
+    def _leaves(self, X):
+        check_is_fitted(self, "_batch")
+        xp, Xd, _, _ = self._prepare_X(X, fit=False)
+        codes = self._bin_mapper.transform(xp, Xd)
+        return xp, apply_codes(xp, self._batch, codes, self._bin_mapper.missing_bin)
+
+    def _node_values(self, X):
+        xp, leaves = self._leaves(X)
+        return xp, gather_node_values(xp, self._values, leaves)[:, 0]  # (n, n_outputs, k)
+
+    def _output(self, X, a):
+        """Return ``a`` in the namespace of the input ``X``."""
+        if _backend.is_array_api_array(X):
+            return _backend.convert_to_namespace(_backend.namespace_of(X), a)
+        return _backend.to_numpy(a)
+
+    def apply(self, X):
+        """Index of the leaf (node of ``tree_``) each sample ends in, shape (n_samples,)."""
+        _, leaves = self._leaves(X)
+        return self._output(X, leaves[:, 0])
+
+    def decision_path(self, X):
+        """Sparse indicator (n_samples, node_count) of the nodes each sample goes through."""
+        leaves = _backend.to_numpy(self._leaves(X)[1][:, 0])
+        parent = np.full(self.tree_.node_count, -1, dtype=np.int64)
+        internal = np.flatnonzero(self.tree_.children_left >= 0)
+        parent[self.tree_.children_left[internal]] = internal
+        parent[self.tree_.children_right[internal]] = internal
+        # walk up from each leaf: at most max_depth steps, vectorised over samples
+        rows, cols = [], []
+        node = leaves.copy()
+        idx = np.arange(leaves.shape[0])
+        while idx.size:
+            rows.append(idx)
+            cols.append(node)
+            up = parent[node]
+            keep = up >= 0
+            idx, node = idx[keep], up[keep]
+        rows = np.concatenate(rows)
+        cols = np.concatenate(cols)
+        data = np.ones(rows.shape[0], dtype=np.int64)
+        return sp.csr_matrix((data, (rows, cols)), shape=(leaves.shape[0], self.tree_.node_count))
+
+    def get_depth(self) -> int:
+        check_is_fitted(self, "_batch")
+        return self.tree_.max_depth
+
+    def get_n_leaves(self) -> int:
+        check_is_fitted(self, "_batch")
+        return self.tree_.n_leaves
+
+    @property
+    def feature_importances_(self):
+        """Normalised total impurity decrease of each feature, shape (n_features,)."""
+        check_is_fitted(self, "_batch")
+        return self.tree_.compute_feature_importances(self.n_features_in_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+_COMMON_DOC = """
+    max_depth : int or None, default=None
+        Maximum depth; None grows until leaves are pure or hold fewer than
+        ``min_samples_split`` samples.
+    min_samples_split : int or float, default=2
+        Minimum number of samples to split a node (a float is a fraction of n_samples).
+    min_samples_leaf : int or float, default=1
+        Minimum number of samples in each child of a split.
+    min_weight_fraction_leaf : float, default=0.0
+        Minimum fraction of the total sample weight in each child.
+    max_features : int, float, {"sqrt", "log2"} or None, default=None
+        Number of features drawn at random (without replacement, per node) to
+        search a split among; None uses all features.
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the ``max_features`` draws.
+    max_leaf_nodes : int or None, default=None
+        Grow best-first (the split of largest weighted impurity decrease next,
+        as scikit-learn) up to this many leaves.
+    min_impurity_decrease : float, default=0.0
+        A node is split only if the weighted impurity decrease is at least this.
+    max_bins : int, default=255
+        Largest number of value bins per feature (2 .. 65535). Features with at
+        most ``max_bins`` distinct values are split exactly, at midpoints.
+        Missing values have a bin of their own on top. Codes are uint8 up to
+        255 value bins, uint16 above.
+    categorical_features : array-like of int, str or bool, or None, default=None
+        Columns split as categories (indices, DataFrame column names, or a
+        boolean mask). pandas ``category`` columns are always categorical.
+        String columns must be declared here (or be ``category``).
+    device : {None, "cpu", "cuda"}, default=None
+        None follows the input (CuPy arrays train on the GPU); "cpu" uses
+        NumPy; "cuda" moves the data to the GPU with CuPy.
+    memory_limit : int, default=1 GiB
+        Bound, in bytes, on the histogram memory of one level; levels with more
+        nodes are processed in chunks (see ``gputrees._grower``).
+"""
+
+
+class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
+    __doc__ = (
+        """A classification tree grown level by level from binned histograms.
+
+    Parameters
+    ----------
+    criterion : {"gini", "entropy", "log_loss", "misclassification"}, default="gini"
+        Impurity: Gini index, Shannon entropy in bits ("log_loss" is a synonym),
+        or classification error ``1 - max_k p_k``.
+    """
+        + _COMMON_DOC
+        + """    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplied into the sample weights.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_classes_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when X was a DataFrame with string column names.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+    tree_ : Tree
+        NumPy arrays of the fitted tree (``children_left``, ``threshold``, ...).
+    max_features_ : int
+    categories_ : list
+        Per feature: the category labels (categorical features) or None.
+    """
+    )
+
+    _parameter_constraints = {
+        **_BaseTree._parameter_constraints,
+        "criterion": [StrOptions(set(CLASSIFICATION_CRITERIA))],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+    _is_classifier = True
+
+    def __init__(
+        self,
+        *,
+        criterion="gini",
+        max_depth=None,
+        min_samples_split=2,
+        min_samples_leaf=1,
+        min_weight_fraction_leaf=0.0,
+        max_features=None,
+        random_state=None,
+        max_leaf_nodes=None,
+        min_impurity_decrease=0.0,
+        class_weight=None,
+        max_bins=255,
+        categorical_features=None,
+        device=None,
+        memory_limit=DEFAULT_MEMORY_LIMIT,
+    ):
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.max_features = max_features
+        self.random_state = random_state
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_impurity_decrease = min_impurity_decrease
+        self.class_weight = class_weight
+        self.max_bins = max_bins
+        self.categorical_features = categorical_features
+        self.device = device
+        self.memory_limit = memory_limit
+
+    def _encode_target(self, y, sw):
+        check_classification_targets(y)
+        classes, y_enc = np.unique(y, return_inverse=True)
+        self.classes_ = classes
+        self.n_classes_ = int(classes.shape[0])
+        if self.class_weight is not None:
+            sw = sw * compute_sample_weight(self.class_weight, y)
+            if not np.any(sw > 0):
+                raise ValueError("sample_weight times class_weight is zero for every sample")
+        crit = CLASSIFICATION_CRITERIA[self.criterion](n_outputs=1, n_classes=self.n_classes_)
+        return y_enc.astype(np.int64), crit, sw
+
+    def fit(self, X, y, sample_weight=None):
+        """Grow the tree.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array; NaN marks missing values.
+        y : array-like of shape (n_samples,)
+            Class labels (any type np.unique can sort).
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y, sample_weight)
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes), float64."""
+        xp, v = self._node_values(X)
+        return self._output(X, v[:, 0, :])
+
+    def predict_log_proba(self, X):
+        """Log of :meth:`predict_proba` (``-inf`` for probability 0)."""
+        proba = self.predict_proba(X)
+        xp = _backend.namespace_of(proba) if _backend.is_array_api_array(proba) else None
+        if xp is None:
+            with np.errstate(divide="ignore"):
+                return np.log(proba)
+        return xp.log(proba)
+
+    def predict(self, X):
+        """Most probable class of each sample, shape (n_samples,)."""
+        xp, v = self._node_values(X)
+        idx = xp.argmax(v[:, 0, :], axis=1)
+        if _backend.is_array_api_array(X) and self.classes_.dtype.kind in "biuf":
+            xin = _backend.namespace_of(X)
+            classes = _backend.from_numpy(xin, self.classes_)
+            return xin.take(classes, _backend.convert_to_namespace(xin, idx))
+        return self.classes_[_backend.to_numpy(idx)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = False
+        return tags
+
+
+class DecisionTreeRegressor(RegressorMixin, _BaseTree):
+    __doc__ = (
+        """A regression tree grown level by level from binned histograms.
+
+    Parameters
+    ----------
+    criterion : {"squared_error", "friedman_mse", "poisson"}, default="squared_error"
+        Squared error (leaf means), Friedman's improvement score, or half
+        Poisson deviance (needs y >= 0 with a positive sum).
+    """
+        + _COMMON_DOC
+        + """
+    Attributes
+    ----------
+    n_outputs_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_importances_ : ndarray of shape (n_features_in_,)
+    tree_ : Tree
+    max_features_ : int
+    categories_ : list
+    """
+    )
+
+    _parameter_constraints = {
+        **_BaseTree._parameter_constraints,
+        "criterion": [StrOptions(set(REGRESSION_CRITERIA))],
+    }
+
+    def __init__(
+        self,
+        *,
+        criterion="squared_error",
+        max_depth=None,
+        min_samples_split=2,
+        min_samples_leaf=1,
+        min_weight_fraction_leaf=0.0,
+        max_features=None,
+        random_state=None,
+        max_leaf_nodes=None,
+        min_impurity_decrease=0.0,
+        max_bins=255,
+        categorical_features=None,
+        device=None,
+        memory_limit=DEFAULT_MEMORY_LIMIT,
+    ):
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.max_features = max_features
+        self.random_state = random_state
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_impurity_decrease = min_impurity_decrease
+        self.max_bins = max_bins
+        self.categorical_features = categorical_features
+        self.device = device
+        self.memory_limit = memory_limit
+
+    def _encode_target(self, y, sw):
+        if y.dtype.kind not in "biuf":
+            try:
+                y = y.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"y must be numeric for regression, got dtype {y.dtype}") from exc
+        y = y.astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains infinity or NaN")
+        y2 = y[:, None] if y.ndim == 1 else y
+        self._y_ndim = y.ndim
+        if self.criterion == "poisson":
+            if np.any(y2 < 0):
+                raise ValueError("Some value(s) of y are negative which is not allowed for Poisson regression.")
+            if np.any(y2.sum(axis=0) <= 0):
+                raise ValueError("Sum of y is not positive which is necessary for Poisson regression.")
+        crit = REGRESSION_CRITERIA[self.criterion](n_outputs=y2.shape[1], n_classes=1)
+        return np.ascontiguousarray(y2), crit, sw
+
+    def fit(self, X, y, sample_weight=None):
+        """Grow the tree.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y, sample_weight)
+
+    def predict(self, X):
+        """Predicted values, shape (n_samples,) or (n_samples, n_outputs)."""
+        xp, v = self._node_values(X)
+        out = v[:, :, 0]
+        if self._y_ndim == 1:
+            out = out[:, 0]
+        return self._output(X, out)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags

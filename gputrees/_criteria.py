@@ -1,0 +1,281 @@
+"""Split criteria: they turn summed per-row channels into impurities, gains and leaf values.
+
+Every model grows trees from per-row *channels*; a node's (or a histogram
+bin's) statistics are the sums of its rows' channels. Channel 0 is always the
+row count (a bootstrap multiplicity, for forests), so ``min_samples_leaf`` and
+``n_node_samples`` come from the same histogram as everything else.
+
+======================  ===================================================
+criterion               channels after the count
+======================  ===================================================
+classification          ``w * [y == k]`` for each class ``k``
+squared_error,          ``w``, ``w * y_j`` for each output ``j``,
+friedman_mse            ``w * y_j ** 2`` for each output ``j``
+poisson                 ``w``, ``w * y_j``, ``w * y_j * log(y_j)`` (0 at 0)
+======================  ===================================================
+
+All methods take statistics of shape ``(..., n_channels)`` and broadcast over
+the leading axes; they use only array-API functions. The formulas follow
+scikit-learn's ``_criterion.pyx`` so that the same splits are chosen.
+"""
+
+from __future__ import annotations
+
+import math
+
+#: float64 machine epsilon, scikit-learn's EPSILON for "pure node" and min_impurity_decrease.
+EPSILON = 2.220446049250313e-16
+#: scikit-learn's Poisson guard: a child whose target sum is below this cannot be split off.
+POISSON_EPSILON = 10 * EPSILON
+_LOG2 = math.log(2.0)
+
+
+def _safe(xp, w):
+    return xp.where(w > 0, w, xp.ones_like(w))
+
+
+class Criterion:
+    """Base class. ``n_outputs`` outputs (regression) or ``n_classes`` classes."""
+
+    name = ""
+    is_classification = False
+
+    def __init__(self, n_outputs: int = 1, n_classes: int = 1):
+        self.n_outputs = n_outputs
+        self.n_classes = n_classes
+
+    # -- layout -----------------------------------------------------------
+    @property
+    def n_channels(self) -> int:
+        raise NotImplementedError  # abstract
+
+    def row_channels(self, xp, y, w):
+        """Per-row channels.
+
+        Parameters
+        ----------
+        y : array of shape (n_samples,), int64 class codes (classification),
+            or (n_samples, n_outputs), float64 (regression)
+        w : array of shape (n_samples,), float64 sample weights
+
+        Returns
+        -------
+        array of shape (n_samples, n_channels), float64
+        """
+        raise NotImplementedError  # abstract
+
+    def weight(self, xp, s):
+        """Weighted number of samples, shape ``s.shape[:-1]``."""
+        raise NotImplementedError  # abstract
+
+    def impurity(self, xp, s):
+        raise NotImplementedError  # abstract
+
+    def value(self, xp, s):
+        """Node value, shape ``s.shape[:-1] + (n_outputs, n_classes_or_1)``."""
+        raise NotImplementedError  # abstract
+
+    def order_keys(self, xp, s):
+        """Keys that order categories for categorical splits, shape ``s.shape[:-1] + (K,)``."""
+        raise NotImplementedError  # abstract
+
+    # -- gains ------------------------------------------------------------
+    def proxy(self, xp, left, right):
+        """A quantity whose argmax over candidate splits is the best split.
+
+        scikit-learn's ``proxy_impurity_improvement``: ``-(w_l * i_l + w_r * i_r)``.
+        """
+        wl, wr = self.weight(xp, left), self.weight(xp, right)
+        return -(wr * self.impurity(xp, right)) - wl * self.impurity(xp, left)
+
+    def improvement(self, xp, parent, left, right, total_weight):
+        """scikit-learn's ``impurity_improvement``: the weighted impurity decrease.
+
+        ``w / W * (i - w_r / w * i_r - w_l / w * i_l)`` with ``W`` the total weight.
+        """
+        w = self.weight(xp, parent)
+        wl, wr = self.weight(xp, left), self.weight(xp, right)
+        ws = _safe(xp, w)
+        return (w / total_weight) * (
+            self.impurity(xp, parent)
+            - (wr / ws) * self.impurity(xp, right)
+            - (wl / ws) * self.impurity(xp, left)
+        )
+
+
+class _ClassificationCriterion(Criterion):
+    is_classification = True
+
+    @property
+    def n_channels(self) -> int:
+        return 1 + self.n_classes
+
+    def row_channels(self, xp, y, w):
+        k = xp.arange(self.n_classes, dtype=xp.int64)
+        onehot = xp.astype(y[:, None] == k[None, :], xp.float64)
+        ones = xp.ones((y.shape[0], 1), dtype=xp.float64)
+        return xp.concat([ones, onehot * w[:, None]], axis=1)
+
+    def weight(self, xp, s):
+        return xp.sum(s[..., 1:], axis=-1)
+
+    def _fractions(self, xp, s):
+        w = self.weight(xp, s)
+        return s[..., 1:] / _safe(xp, w)[..., None]
+
+    def value(self, xp, s):
+        return self._fractions(xp, s)[..., None, :]
+
+    def order_keys(self, xp, s):
+        p = self._fractions(xp, s)
+        if self.n_classes <= 2:
+            # binary: one ordering by the rate of the second class (optimal for gini)
+            return p[..., -1:]
+        # multi-class heuristic: one ordering per class (by that class's rate),
+        # the best split over all of them is kept
+        return p
+
+
+class Gini(_ClassificationCriterion):
+    name = "gini"
+
+    def impurity(self, xp, s):
+        w = _safe(xp, self.weight(xp, s))
+        sq = xp.sum(s[..., 1:] * s[..., 1:], axis=-1)
+        return 1.0 - sq / (w * w)
+
+
+class Entropy(_ClassificationCriterion):
+    """Shannon entropy in bits (scikit-learn's ``entropy`` / ``log_loss``)."""
+
+    name = "entropy"
+
+    def impurity(self, xp, s):
+        p = self._fractions(xp, s)
+        safe_p = xp.where(p > 0, p, xp.ones_like(p))
+        return -xp.sum(p * (xp.log(safe_p) / _LOG2), axis=-1)
+
+
+class Misclassification(_ClassificationCriterion):
+    """Classification error ``1 - max_k p_k`` (the course notes' third criterion)."""
+
+    name = "misclassification"
+
+    def impurity(self, xp, s):
+        return 1.0 - xp.max(self._fractions(xp, s), axis=-1)
+
+
+class _RegressionCriterion(Criterion):
+    @property
+    def n_channels(self) -> int:
+        return 2 + 2 * self.n_outputs
+
+    def _third(self, xp, y):
+        return y * y
+
+    def row_channels(self, xp, y, w):
+        ones = xp.ones((y.shape[0], 1), dtype=xp.float64)
+        wy = y * w[:, None]
+        return xp.concat([ones, w[:, None], wy, self._third(xp, y) * w[:, None]], axis=1)
+
+    def weight(self, xp, s):
+        return s[..., 1]
+
+    def _sums(self, s):
+        return s[..., 2 : 2 + self.n_outputs]
+
+    def value(self, xp, s):
+        return (self._sums(s) / _safe(xp, self.weight(xp, s))[..., None])[..., None]
+
+    def order_keys(self, xp, s):
+        mean = self._sums(s) / _safe(xp, self.weight(xp, s))[..., None]
+        return xp.mean(mean, axis=-1, keepdims=True)
+
+
+class SquaredError(_RegressionCriterion):
+    name = "squared_error"
+
+    def impurity(self, xp, s):
+        w = _safe(xp, self.weight(xp, s))
+        sums = self._sums(s)
+        sq = s[..., 2 + self.n_outputs :]
+        per_output = sq / w[..., None] - (sums / w[..., None]) ** 2
+        return xp.sum(per_output, axis=-1) / self.n_outputs
+
+    def proxy(self, xp, left, right):
+        # scikit-learn's MSE proxy: sum_k S_l,k^2 / w_l + S_r,k^2 / w_r
+        wl = _safe(xp, self.weight(xp, left))
+        wr = _safe(xp, self.weight(xp, right))
+        sl, sr = self._sums(left), self._sums(right)
+        return xp.sum(sl * sl, axis=-1) / wl + xp.sum(sr * sr, axis=-1) / wr
+
+
+class FriedmanMSE(SquaredError):
+    """Friedman's improvement score: ``(w_r S_l - w_l S_r)^2 / (w_l w_r)``.
+
+    For one output it orders splits like ``squared_error`` (scikit-learn 1.9
+    made the two names synonyms for that reason); with several outputs the
+    target sums are added over outputs first, as in Friedman (2001).
+    """
+
+    name = "friedman_mse"
+
+    def proxy(self, xp, left, right):
+        wl = _safe(xp, self.weight(xp, left))
+        wr = _safe(xp, self.weight(xp, right))
+        diff = wr * xp.sum(self._sums(left), axis=-1) - wl * xp.sum(self._sums(right), axis=-1)
+        return diff * diff / (wl * wr)
+
+    def improvement(self, xp, parent, left, right, total_weight):
+        wl = _safe(xp, self.weight(xp, left))
+        wr = _safe(xp, self.weight(xp, right))
+        w = _safe(xp, self.weight(xp, parent))
+        diff = (
+            wr * xp.sum(self._sums(left), axis=-1) - wl * xp.sum(self._sums(right), axis=-1)
+        ) / self.n_outputs
+        return diff * diff / (wl * wr * w)
+
+
+class Poisson(_RegressionCriterion):
+    """Half Poisson deviance; children whose target sum is ~0 are not allowed."""
+
+    name = "poisson"
+
+    def _third(self, xp, y):
+        safe_y = xp.where(y > 0, y, xp.ones_like(y))
+        return xp.where(y > 0, y * xp.log(safe_y), xp.zeros_like(y))
+
+    def impurity(self, xp, s):
+        w = _safe(xp, self.weight(xp, s))
+        sums = self._sums(s)
+        ylogy = s[..., 2 + self.n_outputs :]
+        ok = sums > POISSON_EPSILON
+        safe_sums = xp.where(ok, sums, xp.ones_like(sums))
+        loss = ylogy - sums * xp.log(safe_sums / w[..., None])
+        total = xp.sum(loss, axis=-1) / (w * self.n_outputs)
+        return xp.where(xp.all(ok, axis=-1), total, xp.full_like(total, xp.inf))
+
+    def proxy(self, xp, left, right):
+        wl = _safe(xp, self.weight(xp, left))
+        wr = _safe(xp, self.weight(xp, right))
+        sl, sr = self._sums(left), self._sums(right)
+        ok = xp.all((sl > POISSON_EPSILON) & (sr > POISSON_EPSILON), axis=-1)
+        sl_s = xp.where(sl > POISSON_EPSILON, sl, xp.ones_like(sl))
+        sr_s = xp.where(sr > POISSON_EPSILON, sr, xp.ones_like(sr))
+        val = xp.sum(sl_s * xp.log(sl_s / wl[..., None]), axis=-1) + xp.sum(
+            sr_s * xp.log(sr_s / wr[..., None]), axis=-1
+        )
+        return xp.where(ok, val, xp.full_like(val, -xp.inf))
+
+
+CLASSIFICATION_CRITERIA = {
+    "gini": Gini,
+    "entropy": Entropy,
+    "log_loss": Entropy,
+    "misclassification": Misclassification,
+}
+REGRESSION_CRITERIA = {
+    "squared_error": SquaredError,
+    "friedman_mse": FriedmanMSE,
+    "poisson": Poisson,
+}

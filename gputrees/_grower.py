@@ -1,0 +1,665 @@
+"""The batched grower: grows a batch of trees, all nodes of a round at once.
+
+A *round* expands a set of frontier nodes of every tree of the batch:
+
+1. route the rows of the expanded nodes to their children (array ops over
+   the active rows; no loop over rows, nodes, features or trees);
+2. build the histogram of the smaller child of each sibling pair with one
+   kernel call, and get the larger one by subtracting it from the parent's
+   histogram (kept from the previous round when it fits the memory bound);
+3. find the best split of every new node (:mod:`gputrees._splitting`);
+4. keep the splittable new nodes as the next frontier.
+
+Depth-wise growth (the default) expands the whole frontier each round, so a
+round is a tree level. Best-first growth (``max_leaf_nodes``, as in
+scikit-learn) expands, each round, the frontier nodes that can still be among
+the ``max_leaf_nodes - 1`` splits chosen by scikit-learn's greedy rule
+("split the leaf of largest impurity improvement next"); a small host-side
+simulation over the nodes' improvements then picks exactly the splits that
+sequential greedy growth would make, and speculative children of nodes it did
+not pick are discarded. Ties of improvement go to the older node.
+
+Memory bound
+------------
+The histograms of one round are processed in chunks of sibling pairs so
+that a chunk's histograms and split scan use at most ``memory_limit`` bytes
+(about ``SCAN_FACTOR`` times the histogram itself). Parent histograms are kept
+for the subtraction trick only while the whole frontier's histograms fit in
+``memory_limit``; past that (very deep trees, thousands of nodes per level),
+children are built directly from their rows, chunk by chunk. Peak extra
+memory is therefore ``memory_limit`` plus O(n_rows) for the row routing.
+
+Host synchronisations: one per round to learn the number of active rows and
+of frontier nodes (sizes of the next arrays), and one per chunk.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._backend import from_numpy, to_numpy
+from ._criteria import EPSILON
+from ._splitting import SplitConstraints, find_best_splits
+
+#: Working arrays of the split scan per byte of histogram (cumulative sums,
+#: left/right statistics for both missing-value directions, proxies, masks).
+SCAN_FACTOR = 7
+#: Default bound on the histogram memory of a round, in bytes.
+DEFAULT_MEMORY_LIMIT = 1 << 30
+
+
+@dataclass(frozen=True)
+class GrowerParams:
+    """Stopping rules and limits (scikit-learn's meanings)."""
+
+    max_depth: int | None = None
+    min_samples_split: int = 2
+    min_samples_leaf: int = 1
+    min_weight_leaf: float = 0.0
+    min_impurity_decrease: float = 0.0
+    max_leaf_nodes: int | None = None
+    max_features: int | None = None
+    memory_limit: int = DEFAULT_MEMORY_LIMIT
+
+
+@dataclass(frozen=True)
+class GrowerInputs:
+    """Data of one fit.
+
+    Attributes
+    ----------
+    codes : array of shape (n_samples, n_features), uint8/uint16
+    channels : array of shape (n_samples, n_channels), float64
+        Per-row channels, channel 0 the row count (see :mod:`gputrees._criteria`).
+    multiplicity : array of shape (n_trees, n_samples), float64, or None
+        How many times each row enters each tree (bootstrap counts; 0 = out).
+        None means one tree with every row once.
+    bin_mapper : BinMapper
+    criterion : Criterion
+    kernels : Kernels
+    rng : numpy.random.Generator
+        Host generator for ``max_features`` draws.
+    """
+
+    codes: object
+    channels: object
+    multiplicity: object
+    bin_mapper: object
+    criterion: object
+    kernels: object
+    rng: object
+
+
+@dataclass(frozen=True)
+class TreeBatch:
+    """Fitted trees as padded arrays (trees x nodes), on the device.
+
+    Node 0 of each tree is its root; nodes are numbered in creation order
+    (breadth-first for depth-wise growth). Padding nodes are leaves.
+
+    Attributes
+    ----------
+    node_count : ndarray of shape (n_trees,), int64 (host)
+    left, right : (n_trees, n_nodes) int64, -1 at leaves
+    feature : (n_trees, n_nodes) int64, -2 at leaves
+    bin : (n_trees, n_nodes) int64, numerical split bin, -1 otherwise
+    missing_left : (n_trees, n_nodes) bool
+    is_categorical : (n_trees, n_nodes) bool
+    cat_left : (n_trees, n_nodes, n_bins or 0) bool
+    threshold : (n_trees, n_nodes) float64 (-2 at leaves, NaN for categorical)
+    stats : (n_trees, n_nodes, n_channels) float64
+    depth : (n_trees, n_nodes) int64
+    max_depth : int
+    """
+
+    node_count: np.ndarray
+    left: object
+    right: object
+    feature: object
+    bin: object
+    missing_left: object
+    is_categorical: object
+    cat_left: object
+    threshold: object
+    stats: object
+    depth: object
+    max_depth: int
+
+
+@dataclass(frozen=True)
+class _Frontier:
+    """Splittable nodes not yet expanded, sorted by id (device arrays, length p)."""
+
+    ids: object
+    depth: object
+    tree: object
+    stats: object
+    improvement: object
+    split: object  # SplitRecord restricted to these nodes
+    hist: object  # (p, F, B, C) or None when over the memory bound
+
+
+def _lookup(xp, sorted_ids, query):
+    """Position of each ``query`` in ``sorted_ids`` and whether it is there."""
+    if sorted_ids.shape[0] == 0:
+        return xp.zeros(query.shape, dtype=xp.int64), xp.zeros(query.shape, dtype=xp.bool)
+    pos = xp.astype(xp.searchsorted(sorted_ids, query), xp.int64)
+    pos = xp.clip(pos, 0, sorted_ids.shape[0] - 1)
+    return pos, xp.take(sorted_ids, pos) == query
+
+
+def _take_record(xp, rec, idx):
+    """Rows ``idx`` of every array of a SplitRecord."""
+    from ._splitting import SplitRecord
+
+    return SplitRecord(
+        **{k: xp.take(getattr(rec, k), idx, axis=0) for k in rec.__dataclass_fields__}
+    )
+
+
+def _concat_records(xp, recs):
+    from ._splitting import SplitRecord
+
+    return SplitRecord(
+        **{k: xp.concat([getattr(r, k) for r in recs], axis=0) for k in recs[0].__dataclass_fields__}
+    )
+
+
+class Grower:
+    """Grow a batch of trees. Use :func:`grow`."""
+
+    def __init__(self, xp, inputs: GrowerInputs, params: GrowerParams):
+        self.xp = xp
+        self.inp = inputs
+        self.params = params
+        codes = inputs.codes
+        self.n, self.n_features = codes.shape
+        self.codes_flat = xp.reshape(codes, (-1,))
+        self.n_bins = inputs.bin_mapper.n_bins
+        self.missing = self.n_bins - 1
+        self.n_channels = inputs.channels.shape[1]
+        self.is_cat = inputs.bin_mapper.is_categorical
+        self.any_cat = bool(self.is_cat.any())
+        self.cons = SplitConstraints(params.min_samples_leaf, params.min_weight_leaf)
+        self.hist_bytes = self.n_features * self.n_bins * self.n_channels * 8
+        # per created node (lists of per-round arrays, concatenated at the end)
+        self._parent, self._depth, self._tree, self._stats = [], [], [], []
+        self._n_created = 0
+        # per expanded node
+        self._exp_ids, self._exp_rec, self._exp_first_child = [], [], []
+        # best-first host bookkeeping: improvement of splittable nodes, children of expanded
+        self._improvement = {}
+        self._children = {}
+
+    # -- rows ---------------------------------------------------------------
+    def _init_rows(self):
+        xp = self.xp
+        mult = self.inp.multiplicity
+        if mult is None:
+            self.n_trees = 1
+            self.act_row = xp.arange(self.n, dtype=xp.int64)
+            self.act_node = xp.zeros(self.n, dtype=xp.int64)
+            self.act_mult = None
+        else:
+            self.n_trees = mult.shape[0]
+            flat = xp.reshape(mult, (-1,))
+            sel = xp.astype(xp.nonzero(flat > 0)[0], xp.int64)
+            self.act_row = sel % self.n
+            self.act_node = sel // self.n
+            self.act_mult = xp.take(flat, sel)
+
+    def _row_weights(self, mask=None):
+        xp = self.xp
+        rows = self.act_row if mask is None else self.act_row[mask]
+        w = xp.take(self.inp.channels, rows, axis=0)
+        if self.act_mult is not None:
+            m = self.act_mult if mask is None else self.act_mult[mask]
+            w = w * m[:, None]
+        return rows, w
+
+    def _build(self, build_ids):
+        """Histograms of the nodes ``build_ids`` (sorted, device int64) from their rows."""
+        xp = self.xp
+        slot, hit = _lookup(xp, build_ids, self.act_node)
+        rows, w = self._row_weights(hit)
+        return self.inp.kernels.build_histograms(
+            xp, self.inp.codes, rows, slot[hit], w, int(build_ids.shape[0]), self.n_bins
+        )
+
+    # -- nodes --------------------------------------------------------------
+    def _new_nodes(self, parent, depth, tree, stats):
+        xp = self.xp
+        k = int(stats.shape[0])
+        ids = xp.arange(self._n_created, self._n_created + k, dtype=xp.int64)
+        self._n_created += k
+        self._parent.append(parent)
+        self._depth.append(depth)
+        self._tree.append(tree)
+        self._stats.append(stats)
+        return ids
+
+    def _can_split(self, depth, stats):
+        xp, p, crit = self.xp, self.params, self.inp.criterion
+        count = stats[:, 0]
+        w = crit.weight(xp, stats)
+        ok = (
+            (count >= p.min_samples_split)
+            & (count >= 2 * p.min_samples_leaf)
+            & (w >= 2 * p.min_weight_leaf)
+            & (crit.impurity(xp, stats) > EPSILON)
+        )
+        if p.max_depth is not None:
+            ok = ok & (depth < p.max_depth)
+        return ok
+
+    def _feature_mask(self, m):
+        k = self.params.max_features
+        if k is None or k >= self.n_features or m == 0:
+            return None
+        u = self.inp.rng.random((m, self.n_features))
+        rank = np.argsort(np.argsort(u, axis=1), axis=1)
+        return from_numpy(self.xp, rank < k)
+
+    def _split(self, hist, stats, depth, tree):
+        """Split records, improvements and the 'ok' mask for nodes with histograms."""
+        xp, crit = self.xp, self.inp.criterion
+        rec = find_best_splits(
+            xp, hist, stats, crit, self.cons, self.is_cat, self._feature_mask(int(stats.shape[0]))
+        )
+        total_w = xp.take(self.total_weight, tree)
+        imp = crit.improvement(xp, stats, rec.left, rec.right, total_w)
+        ok = rec.found & (imp + EPSILON >= self.params.min_impurity_decrease)
+        return rec, imp, ok
+
+    def _pairs_per_chunk(self):
+        per_pair = 2 * self.hist_bytes * SCAN_FACTOR
+        return max(1, int(self.params.memory_limit // per_pair))
+
+    # -- rounds -------------------------------------------------------------
+    def _evaluate_children(self, child_ids, depth, tree, stats, parent_slot, parent_hist):
+        """Histograms and splits of new sibling pairs; returns the next frontier part.
+
+        child_ids, depth, tree : (2k,) ; stats (2k, C) ; parent_slot (k,) index into
+        ``parent_hist`` (or None when parents have no stored histograms).
+        """
+        xp = self.xp
+        k = int(child_ids.shape[0]) // 2
+        can = self._can_split(depth, stats)
+        can_pair = xp.reshape(can, (k, 2))
+        pair_any = xp.any(can_pair, axis=1)
+        pairs = xp.astype(xp.nonzero(pair_any)[0], xp.int64)
+        n_pairs = int(pairs.shape[0])
+        if n_pairs == 0:
+            return None
+        keep_hist = 2 * n_pairs * self.hist_bytes <= self.params.memory_limit
+        step = self._pairs_per_chunk()
+        parts = []
+        for start in range(0, n_pairs, step):
+            pr = pairs[start : start + step]
+            m = int(pr.shape[0])
+            both = xp.reshape(xp.stack([2 * pr, 2 * pr + 1], axis=1), (-1,))
+            ids = xp.take(child_ids, both)
+            st = xp.take(stats, both, axis=0)
+            if parent_hist is not None:
+                # build the smaller child of each pair, the other by subtraction
+                cnt = xp.reshape(st[:, 0], (m, 2))
+                small_is_right = cnt[:, 1] < cnt[:, 0]
+                small_pos = xp.astype(small_is_right, xp.int64)
+                small_ids = xp.take(ids, 2 * xp.arange(m, dtype=xp.int64) + small_pos)
+                small = self._build(small_ids)
+                par = xp.take(parent_hist, xp.take(parent_slot, pr), axis=0)
+                large = par - small
+                sel = small_is_right[:, None, None, None]
+                left_h = xp.where(sel, large, small)
+                right_h = xp.where(sel, small, large)
+                hist = xp.reshape(
+                    xp.stack([left_h, right_h], axis=1),
+                    (2 * m, self.n_features, self.n_bins, self.n_channels),
+                )
+                node_sel = xp.take(can, both)
+            else:
+                node_sel = xp.take(can, both)
+                sel_idx = xp.astype(xp.nonzero(node_sel)[0], xp.int64)
+                hist_sel = self._build(xp.take(ids, sel_idx))
+                ids, st = xp.take(ids, sel_idx), xp.take(st, sel_idx, axis=0)
+                both = xp.take(both, sel_idx)
+                hist = hist_sel
+                node_sel = xp.ones(ids.shape, dtype=xp.bool)
+            idx = xp.astype(xp.nonzero(node_sel)[0], xp.int64)
+            hist = xp.take(hist, idx, axis=0)
+            ids = xp.take(ids, idx)
+            st = xp.take(st, idx, axis=0)
+            dp = xp.take(depth, xp.take(both, idx))
+            tr = xp.take(tree, xp.take(both, idx))
+            rec, imp, ok = self._split(hist, st, dp, tr)
+            good = xp.astype(xp.nonzero(ok)[0], xp.int64)
+            if int(good.shape[0]) == 0:
+                continue
+            parts.append(
+                _Frontier(
+                    ids=xp.take(ids, good),
+                    depth=xp.take(dp, good),
+                    tree=xp.take(tr, good),
+                    stats=xp.take(st, good, axis=0),
+                    improvement=xp.take(imp, good),
+                    split=_take_record(xp, rec, good),
+                    hist=xp.take(hist, good, axis=0) if keep_hist else None,
+                )
+            )
+        return self._merge(parts)
+
+    def _merge(self, parts):
+        xp = self.xp
+        parts = [p for p in parts if p is not None and int(p.ids.shape[0]) > 0]
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        has_hist = all(p.hist is not None for p in parts)
+        return _Frontier(
+            ids=xp.concat([p.ids for p in parts]),
+            depth=xp.concat([p.depth for p in parts]),
+            tree=xp.concat([p.tree for p in parts]),
+            stats=xp.concat([p.stats for p in parts], axis=0),
+            improvement=xp.concat([p.improvement for p in parts]),
+            split=_concat_records(xp, [p.split for p in parts]),
+            hist=xp.concat([p.hist for p in parts], axis=0) if has_hist else None,
+        )
+
+    def _expand(self, front: _Frontier, chosen):
+        """Split the frontier nodes at positions ``chosen`` (sorted, int64)."""
+        xp = self.xp
+        ids = xp.take(front.ids, chosen)
+        rec = _take_record(xp, front.split, chosen)
+        k = int(ids.shape[0])
+        base = self._n_created
+        # 1. route rows of the chosen nodes
+        slot, hit = _lookup(xp, ids, self.act_node)
+        feat = xp.take(rec.feature, slot)
+        code = xp.astype(xp.take(self.codes_flat, self.act_row * self.n_features + feat), xp.int64)
+        go_left = code <= xp.take(rec.bin, slot)
+        if self.any_cat:
+            cat_flat = xp.reshape(rec.cat_left, (-1,))
+            cat_go = xp.take(cat_flat, slot * self.n_bins + code)
+            go_left = xp.where(xp.take(rec.is_categorical, slot), cat_go, go_left)
+        go_left = xp.where(code == self.missing, xp.take(rec.missing_left, slot), go_left)
+        child = base + 2 * slot + xp.astype(~go_left, xp.int64)
+        self.act_node = xp.where(hit, child, self.act_node)
+        # 2. record the children
+        stats = xp.reshape(xp.stack([rec.left, rec.right], axis=1), (2 * k, self.n_channels))
+        parent = xp.reshape(xp.stack([ids, ids], axis=1), (-1,))
+        depth = xp.reshape(xp.stack([xp.take(front.depth, chosen)] * 2, axis=1), (-1,)) + 1
+        tree = xp.reshape(xp.stack([xp.take(front.tree, chosen)] * 2, axis=1), (-1,))
+        child_ids = self._new_nodes(parent, depth, tree, stats)
+        self._exp_ids.append(ids)
+        self._exp_rec.append(rec)
+        self._exp_first_child.append(child_ids[0::2])
+        # 3. histograms and splits of the children
+        parent_hist = None if front.hist is None else xp.take(front.hist, chosen, axis=0)
+        new = self._evaluate_children(
+            child_ids, depth, tree, stats, xp.arange(k, dtype=xp.int64), parent_hist
+        )
+        return ids, child_ids, new
+
+    def _drop_finished_rows(self, front):
+        xp = self.xp
+        if front is None:
+            self.act_row = self.act_row[:0]
+            self.act_node = self.act_node[:0]
+            if self.act_mult is not None:
+                self.act_mult = self.act_mult[:0]
+            return
+        _, hit = _lookup(xp, front.ids, self.act_node)
+        self.act_row = self.act_row[hit]
+        self.act_node = self.act_node[hit]
+        if self.act_mult is not None:
+            self.act_mult = self.act_mult[hit]
+
+    def _remaining(self, front, chosen):
+        """Frontier without the positions ``chosen``."""
+        xp = self.xp
+        p = int(front.ids.shape[0])
+        keep = xp.ones(p, dtype=xp.bool)
+        _, hit = _lookup(xp, chosen, xp.arange(p, dtype=xp.int64))
+        idx = xp.astype(xp.nonzero(~hit)[0], xp.int64)
+        if int(idx.shape[0]) == 0:
+            return None
+        del keep
+        return _Frontier(
+            ids=xp.take(front.ids, idx),
+            depth=xp.take(front.depth, idx),
+            tree=xp.take(front.tree, idx),
+            stats=xp.take(front.stats, idx, axis=0),
+            improvement=xp.take(front.improvement, idx),
+            split=_take_record(xp, front.split, idx),
+            hist=None if front.hist is None else xp.take(front.hist, idx, axis=0),
+        )
+
+    # -- best-first selection (host scalars) ---------------------------------
+    def _simulate(self, roots):
+        """scikit-learn's greedy best-first order over the known nodes.
+
+        Returns (selected node ids, node ids that must be expanded to go on).
+        """
+        budget = self.params.max_leaf_nodes - 1
+        selected, need = [], []
+        for root in roots:
+            heap = []
+            if root in self._improvement:
+                heap.append((-self._improvement[root], root))
+            done = 0
+            while heap and done < budget:
+                _, node = heapq.heappop(heap)
+                if node in self._children:
+                    selected.append(node)
+                    done += 1
+                    for c in self._children[node]:
+                        if c in self._improvement:
+                            heapq.heappush(heap, (-self._improvement[c], c))
+                else:
+                    rest = heapq.nsmallest(budget - done - 1, heap)
+                    need.append(node)
+                    need.extend(n for _, n in rest if n not in self._children)
+                    break
+        return selected, need
+
+    def _record_improvements(self, front):
+        if front is None:
+            return
+        ids = to_numpy(front.ids).tolist()
+        imp = to_numpy(front.improvement).tolist()
+        self._improvement.update(zip(ids, imp))
+
+    # -- main loop ----------------------------------------------------------
+    def grow(self) -> TreeBatch:
+        xp = self.xp
+        self._init_rows()
+        t = self.n_trees
+        roots = xp.arange(t, dtype=xp.int64)
+        hist = self._build(roots)
+        stats = xp.sum(hist[:, 0, :, :], axis=1)
+        self.total_weight = self.inp.criterion.weight(xp, stats)
+        depth = xp.zeros(t, dtype=xp.int64)
+        self._new_nodes(xp.full(t, -1, dtype=xp.int64), depth, roots, stats)
+        front = None
+        can = self._can_split(depth, stats)
+        idx = xp.astype(xp.nonzero(can)[0], xp.int64)
+        if int(idx.shape[0]):
+            h = xp.take(hist, idx, axis=0)
+            st = xp.take(stats, idx, axis=0)
+            rec, imp, ok = self._split(h, st, xp.take(depth, idx), xp.take(roots, idx))
+            good = xp.astype(xp.nonzero(ok)[0], xp.int64)
+            if int(good.shape[0]):
+                sel = xp.take(idx, good)
+                front = _Frontier(
+                    ids=xp.take(roots, sel),
+                    depth=xp.take(depth, sel),
+                    tree=xp.take(roots, sel),
+                    stats=xp.take(stats, sel, axis=0),
+                    improvement=xp.take(imp, good),
+                    split=_take_record(xp, rec, good),
+                    hist=xp.take(h, good, axis=0),
+                )
+        del hist
+        best_first = self.params.max_leaf_nodes is not None
+        root_list = list(range(t))
+        if best_first:
+            self._record_improvements(front)
+        while front is not None:
+            if best_first:
+                _, need = self._simulate(root_list)
+                if not need:
+                    break
+                pos, hit = _lookup(xp, front.ids, from_numpy(xp, np.asarray(sorted(need), dtype=np.int64)))
+                chosen = xp.sort(pos[hit])
+            else:
+                chosen = xp.arange(int(front.ids.shape[0]), dtype=xp.int64)
+            ids, child_ids, new = self._expand(front, chosen)
+            if best_first:
+                id_l = to_numpy(ids).tolist()
+                ch = to_numpy(child_ids).tolist()
+                for i, node in enumerate(id_l):
+                    self._children[node] = (ch[2 * i], ch[2 * i + 1])
+                self._record_improvements(new)
+            rest = self._remaining(front, chosen)
+            front = self._merge([rest, new])
+            self._drop_finished_rows(front)
+        selected = self._simulate(root_list)[0] if best_first else None
+        return self._finalize(selected)
+
+    def _finalize(self, selected) -> TreeBatch:
+        xp = self.xp
+        parent = xp.concat(self._parent)
+        depth = xp.concat(self._depth)
+        tree = xp.concat(self._tree)
+        stats = xp.concat(self._stats, axis=0)
+        n_nodes = self._n_created
+        ids = xp.arange(n_nodes, dtype=xp.int64)
+        b = self.n_bins
+        if self._exp_ids:
+            exp_ids = xp.concat(self._exp_ids)
+            rec = _concat_records(xp, self._exp_rec)
+            first_child = xp.concat(self._exp_first_child)
+            if selected is not None:
+                sel = from_numpy(xp, np.asarray(sorted(selected), dtype=np.int64))
+                _, is_sel = _lookup(xp, sel, exp_ids)
+                keep_e = xp.astype(xp.nonzero(is_sel)[0], xp.int64)
+                exp_ids = xp.take(exp_ids, keep_e)
+                rec = _take_record(xp, rec, keep_e)
+                first_child = xp.take(first_child, keep_e)
+            order = xp.argsort(exp_ids)
+            exp_ids = xp.take(exp_ids, order)
+            rec = _take_record(xp, rec, order)
+            first_child = xp.take(first_child, order)
+        else:
+            exp_ids = xp.zeros(0, dtype=xp.int64)
+            rec = None
+        pos, is_split = _lookup(xp, exp_ids, ids)
+        # nodes kept: roots and children of kept splits
+        _, parent_split = _lookup(xp, exp_ids, parent)
+        keep = (parent < 0) | parent_split
+        new_id = xp.cumulative_sum(xp.astype(keep, xp.int64)) - 1
+
+        def field(name, default, dtype):
+            if rec is None:
+                return xp.full((n_nodes,), default, dtype=dtype)
+            val = xp.take(getattr(rec, name), pos)
+            return xp.where(is_split, val, xp.asarray(default, dtype=dtype))
+
+        feature = field("feature", -2, xp.int64)
+        bin_ = field("bin", -1, xp.int64)
+        miss_left = field("missing_left", False, xp.bool)
+        is_cat = field("is_categorical", False, xp.bool)
+        if rec is not None and self.any_cat:
+            cat_left = xp.take(rec.cat_left, pos, axis=0) & is_split[:, None]
+        else:
+            cat_left = xp.zeros((n_nodes, b if self.any_cat else 0), dtype=xp.bool)
+        if rec is not None:
+            fc = xp.take(first_child, pos)
+            left_old = xp.where(is_split, fc, xp.asarray(-1, dtype=xp.int64))
+        else:
+            left_old = xp.full((n_nodes,), -1, dtype=xp.int64)
+        left_new = xp.where(left_old >= 0, xp.take(new_id, xp.clip(left_old, 0, None)), left_old)
+        right_new = xp.where(left_old >= 0, left_new + 1, left_old)
+        thr_table = self.inp.bin_mapper.thresholds
+        thr = xp.take(
+            xp.reshape(thr_table, (-1,)),
+            xp.clip(feature, 0, None) * thr_table.shape[1] + xp.clip(bin_, 0, None),
+        )
+        threshold = xp.where(is_split, thr, xp.asarray(-2.0, dtype=xp.float64))
+        threshold = xp.where(is_cat, xp.asarray(xp.nan, dtype=xp.float64), threshold)
+        # keep, then lay out per tree (creation order within a tree), padded
+        kidx = xp.astype(xp.nonzero(keep)[0], xp.int64)
+        tree_k = xp.take(tree, kidx)
+        order = xp.argsort(tree_k, stable=True)
+        kidx = xp.take(kidx, order)
+        tree_k = xp.take(tree_k, order)
+        counts = to_numpy(
+            xp.sum(
+                xp.astype(tree_k[None, :] == xp.arange(self.n_trees, dtype=xp.int64)[:, None], xp.int64),
+                axis=1,
+            )
+        ).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        width = int(counts.max())
+        # new ids (global order of kept nodes) -> position in the tree-sorted order
+        kept_sorted_new = xp.take(new_id, kidx)
+        inv = xp.argsort(kept_sorted_new)  # new id -> index in kidx order
+        local = xp.arange(kidx.shape[0], dtype=xp.int64) - xp.take(
+            from_numpy(xp, offsets), tree_k
+        )
+        local_of_new = xp.take(local, inv)
+
+        def remap(child):
+            return xp.where(child >= 0, xp.take(local_of_new, xp.clip(child, 0, None)), child)
+
+        slot = xp.reshape(
+            from_numpy(xp, offsets)[:, None] + xp.arange(width, dtype=xp.int64)[None, :], (-1,)
+        )
+        valid = xp.reshape(
+            xp.arange(width, dtype=xp.int64)[None, :] < from_numpy(xp, counts)[:, None], (-1,)
+        )
+        src = xp.take(kidx, xp.clip(slot, 0, kidx.shape[0] - 1))
+
+        def pad(a, fill, dtype):
+            v = xp.take(a, src, axis=0)
+            mask = valid if v.ndim == 1 else xp.reshape(valid, (-1,) + (1,) * (v.ndim - 1))
+            v = xp.where(mask, v, xp.asarray(fill, dtype=dtype))
+            return xp.reshape(v, (self.n_trees, width) + tuple(v.shape[1:]))
+
+        left_l = remap(left_new)
+        right_l = remap(right_new)
+        max_depth = int(to_numpy(xp.max(depth[kidx]))) if kidx.shape[0] else 0
+        return TreeBatch(
+            node_count=counts,
+            left=pad(left_l, -1, xp.int64),
+            right=pad(right_l, -1, xp.int64),
+            feature=pad(feature, -2, xp.int64),
+            bin=pad(bin_, -1, xp.int64),
+            missing_left=pad(miss_left, False, xp.bool),
+            is_categorical=pad(is_cat, False, xp.bool),
+            cat_left=pad(cat_left, False, xp.bool),
+            threshold=pad(threshold, -2.0, xp.float64),
+            stats=pad(stats, 0.0, xp.float64),
+            depth=pad(depth, 0, xp.int64),
+            max_depth=max_depth,
+        )
+
+
+def grow(xp, inputs: GrowerInputs, params: GrowerParams) -> TreeBatch:
+    """Grow the trees of a batch.
+
+    Parameters
+    ----------
+    xp : array namespace
+    inputs : GrowerInputs
+    params : GrowerParams
+
+    Returns
+    -------
+    TreeBatch
+    """
+    return Grower(xp, inputs, params).grow()

@@ -1,0 +1,274 @@
+"""Input checks and conversions shared by the estimators.
+
+Every bad input raises ValueError or TypeError with a message naming the
+problem; nothing is silently dropped or changed.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.exceptions import DataConversionWarning
+
+from . import _backend
+
+
+def _is_sparse(X) -> bool:
+    return hasattr(X, "tocsr") or hasattr(X, "sparse") and hasattr(X, "format")
+
+
+def resolve_categorical(categorical_features, n_features: int, feature_names) -> set:
+    """Column positions declared categorical by the ``categorical_features`` parameter."""
+    if categorical_features is None:
+        return set()
+    spec = np.asarray(categorical_features)
+    if spec.ndim != 1:
+        raise ValueError("categorical_features must be a 1-D list of indices, names or booleans")
+    if spec.size == 0:
+        return set()
+    if spec.dtype == bool:
+        if spec.shape[0] != n_features:
+            raise ValueError(
+                f"categorical_features as a boolean mask must have {n_features} entries, "
+                f"got {spec.shape[0]}"
+            )
+        return set(np.flatnonzero(spec).tolist())
+    if spec.dtype.kind in "iu":
+        bad = [int(i) for i in spec if not 0 <= int(i) < n_features]
+        if bad:
+            raise ValueError(f"categorical_features indices {bad} out of range [0, {n_features})")
+        return set(int(i) for i in spec)
+    if spec.dtype.kind in "UO":
+        if feature_names is None:
+            raise ValueError(
+                "categorical_features given as names needs X to be a DataFrame with column names"
+            )
+        names = list(feature_names)
+        missing = [s for s in spec.tolist() if s not in names]
+        if missing:
+            raise ValueError(f"categorical_features names {missing} are not columns of X")
+        return {names.index(s) for s in spec.tolist()}
+    raise ValueError(
+        "categorical_features must be None, or indices, column names or a boolean mask; "
+        f"got dtype {spec.dtype}"
+    )
+
+
+def _encode_labels(col_values, labels):
+    index = {v: i for i, v in enumerate(labels.tolist())}
+    out = np.empty(len(col_values), dtype=np.float64)
+    for i, v in enumerate(col_values):
+        out[i] = index.get(v, np.nan) if not _backend._is_missing(v) else np.nan
+    return out
+
+
+def _string_categories(values) -> np.ndarray:
+    present = sorted({v for v in values if not _backend._is_missing(v)}, key=lambda v: (str(type(v)), v))
+    return np.asarray(present, dtype=object)
+
+
+def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_names=None):
+    """Convert ``X`` to a float64 array of namespace ``xp``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    xp : namespace the computation runs in
+    categorical_features : parameter value (fit) or None (predict)
+    fitted_categories : list, at predict
+        Per feature: the labels of label-coded categorical features, else None.
+
+    Returns
+    -------
+    Xd : array of shape (n_samples, n_features), float64, in ``xp``
+    is_categorical : ndarray of shape (n_features,), bool (meaningful at fit)
+    categories : list of (ndarray or None)
+        Labels of label-coded categorical features (strings, pandas categories).
+    """
+    fit = fitted_categories is None
+    if _is_sparse(X):
+        raise TypeError(
+            "sparse input is not supported by gputrees; convert it with X.toarray()"
+        )
+    if _backend._is_dataframe(X):
+        names = [str(c) for c in X.columns]
+        n_features = X.shape[1]
+        declared = resolve_categorical(categorical_features, n_features, names) if fit else set()
+        is_cat = np.zeros(n_features, dtype=bool)
+        categories = [None] * n_features
+        values = np.empty(X.shape, dtype=np.float64)
+        for j in range(n_features):
+            col = X.iloc[:, j]
+            kind = str(col.dtype)
+            stringy = kind == "category" or col.dtype == object or kind in ("string", "str")
+            if fit:
+                if kind == "category":
+                    labels = np.asarray(col.cat.categories, dtype=object)
+                    is_cat[j] = True
+                elif stringy:
+                    if j not in declared:
+                        raise ValueError(
+                            f"column {names[j]!r} holds strings/objects (dtype {col.dtype}); "
+                            "declare it in categorical_features or give it the pandas "
+                            "'category' dtype"
+                        )
+                    labels = _string_categories(col.tolist())
+                    is_cat[j] = True
+                else:
+                    labels = None
+                    is_cat[j] = j in declared
+                categories[j] = labels
+            else:
+                labels = fitted_categories[j]
+            if labels is not None:
+                values[:, j] = _encode_labels(col.tolist(), labels)
+            else:
+                if stringy:
+                    raise ValueError(
+                        f"column {names[j]!r} holds strings/categories but was numerical at fit"
+                    )
+                try:
+                    values[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(
+                        f"column {names[j]!r} (dtype {col.dtype}) cannot be converted to numbers"
+                    ) from exc
+        return _backend.from_numpy(xp, values), is_cat, categories
+
+    if _backend.is_array_api_array(X):
+        if X.ndim != 2:
+            raise ValueError(_ndim_message(X.ndim))
+        xin = _backend.namespace_of(X)
+        if xin.isdtype(X.dtype, "complex floating"):
+            raise ValueError("complex data is not supported")
+        Xd = _backend.convert_to_namespace(xp, X)
+        Xd = xp.astype(Xd, xp.float64)
+        n_features = X.shape[1]
+        is_cat = np.zeros(n_features, dtype=bool)
+        if fit:
+            for j in resolve_categorical(categorical_features, n_features, None):
+                is_cat[j] = True
+        return Xd, is_cat, [None] * n_features
+
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise ValueError(_ndim_message(arr.ndim))
+    n_features = arr.shape[1]
+    is_cat = np.zeros(n_features, dtype=bool)
+    categories = [None] * n_features
+    if fit:
+        for j in resolve_categorical(categorical_features, n_features, None):
+            is_cat[j] = True
+    if arr.dtype.kind in "OSU":
+        values = np.empty(arr.shape, dtype=np.float64)
+        for j in range(n_features):
+            col = arr[:, j].tolist()
+            labels = None
+            if fit:
+                if any(isinstance(v, (str, bytes)) for v in col):
+                    if not is_cat[j]:
+                        raise ValueError(
+                            f"feature {j} holds strings; declare it in categorical_features "
+                            "to split on it as a categorical feature"
+                        )
+                    labels = _string_categories(col)
+                    categories[j] = labels
+            else:
+                labels = fitted_categories[j]
+            if labels is not None:
+                values[:, j] = _encode_labels(col, labels)
+            else:
+                try:
+                    values[:, j] = np.asarray(
+                        [np.nan if v is None else v for v in col], dtype=np.float64
+                    )
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(
+                        f"feature {j} holds values that are not numbers (strings are "
+                        "allowed only in categorical_features)"
+                    ) from exc
+        return _backend.from_numpy(xp, values), is_cat, categories
+    if arr.dtype.kind == "c":
+        raise ValueError("complex data is not supported")
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"X has an unsupported dtype {arr.dtype}")
+    return _backend.from_numpy(xp, arr.astype(np.float64)), is_cat, categories
+
+
+def _ndim_message(ndim: int) -> str:
+    return (
+        f"Expected a 2D array for X, got a {ndim}D array instead. Reshape your data "
+        "either using array.reshape(-1, 1) if your data has a single feature or "
+        "array.reshape(1, -1) if it contains a single sample."
+    )
+
+
+def check_finite_x(xp, Xd) -> None:
+    """Reject inf (NaN is a missing value and is allowed)."""
+    if Xd.shape[0] == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape={tuple(Xd.shape)}) while a minimum of 1 is required.")
+    if Xd.shape[1] == 0:
+        raise ValueError(f"Found array with 0 feature(s) (shape={tuple(Xd.shape)}) while a minimum of 1 is required.")
+    if bool(xp.any(xp.isinf(Xd))):
+        raise ValueError("Input X contains infinity; only NaN (missing) is allowed among non-finite values")
+
+
+def y_to_host(y, n_samples: int, multi_output: bool):
+    """y as a NumPy array of shape (n,) or (n, k), with length and NaN checks."""
+    if y is None:
+        raise ValueError("requires y to be passed, but the target y is None")
+    if _backend._is_dataframe(y) or _backend._is_series(y):
+        y = y.to_numpy()
+    elif _backend.is_array_api_array(y):
+        y = _backend.to_numpy(y)
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1 and not multi_output:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected. Please change "
+            "the shape of y to (n_samples,), for example using ravel().",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        y = y[:, 0]
+    if y.ndim == 0 or y.ndim > 2 or (y.ndim == 2 and not multi_output):
+        raise ValueError(f"y must be 1-D{' or 2-D' if multi_output else ''}, got shape {y.shape}")
+    if y.shape[0] != n_samples:
+        raise ValueError(
+            f"X and y have inconsistent numbers of samples: X has {n_samples}, y has {y.shape[0]}"
+        )
+    if y.dtype.kind in "fc" and np.isnan(y).any():
+        raise ValueError("Input y contains NaN")
+    if y.dtype.kind == "O":
+        if any(_backend._is_missing(v) for v in y.ravel().tolist()):
+            raise ValueError("Input y contains NaN or None")
+    return y
+
+
+def sample_weight_to_host(sample_weight, n_samples: int) -> np.ndarray:
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=np.float64)
+    if isinstance(sample_weight, numbers.Number):
+        sw = np.full(n_samples, float(sample_weight))
+    else:
+        if _backend.is_array_api_array(sample_weight):
+            sample_weight = _backend.to_numpy(sample_weight)
+        sw = np.asarray(sample_weight)
+        if sw.dtype.kind not in "biuf":
+            raise ValueError(f"sample_weight must be numeric, got dtype {sw.dtype}")
+        sw = sw.astype(np.float64)
+    if sw.ndim != 1:
+        raise ValueError(f"sample_weight must be 1-D, got shape {sw.shape}")
+    if sw.shape[0] != n_samples:
+        raise ValueError(
+            f"sample_weight.shape == ({sw.shape[0]},), expected ({n_samples},): sample_weight "
+            "and X have different lengths"
+        )
+    if not np.all(np.isfinite(sw)):
+        raise ValueError("sample_weight contains NaN or infinity")
+    if np.any(sw < 0):
+        raise ValueError("sample_weight contains negative values")
+    if not np.any(sw > 0):
+        raise ValueError("sample_weight is zero for every sample: nothing to fit")
+    return sw
