@@ -308,17 +308,24 @@ def time_fits(make_est, X_tr, y_tr, X_te, y_te, repeats, warmup, cp=None):
         est.fit(X_tr, y_tr)
         _sync(cp)
         times.append(time.perf_counter() - t0)
-    pred = _to_numpy(est.predict(X_te)).ravel()
-    acc = float(np.mean(pred.astype(np.int64) == _to_numpy(y_te).astype(np.int64)))
-    depth, leaves = _tree_shape(est)
-    return {
+    out = {
         "fit_s": statistics.median(times),
         "fit_times_s": times,
         "warmup_s": warm,
-        "acc": acc,
-        "depth": depth,
-        "leaves": leaves,
+        "acc": None,
     }
+    out["depth"], out["leaves"] = _tree_shape(est)
+    # a failing predict must not hide the fit timings: record it separately
+    try:
+        pred = _to_numpy(est.predict(X_te)).ravel()
+        out["acc"] = float(np.mean(pred.astype(np.int64) == _to_numpy(y_te).astype(np.int64)))
+    except Exception as exc:
+        out["predict_error"] = f"{type(exc).__name__}: {exc}"
+        sys.stdout.flush()
+        print(f"  predict FAILED: {out['predict_error']}", file=sys.stderr)
+        traceback.print_exc()
+        sys.stderr.flush()
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -337,7 +344,7 @@ def print_table(rows):
         return [r["dataset"], r["library"], r["input"], r["device"],
                 str(r["n_train"]), str(r["n_test"]),
                 num(r["fit_s"], ".3f"), num(r["warmup_s"], ".3f"),
-                num(r["acc"], ".4f"), num(r["depth"], "d"), num(r["leaves"], "d")]
+                "ERROR" if r.get("predict_error") else num(r["acc"], ".4f"), num(r["depth"], "d"), num(r["leaves"], "d")]
 
     body = [fmt(r) for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
@@ -380,12 +387,16 @@ def _import_gputrees():
 # --------------------------------------------------------------------------
 def main(argv=None):
     args = parse_args(argv)
+    # keep progress lines and error messages (stderr) in order when piped
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)
 
     gputrees = None
     if not args.sklearn_only:
         try:
             gputrees = _import_gputrees()
         except Exception as exc:
+            sys.stdout.flush()
             print("ERROR: could not import gputrees.DecisionTreeClassifier:\n"
                   f"  {type(exc).__name__}: {exc}\n"
                   "Install the package (e.g. `pip install -e .` from the repository root) "
@@ -437,8 +448,10 @@ def main(argv=None):
                                cp=cp if use_cp else None))
         except Exception as exc:
             r["error"] = f"{type(exc).__name__}: {exc}"
+            sys.stdout.flush()
             print(f"  FAILED: {r['error']}", file=sys.stderr)
             traceback.print_exc()
+            sys.stderr.flush()
         rows.append(r)
         return r
 
@@ -513,8 +526,14 @@ def main(argv=None):
     print("fit_s(med): median wall time of fit() over the timed repeats; warmup_s: the "
           "first gputrees fit, excluded from the median.")
     print("ratio = sklearn fit_s / gputrees fit_s (>1: gputrees faster).")
+    for r in rows:
+        for key in ("error", "predict_error"):
+            if r.get(key):
+                print(f"{key.replace('_', ' ')} ({r['dataset']}, {r['library']}, "
+                      f"{r['input']}): {r[key]}")
     for label, ratio in ratios:
-        print(f"ratio sklearn/gputrees ({label}): {ratio:.1f}x")
+        print(f"ratio sklearn/gputrees ({label}): {ratio:.1f}x" if ratio >= 1
+              else f"ratio sklearn/gputrees ({label}): {ratio:.2f}x")
 
     if args.json is not None:
         payload = {"machine": info, "args": {k: (str(v) if isinstance(v, Path) else v)
@@ -523,7 +542,7 @@ def main(argv=None):
         args.json.write_text(json.dumps(payload, indent=2, default=str))
         print(f"results written to {args.json}")
 
-    failed = any(r.get("error") for r in rows)
+    failed = any(r.get("error") or r.get("predict_error") for r in rows)
     return 1 if failed else 0
 
 

@@ -35,6 +35,12 @@ import numpy as np
 from ._backend import from_numpy, to_numpy
 
 MAX_BINS_LIMIT = 65535
+#: Rows sampled to place quantile edges on large data (as LightGBM and
+#: scikit-learn's HistGradientBoosting do); exact (distinct-value) binning is
+#: still checked against every row.
+BIN_SUBSAMPLE = 200_000
+#: Seed of that sample: fixed, so binning never depends on random_state.
+BIN_SUBSAMPLE_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,11 @@ class BinMapper:
     is_categorical : ndarray of shape (n_features,), bool (host)
     n_bins : int
         Length of the bin axis, the missing bin included.
+    bin_values : array of shape (n_features, n_bins - 1), float64, on the device
+        For *exact* numerical features (one bin per distinct value), the value
+        of each bin; NaN elsewhere. Split thresholds are the midpoints of the
+        values present in the node, as scikit-learn's.
+    is_exact : ndarray of shape (n_features,), bool (host)
     """
 
     thresholds: object
@@ -61,6 +72,8 @@ class BinMapper:
     n_value_bins: np.ndarray
     is_categorical: np.ndarray
     n_bins: int
+    bin_values: object = None
+    is_exact: np.ndarray = None
 
     @property
     def missing_bin(self) -> int:
@@ -104,6 +117,25 @@ class BinMapper:
             cols.append(xp.astype(code, dtype))
         return xp.stack(cols, axis=1)
 
+    def encode_for_predict(self, xp, X):
+        """``X`` with categorical columns replaced by their codes (as float64).
+
+        Numerical columns stay raw (prediction compares them with the
+        thresholds); unseen categories and NaN get the missing bin.
+        """
+        if not self.is_categorical.any():
+            return X
+        codes = None
+        cols = []
+        for f in range(X.shape[1]):
+            if self.is_categorical[f]:
+                if codes is None:
+                    codes = self.transform(xp, X)
+                cols.append(xp.astype(codes[:, f], xp.float64))
+            else:
+                cols.append(X[:, f])
+        return xp.stack(cols, axis=1)
+
     def to_host(self) -> dict:
         """Plain NumPy copy of the edges (for export and inspection)."""
         return {
@@ -124,6 +156,8 @@ class BinMapper:
             n_value_bins=self.n_value_bins,
             is_categorical=self.is_categorical,
             n_bins=self.n_bins,
+            bin_values=from_numpy(xp, to_numpy(self.bin_values)),
+            is_exact=self.is_exact,
         )
 
 
@@ -132,6 +166,23 @@ def _midpoints(xp, u):
     lo, hi = u[:-1], u[1:]
     mid = lo / 2.0 + hi / 2.0
     return xp.where(mid == hi, lo, mid)
+
+
+def _sorted_distinct(xp, x):
+    """Sorted non-missing values of ``x`` and their distinct values."""
+    s = xp.sort(x[~xp.isnan(x)])
+    if s.shape[0] == 0:
+        return s, s
+    is_new = xp.concat([xp.ones(1, dtype=xp.bool), s[1:] != s[:-1]])
+    return s, s[is_new]
+
+
+def _covers(xp, distinct, x) -> bool:
+    """Whether every non-missing value of ``x`` is among ``distinct`` (sorted)."""
+    if distinct.shape[0] == 0:
+        return bool(xp.all(xp.isnan(x)))
+    pos = xp.clip(xp.astype(xp.searchsorted(distinct, x), xp.int64), 0, distinct.shape[0] - 1)
+    return bool(xp.all((xp.take(distinct, pos) == x) | xp.isnan(x)))
 
 
 def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMapper:
@@ -152,18 +203,24 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
     if not 2 <= max_bins <= MAX_BINS_LIMIT:
         raise ValueError(f"max_bins must be in [2, {MAX_BINS_LIMIT}], got {max_bins}")
     n_features = X.shape[1]
+    n_samples = X.shape[0]
+    sample = None
+    if n_samples > BIN_SUBSAMPLE:
+        idx = np.random.default_rng(BIN_SUBSAMPLE_SEED).choice(n_samples, BIN_SUBSAMPLE, replace=False)
+        sample = from_numpy(xp, np.sort(idx).astype(np.int64))
     edges_per_feature = []
+    values_per_feature = []
+    is_exact = np.zeros(n_features, dtype=bool)
     category_values = []
     n_value_bins = np.ones(n_features, dtype=np.int64)
     for f in range(n_features):
         x = X[:, f]
-        s = xp.sort(x[~xp.isnan(x)])
+        s, distinct = _sorted_distinct(xp, x if sample is None else xp.take(x, sample))
+        if sample is not None and distinct.shape[0] <= max_bins:
+            # few distinct values in the sample: exact only if the sample saw them all
+            if not _covers(xp, distinct, x):
+                s, distinct = _sorted_distinct(xp, x)
         n_valid = s.shape[0]
-        if n_valid == 0:
-            distinct = s
-        else:
-            is_new = xp.concat([xp.ones(1, dtype=xp.bool), s[1:] != s[:-1]])
-            distinct = s[is_new]
         n_distinct = int(distinct.shape[0])
         if is_categorical[f]:
             if n_distinct > max_bins:
@@ -174,11 +231,15 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
             category_values.append(distinct)
             n_value_bins[f] = max(n_distinct, 1)
             edges_per_feature.append(xp.zeros(0, dtype=xp.float64))
+            values_per_feature.append(xp.zeros(0, dtype=xp.float64))
             continue
         category_values.append(None)
         if n_distinct <= max_bins:
             edges = _midpoints(xp, distinct) if n_distinct > 1 else xp.zeros(0, dtype=xp.float64)
+            values_per_feature.append(distinct)
+            is_exact[f] = True
         else:
+            values_per_feature.append(xp.zeros(0, dtype=xp.float64))
             k = np.arange(1, max_bins, dtype=np.float64)
             pos = k * (n_valid - 1) / max_bins
             lo = from_numpy(xp, np.floor(pos).astype(np.int64))
@@ -198,10 +259,17 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
         pad = xp.full((width - edges.shape[0],), xp.inf, dtype=xp.float64)
         rows.append(xp.concat([xp.astype(edges, xp.float64), pad]))
     thresholds = xp.stack(rows, axis=0)
+    value_rows = []
+    for vals in values_per_feature:
+        pad = xp.full((width - vals.shape[0],), xp.nan, dtype=xp.float64)
+        value_rows.append(xp.concat([xp.astype(vals, xp.float64), pad]))
+    bin_values = xp.stack(value_rows, axis=0)
     return BinMapper(
         thresholds=thresholds,
         category_values=category_values,
         n_value_bins=n_value_bins,
         is_categorical=np.asarray(is_categorical, dtype=bool).copy(),
         n_bins=n_bins,
+        bin_values=bin_values,
+        is_exact=is_exact,
     )

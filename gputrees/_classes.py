@@ -18,7 +18,7 @@ from . import _backend
 from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
-from ._predictor import apply_codes, gather_node_values
+from ._predictor import apply_trees, gather_node_values
 from ._tree import Tree
 from ._validation import check_finite_x, sample_weight_to_host, to_numeric_2d, y_to_host
 from .kernels import get_kernels
@@ -61,7 +61,7 @@ class _BaseTree(BaseEstimator):
         if fit:
             xp = _backend.namespace_for(X, self.device)
         else:
-            xp = self._xp
+            xp = _backend.namespace_of(self._batch.left)
         Xd, is_cat, categories = to_numeric_2d(
             X,
             xp,
@@ -101,6 +101,12 @@ class _BaseTree(BaseEstimator):
         y_host = y_to_host(y, n_samples, multi_output=not self._is_classifier)
         sw = sample_weight_to_host(sample_weight, n_samples)
         y_enc, criterion, sw = self._encode_target(y_host, sw)
+        if not np.all(sw > 0):
+            # a row of weight 0 is a row that is not there: it neither counts in
+            # n_node_samples nor places bin edges or thresholds (as scikit-learn)
+            keep = np.flatnonzero(sw > 0)
+            Xd = xp.take(Xd, _backend.from_numpy(xp, keep), axis=0)
+            y_enc, sw = y_enc[keep], sw[keep]
         bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
         codes = bin_mapper.transform(xp, Xd)
         y_dev = _backend.from_numpy(xp, y_enc)
@@ -127,7 +133,6 @@ class _BaseTree(BaseEstimator):
             rng=_backend.host_rng(self.random_state),
         )
         batch = grow(xp, inputs, params)
-        self._xp = xp
         self._batch = batch
         self._bin_mapper = bin_mapper
         self._criterion = criterion
@@ -147,12 +152,12 @@ class _BaseTree(BaseEstimator):
     def _leaves(self, X):
         check_is_fitted(self, "_batch")
         xp, Xd, _, _ = self._prepare_X(X, fit=False)
-        codes = self._bin_mapper.transform(xp, Xd)
-        return xp, apply_codes(xp, self._batch, codes, self._bin_mapper.missing_bin)
+        Xp = self._bin_mapper.encode_for_predict(xp, Xd)
+        return xp, apply_trees(xp, self._batch, Xp, self._bin_mapper.missing_bin)
 
     def _node_values(self, X):
         xp, leaves = self._leaves(X)
-        return xp, gather_node_values(xp, self._values, leaves)[:, 0]  # (n, n_outputs, k)
+        return xp, gather_node_values(xp, self._values, leaves)[:, 0, ...]  # (n, n_outputs, k)
 
     def _output(self, X, a):
         """Return ``a`` in the namespace of the input ``X``."""

@@ -144,6 +144,15 @@ class Gini(_ClassificationCriterion):
         sq = xp.sum(s[..., 1:] * s[..., 1:], axis=-1)
         return 1.0 - sq / (w * w)
 
+    def proxy(self, xp, left, right):
+        # -(w_l * gini_l + w_r * gini_r) = sum_k L_k^2 / w_l + sum_k R_k^2 / w_r - w:
+        # the node's constant ``w`` is dropped (it does not change the argmax).
+        wl = _safe(xp, self.weight(xp, left))
+        wr = _safe(xp, self.weight(xp, right))
+        sl = xp.sum(left[..., 1:] * left[..., 1:], axis=-1)
+        sr = xp.sum(right[..., 1:] * right[..., 1:], axis=-1)
+        return sl / wl + sr / wr
+
 
 class Entropy(_ClassificationCriterion):
     """Shannon entropy in bits (scikit-learn's ``entropy`` / ``log_loss``)."""

@@ -151,6 +151,17 @@ def _lookup(xp, sorted_ids, query):
     return pos, xp.take(sorted_ids, pos) == query
 
 
+def _dense_lookup(xp, sorted_ids, query, n_ids: int):
+    """Like :func:`_lookup` for a long ``query`` of node ids in ``[0, n_ids)``.
+
+    Builds a node -> slot table (size ``n_ids``, the nodes created so far) with
+    one small search, then answers every query with one ``take``.
+    """
+    pos, hit = _lookup(xp, sorted_ids, xp.arange(n_ids, dtype=xp.int64))
+    slot = xp.take(xp.where(hit, pos, xp.asarray(-1, dtype=xp.int64)), query)
+    return xp.clip(slot, 0, None), slot >= 0
+
+
 def _take_record(xp, rec, idx):
     """Rows ``idx`` of every array of a SplitRecord."""
     from ._splitting import SplitRecord
@@ -223,7 +234,7 @@ class Grower:
     def _build(self, build_ids):
         """Histograms of the nodes ``build_ids`` (sorted, device int64) from their rows."""
         xp = self.xp
-        slot, hit = _lookup(xp, build_ids, self.act_node)
+        slot, hit = _dense_lookup(xp, build_ids, self.act_node, max(self._n_created, self.n_trees))
         rows, w = self._row_weights(hit)
         return self.inp.kernels.build_histograms(
             xp, self.inp.codes, rows, slot[hit], w, int(build_ids.shape[0]), self.n_bins
@@ -267,7 +278,14 @@ class Grower:
         """Split records, improvements and the 'ok' mask for nodes with histograms."""
         xp, crit = self.xp, self.inp.criterion
         rec = find_best_splits(
-            xp, hist, stats, crit, self.cons, self.is_cat, self._feature_mask(int(stats.shape[0]))
+            xp,
+            hist,
+            stats,
+            crit,
+            self.cons,
+            self.is_cat,
+            self._feature_mask(int(stats.shape[0])),
+            self.inp.bin_mapper,
         )
         total_w = xp.take(self.total_weight, tree)
         imp = crit.improvement(xp, stats, rec.left, rec.right, total_w)
@@ -298,7 +316,7 @@ class Grower:
         step = self._pairs_per_chunk()
         parts = []
         for start in range(0, n_pairs, step):
-            pr = pairs[start : start + step]
+            pr = pairs[start : min(start + step, n_pairs)]
             m = int(pr.shape[0])
             both = xp.reshape(xp.stack([2 * pr, 2 * pr + 1], axis=1), (-1,))
             ids = xp.take(child_ids, both)
@@ -377,7 +395,7 @@ class Grower:
         k = int(ids.shape[0])
         base = self._n_created
         # 1. route rows of the chosen nodes
-        slot, hit = _lookup(xp, ids, self.act_node)
+        slot, hit = _dense_lookup(xp, ids, self.act_node, self._n_created)
         feat = xp.take(rec.feature, slot)
         code = xp.astype(xp.take(self.codes_flat, self.act_row * self.n_features + feat), xp.int64)
         go_left = code <= xp.take(rec.bin, slot)
@@ -412,7 +430,7 @@ class Grower:
             if self.act_mult is not None:
                 self.act_mult = self.act_mult[:0]
             return
-        _, hit = _lookup(xp, front.ids, self.act_node)
+        _, hit = _dense_lookup(xp, front.ids, self.act_node, self._n_created)
         self.act_row = self.act_row[hit]
         self.act_node = self.act_node[hit]
         if self.act_mult is not None:
@@ -584,13 +602,7 @@ class Grower:
             left_old = xp.full((n_nodes,), -1, dtype=xp.int64)
         left_new = xp.where(left_old >= 0, xp.take(new_id, xp.clip(left_old, 0, None)), left_old)
         right_new = xp.where(left_old >= 0, left_new + 1, left_old)
-        thr_table = self.inp.bin_mapper.thresholds
-        thr = xp.take(
-            xp.reshape(thr_table, (-1,)),
-            xp.clip(feature, 0, None) * thr_table.shape[1] + xp.clip(bin_, 0, None),
-        )
-        threshold = xp.where(is_split, thr, xp.asarray(-2.0, dtype=xp.float64))
-        threshold = xp.where(is_cat, xp.asarray(xp.nan, dtype=xp.float64), threshold)
+        threshold = field("threshold", -2.0, xp.float64)
         # keep, then lay out per tree (creation order within a tree), padded
         kidx = xp.astype(xp.nonzero(keep)[0], xp.int64)
         tree_k = xp.take(tree, kidx)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 
-def apply_codes(xp, batch, codes, missing_bin: int):
+def apply_trees(xp, batch, X, missing_bin: int):
     """Leaf reached by every row in every tree.
 
     Parameters
     ----------
     batch : TreeBatch
         Padded trees, arrays of shape (n_trees, n_nodes).
-    codes : array of shape (n_samples, n_features), uint8/uint16
-        Rows binned with the fit's bin mapper (unseen categories and NaN in
-        the missing bin).
+    X : array of shape (n_samples, n_features), float64
+        Raw numerical columns (NaN = missing) and, for categorical features,
+        the category codes of :meth:`BinMapper.encode_for_predict` (the missing
+        bin for NaN and unseen categories).
     missing_bin : int
 
     Returns
@@ -20,13 +21,13 @@ def apply_codes(xp, batch, codes, missing_bin: int):
     leaves : array of shape (n_samples, n_trees), int64
         Node index inside each tree.
     """
-    n, n_features = codes.shape
+    n, n_features = X.shape
     n_trees, width = batch.left.shape
-    codes_flat = xp.reshape(codes, (-1,))
+    x_flat = xp.reshape(X, (-1,))
     left = xp.reshape(batch.left, (-1,))
     right = xp.reshape(batch.right, (-1,))
     feature = xp.reshape(batch.feature, (-1,))
-    bin_ = xp.reshape(batch.bin, (-1,))
+    threshold = xp.reshape(batch.threshold, (-1,))
     miss_left = xp.reshape(batch.missing_left, (-1,))
     any_cat = batch.cat_left.shape[-1] > 0
     if any_cat:
@@ -36,27 +37,23 @@ def apply_codes(xp, batch, codes, missing_bin: int):
     offset = (xp.arange(n_trees, dtype=xp.int64) * width)[None, :]
     row_base = (xp.arange(n, dtype=xp.int64) * n_features)[:, None]
     node = xp.zeros((n, n_trees), dtype=xp.int64)
+    shape = (n, n_trees)
     for _ in range(batch.max_depth):
-        flat = node + offset
-        f = xp.take(feature, xp.reshape(flat, (-1,)))
-        f = xp.reshape(f, (n, n_trees))
+        flat = xp.reshape(node + offset, (-1,))
+        f = xp.reshape(xp.take(feature, flat), shape)
         is_leaf = f < 0
-        code = xp.astype(
-            xp.take(codes_flat, xp.reshape(row_base + xp.clip(f, 0, None), (-1,))), xp.int64
-        )
-        code = xp.reshape(code, (n, n_trees))
-        flat1 = xp.reshape(flat, (-1,))
-        go_left = code <= xp.reshape(xp.take(bin_, flat1), (n, n_trees))
+        x = xp.reshape(xp.take(x_flat, xp.reshape(row_base + xp.clip(f, 0, None), (-1,))), shape)
+        missing = xp.isnan(x)
+        go_left = x <= xp.reshape(xp.take(threshold, flat), shape)
         if any_cat:
-            cat = xp.reshape(xp.take(cat_left, flat1 * n_bins + xp.reshape(code, (-1,))), (n, n_trees))
-            go_left = xp.where(xp.reshape(xp.take(is_cat, flat1), (n, n_trees)), cat, go_left)
-        go_left = xp.where(
-            code == missing_bin, xp.reshape(xp.take(miss_left, flat1), (n, n_trees)), go_left
-        )
+            code = xp.astype(xp.where(missing, xp.asarray(float(missing_bin), dtype=x.dtype), x), xp.int64)
+            cat = xp.reshape(xp.take(cat_left, flat * n_bins + xp.reshape(code, (-1,))), shape)
+            node_cat = xp.reshape(xp.take(is_cat, flat), shape)
+            go_left = xp.where(node_cat, cat, go_left)
+            missing = missing | (node_cat & (code == missing_bin))
+        go_left = xp.where(missing, xp.reshape(xp.take(miss_left, flat), shape), go_left)
         nxt = xp.where(
-            go_left,
-            xp.reshape(xp.take(left, flat1), (n, n_trees)),
-            xp.reshape(xp.take(right, flat1), (n, n_trees)),
+            go_left, xp.reshape(xp.take(left, flat), shape), xp.reshape(xp.take(right, flat), shape)
         )
         node = xp.where(is_leaf, node, nxt)
     return node

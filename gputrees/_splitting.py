@@ -16,8 +16,10 @@ From histograms of shape (nodes, features, bins, channels):
   drawn for the node (``max_features``) are masked; the argmax per node wins.
 
 Tie rule: among candidates with exactly equal proxies the lowest feature
-index wins, then the lowest bin (categorical: the first ordering, then the
-shortest left set), then "missing right" before "missing left".
+index wins; within a feature, every "missing right" candidate comes before
+every "missing left" one, and then the lowest threshold (categorical: the
+first ordering, then the shortest left set) -- scikit-learn's scan order
+within a feature.
 """
 
 from __future__ import annotations
@@ -57,6 +59,12 @@ class SplitRecord:
         ``missing_left``). All False for numerical splits.
     left, right : (m, n_channels) float64
         Children statistics.
+    threshold : (m,) float64
+        Numerical splits send ``x <= threshold`` left. For exactly binned
+        features it is the midpoint of the largest value left and the smallest
+        value right *in the node* (scikit-learn's threshold); for quantile
+        bins, the bin edge; ``inf`` when only missing values go right; NaN for
+        categorical splits.
     """
 
     found: object
@@ -68,6 +76,7 @@ class SplitRecord:
     cat_left: object
     left: object
     right: object
+    threshold: object
 
 
 def _gather_rows(xp, a, idx):
@@ -102,36 +111,41 @@ def _score(xp, criterion, left, parent_b, cons, allow):
 def _numerical(xp, hist, parent, criterion, cons):
     """Best candidate per (node, numerical feature).
 
-    Returns best proxy (m, f), flat index into (bins - 1, 2), and left stats (m, f, c).
+    Returns best proxy (m, f), split bin (m, f), missing-left flag (m, f) and
+    left stats (m, f, c). The "missing left" candidates are only scored when
+    some node of the batch has missing values.
     """
     m, f, nb, c = hist.shape
     vals = hist[:, :, : nb - 1, :]
     miss = hist[:, :, nb - 1, :]
     cum = xp.cumulative_sum(vals, axis=2)
-    left = xp.stack([cum, cum + miss[:, :, None, :]], axis=3)  # (m, f, nb-1, 2, c)
     has_missing = miss[:, :, 0] > 0  # (m, f)
-    allow = xp.stack(
-        [xp.ones_like(has_missing), has_missing], axis=2
-    )[:, :, None, :]  # (m, f, 1, 2)
+    if bool(xp.any(has_missing)):
+        left = xp.stack([cum, cum + miss[:, :, None, :]], axis=2)  # (m, f, 2, nb-1, c)
+        allow = xp.stack([xp.ones_like(has_missing), has_missing], axis=2)[:, :, :, None]
+    else:
+        left = cum[:, :, None, :, :]
+        allow = xp.ones((1, 1, 1, 1), dtype=xp.bool)
+    n_var = left.shape[2]
     proxy = _score(xp, criterion, left, parent[:, None, None, None, :], cons, allow)
-    flat = xp.reshape(proxy, (m, f, (nb - 1) * 2))
+    width = n_var * (nb - 1)
+    flat = xp.reshape(proxy, (m, f, width))
     arg = xp.argmax(flat, axis=2)
     best = xp.max(flat, axis=2)
-    left_flat = xp.reshape(left, (m * f, (nb - 1) * 2, c))
-    idx = xp.reshape(arg, (m * f,))
     best_left = xp.take(
-        xp.reshape(left_flat, (m * f * (nb - 1) * 2, c)),
-        xp.arange(m * f, dtype=xp.int64) * ((nb - 1) * 2) + idx,
+        xp.reshape(left, (m * f * width, c)),
+        xp.arange(m * f, dtype=xp.int64) * width + xp.reshape(arg, (m * f,)),
         axis=0,
     )
-    return best, arg, xp.reshape(best_left, (m, f, c))
+    return best, arg % (nb - 1), (arg // (nb - 1)) == 1, xp.reshape(best_left, (m, f, c))
 
 
 def _categorical(xp, hist, parent, criterion, cons):
     """Best candidate per (node, categorical feature) over sorted category orders.
 
-    Returns best proxy (m, f), flat index into (K, bins - 1, 2), left stats
-    (m, f, c), and the rank of every code in every ordering (m, f, K, bins - 1).
+    Returns best proxy (m, f), position in the sorted order (m, f), missing-left
+    flag (m, f), ordering index (m, f), left stats (m, f, c), and the rank of
+    every code in every ordering (m, f, K, bins - 1).
     """
     m, f, nb, c = hist.shape
     vals = hist[:, :, : nb - 1, :]
@@ -146,9 +160,9 @@ def _categorical(xp, hist, parent, criterion, cons):
     vb = xp.broadcast_to(vals[:, :, None, :, :], (m, f, n_orders, nb - 1, c))
     sorted_vals = xp.take_along_axis(vb, xp.broadcast_to(order[..., None], vb.shape), axis=3)
     cum = xp.cumulative_sum(sorted_vals, axis=3)
-    left = xp.stack([cum, cum + miss[:, :, None, None, :]], axis=4)  # (m,f,K,nb-1,2,c)
+    left = xp.stack([cum, cum + miss[:, :, None, None, :]], axis=3)  # (m,f,K,2,nb-1,c)
     has_missing = miss[:, :, 0] > 0
-    allow = xp.stack([xp.ones_like(has_missing), has_missing], axis=2)[:, :, None, None, :]
+    allow = xp.stack([xp.ones_like(has_missing), has_missing], axis=2)[:, :, None, :, None]
     proxy = _score(xp, criterion, left, parent[:, None, None, None, None, :], cons, allow)
     width = n_orders * (nb - 1) * 2
     flat = xp.reshape(proxy, (m, f, width))
@@ -159,7 +173,9 @@ def _categorical(xp, hist, parent, criterion, cons):
         xp.arange(m * f, dtype=xp.int64) * width + xp.reshape(arg, (m * f,)),
         axis=0,
     )
-    return best, arg, xp.reshape(best_left, (m, f, c)), rank
+    position = arg % (nb - 1)
+    ordering = arg // (2 * (nb - 1))
+    return best, position, ((arg // (nb - 1)) % 2) == 1, ordering, xp.reshape(best_left, (m, f, c)), rank
 
 
 def find_best_splits(
@@ -170,6 +186,7 @@ def find_best_splits(
     cons: SplitConstraints,
     is_categorical: np.ndarray,
     feature_mask=None,
+    bin_mapper=None,
 ) -> SplitRecord:
     """Best split of every node.
 
@@ -183,6 +200,8 @@ def find_best_splits(
     is_categorical : ndarray of shape (n_features,), bool (host)
     feature_mask : array of shape (m, n_features), bool, optional
         Features drawn for each node (``max_features``); all when None.
+    bin_mapper : BinMapper, optional
+        Gives the split thresholds; without it ``threshold`` is NaN.
 
     Returns
     -------
@@ -191,51 +210,41 @@ def find_best_splits(
     m, n_features, nb, c = hist.shape
     num_idx = np.flatnonzero(~is_categorical)
     cat_idx = np.flatnonzero(is_categorical)
-    per_feature_best = []
-    per_feature_left = []
-    per_feature_arg = []
+    n_num, n_cat = int(num_idx.size), int(cat_idx.size)
+    parts = []  # (best, position, missing_left, ordering, left) per feature group
     rank = None
-    if num_idx.size:
-        h = hist if num_idx.size == n_features else xp.take(hist, _ix(xp, num_idx), axis=1)
-        best, arg, left = _numerical(xp, h, parent, criterion, cons)
-        per_feature_best.append(best)
-        per_feature_left.append(left)
-        per_feature_arg.append(arg)
-    if cat_idx.size:
-        h = hist if cat_idx.size == n_features else xp.take(hist, _ix(xp, cat_idx), axis=1)
-        best, arg, left, rank = _categorical(xp, h, parent, criterion, cons)
-        per_feature_best.append(best)
-        per_feature_left.append(left)
-        per_feature_arg.append(arg)
+    if n_num:
+        h = hist if n_num == n_features else xp.take(hist, _ix(xp, num_idx), axis=1)
+        best, pos, mleft, left = _numerical(xp, h, parent, criterion, cons)
+        parts.append((best, pos, mleft, xp.zeros_like(pos), left))
+    if n_cat:
+        h = hist if n_cat == n_features else xp.take(hist, _ix(xp, cat_idx), axis=1)
+        best, pos, mleft, ordering, left, rank = _categorical(xp, h, parent, criterion, cons)
+        parts.append((best, pos, mleft, ordering, left))
     # back to the original feature order
-    order = np.concatenate([num_idx, cat_idx])
-    inverse = np.argsort(order)
-    best = xp.take(xp.concat(per_feature_best, axis=1), _ix(xp, inverse), axis=1)
-    left_all = xp.take(xp.concat(per_feature_left, axis=1), _ix(xp, inverse), axis=1)
-    arg_all = xp.take(xp.concat(per_feature_arg, axis=1), _ix(xp, inverse), axis=1)
+    inverse = _ix(xp, np.argsort(np.concatenate([num_idx, cat_idx])))
+
+    def merged(i):
+        return xp.take(xp.concat([p[i] for p in parts], axis=1), inverse, axis=1)
+
+    best = merged(0)
     if feature_mask is not None:
         best = xp.where(feature_mask, best, xp.full_like(best, -xp.inf))
     feature = xp.argmax(best, axis=1)
     proxy = xp.max(best, axis=1)
     found = proxy > -xp.inf
-    left = _gather_rows(xp, left_all, feature)
+    position = _gather_rows(xp, merged(1), feature)
+    missing_left = _gather_rows(xp, merged(2), feature)
+    ordering = _gather_rows(xp, merged(3), feature)
+    left = _gather_rows(xp, merged(4), feature)
     right = parent - left
-    arg = _gather_rows(xp, arg_all, feature)
-    is_cat_dev = xp.asarray(is_categorical) if False else _bool_table(xp, is_categorical)
-    split_is_cat = xp.take(is_cat_dev, feature)
-    variant = arg % 2
-    position = (arg // 2) % (nb - 1)
-    missing_left = variant == 1
+    split_is_cat = xp.take(_bool_table(xp, is_categorical), feature)
     # nodes without missing values send NaN to the child with more rows
     node_has_missing = _gather_rows(xp, hist[:, :, nb - 1, 0], feature) > 0
-    more_left = left[:, 0] > right[:, 0]
-    missing_left = xp.where(node_has_missing, missing_left, more_left)
+    missing_left = xp.where(node_has_missing, missing_left, left[:, 0] > right[:, 0])
     bin_ = xp.where(split_is_cat, xp.full_like(position, -1), position)
     if rank is not None:
-        cat_slot = xp.asarray(_cat_slot(is_categorical), dtype=xp.int64)
-        slot = xp.take(cat_slot, feature)  # position among categorical features
-        ordering = arg // (2 * (nb - 1))
-        n_cat = int(cat_idx.size)
+        slot = xp.take(xp.asarray(_cat_slot(is_categorical), dtype=xp.int64), feature)
         n_orders = rank.shape[2]
         rank_flat = xp.reshape(rank, (m * n_cat * n_orders, nb - 1))
         sel = (xp.arange(m, dtype=xp.int64) * n_cat + xp.clip(slot, 0, None)) * n_orders + ordering
@@ -245,7 +254,9 @@ def find_best_splits(
         cat_left = xp.concat([cat_left, (missing_left & split_is_cat)[:, None]], axis=1)
     else:
         cat_left = xp.zeros((m, 0), dtype=xp.bool)
+    threshold = _thresholds(xp, hist, feature, position, split_is_cat, bin_mapper)
     return SplitRecord(
+        threshold=threshold,
         found=found,
         proxy=proxy,
         feature=xp.astype(feature, xp.int64),
@@ -256,6 +267,30 @@ def find_best_splits(
         left=left,
         right=right,
     )
+
+
+def _thresholds(xp, hist, feature, position, split_is_cat, bin_mapper):
+    m, _, nb, _ = hist.shape
+    nan = xp.full((m,), xp.nan, dtype=xp.float64)
+    if bin_mapper is None:
+        return nan
+    counts = _gather_rows(xp, hist[:, :, : nb - 1, 0], feature)  # (m, nb-1)
+    bins = xp.arange(nb - 1, dtype=xp.int64)[None, :]
+    after = (bins > position[:, None]) & (counts > 0)
+    has_next = xp.any(after, axis=1)
+    next_bin = xp.argmax(xp.astype(after, xp.int32), axis=1)
+    width = bin_mapper.thresholds.shape[1]
+    f = xp.clip(feature, 0, None) * width
+    edge = xp.take(xp.reshape(bin_mapper.thresholds, (-1,)), f + position)
+    values = xp.reshape(bin_mapper.bin_values, (-1,))
+    lo = xp.take(values, f + position)
+    hi = xp.take(values, f + next_bin)
+    mid = lo / 2.0 + hi / 2.0
+    mid = xp.where(mid == hi, lo, mid)
+    exact = xp.take(_bool_table(xp, bin_mapper.is_exact), feature)
+    thr = xp.where(exact, mid, edge)
+    thr = xp.where(has_next, thr, xp.full_like(thr, xp.inf))
+    return xp.where(split_is_cat, nan, thr)
 
 
 def _ix(xp, idx: np.ndarray):

@@ -142,7 +142,7 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
             raise ValueError(_ndim_message(X.ndim))
         xin = _backend.namespace_of(X)
         if xin.isdtype(X.dtype, "complex floating"):
-            raise ValueError("complex data is not supported")
+            raise ValueError("Complex data not supported")
         Xd = _backend.convert_to_namespace(xp, X)
         Xd = xp.astype(Xd, xp.float64)
         n_features = X.shape[1]
@@ -180,18 +180,11 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
             if labels is not None:
                 values[:, j] = _encode_labels(col, labels)
             else:
-                try:
-                    values[:, j] = np.asarray(
-                        [np.nan if v is None else v for v in col], dtype=np.float64
-                    )
-                except (TypeError, ValueError) as exc:
-                    raise ValueError(
-                        f"feature {j} holds values that are not numbers (strings are "
-                        "allowed only in categorical_features)"
-                    ) from exc
+                # a TypeError (e.g. a dict in X) propagates as it is
+                values[:, j] = np.asarray([np.nan if v is None else v for v in col], dtype=np.float64)
         return _backend.from_numpy(xp, values), is_cat, categories
     if arr.dtype.kind == "c":
-        raise ValueError("complex data is not supported")
+        raise ValueError("Complex data not supported")
     if arr.dtype.kind not in "biuf":
         raise ValueError(f"X has an unsupported dtype {arr.dtype}")
     return _backend.from_numpy(xp, arr.astype(np.float64)), is_cat, categories

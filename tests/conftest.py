@@ -1,0 +1,76 @@
+"""Shared fixtures: the array backends every engine test runs on.
+
+``backend`` yields (name, xp-like module, to_backend function). NumPy and
+array-api-strict always run; CuPy runs where it imports and sees a GPU, and is
+reported as *skipped* (with the reason) everywhere else.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def _cupy_available():
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # ImportError, or CUDA runtime errors without a driver
+        return False
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runslow"):
+        return
+    skip_slow = pytest.mark.skip(reason="slow: run with --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip_slow)
+
+
+def _numpy_backend():
+    return np, (lambda a: np.asarray(a))
+
+
+def _strict_backend():
+    import array_api_strict as xs
+
+    return xs, (lambda a: xs.asarray(np.asarray(a)))
+
+
+def _cupy_backend():
+    import cupy
+
+    return cupy, (lambda a: cupy.asarray(np.asarray(a)))
+
+
+BACKENDS = [
+    pytest.param("numpy", id="numpy"),
+    pytest.param("array_api_strict", id="array_api_strict"),
+    pytest.param(
+        "cupy",
+        id="cupy",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.skipif(not _cupy_available(), reason="CuPy with a CUDA GPU is not available"),
+        ],
+    ),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    name = request.param
+    mod, conv = {"numpy": _numpy_backend, "array_api_strict": _strict_backend, "cupy": _cupy_backend}[name]()
+    return name, mod, conv
+
+
+def to_numpy(a):
+    from gputrees._backend import to_numpy as _tn
+
+    return _tn(a)
