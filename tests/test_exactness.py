@@ -153,8 +153,11 @@ def test_feature_importances_and_node_arrays_match_sklearn(kind):
     rng = np.random.default_rng(3)
     X = rng.standard_normal((400, 6)).astype(np.float32)
     signal = X[:, 0] + 0.5 * X[:, 1] * X[:, 2]
-    # continuous sample weights: class counts never tie exactly
-    w = rng.uniform(0.5, 2.0, 400)
+    # integer weights from a wide range: weighted class counts (almost surely) never
+    # tie, and every sum stays exact, so pure nodes have an impurity of exactly 0
+    # in both libraries (with float weights, rounding can leave scikit-learn a
+    # 1e-16 "impurity" that it then splits)
+    w = rng.integers(1, 1000, 400).astype(np.float64)
     if kind == "classification":
         y = (signal + 0.3 * rng.standard_normal(400) > 0).astype(int)
         ours = gputrees.DecisionTreeClassifier(max_depth=4, min_samples_leaf=8, max_bins=65535)
@@ -165,7 +168,7 @@ def test_feature_importances_and_node_arrays_match_sklearn(kind):
         ours = gputrees.DecisionTreeRegressor(max_depth=4, min_samples_leaf=8, max_bins=65535)
         ours.fit(X, y, sample_weight=w)
         theirs = SkRegressor(max_depth=4, min_samples_leaf=8, random_state=0).fit(X, y, sample_weight=w)
-    np.testing.assert_allclose(ours.feature_importances_, theirs.feature_importances_, rtol=1e-9)
+    np.testing.assert_allclose(ours.feature_importances_, theirs.feature_importances_, rtol=1e-9, atol=1e-12)
 
     def nodes(t):
         internal = t.children_left >= 0
