@@ -42,6 +42,7 @@ import numpy as np
 
 from ._backend import from_numpy, to_numpy
 from ._criteria import EPSILON
+from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._splitting import SplitConstraints, find_best_splits
 
 #: Working arrays of the split scan per byte of histogram (cumulative sums,
@@ -63,6 +64,7 @@ class GrowerParams:
     max_leaf_nodes: int | None = None
     max_features: int | None = None
     memory_limit: int = DEFAULT_MEMORY_LIMIT
+    sorted_small_nodes: bool = True
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,11 @@ class TreeBatch:
 
 @dataclass(frozen=True)
 class _Frontier:
-    """Splittable nodes not yet expanded, sorted by id (device arrays, length p)."""
+    """Splittable nodes not yet expanded, sorted by id (device arrays, length p).
+
+    ``hist`` holds the histograms kept for the subtraction trick (h of them)
+    and ``hist_index`` (p,) the position of each node's histogram there, or -1.
+    """
 
     ids: object
     depth: object
@@ -139,7 +145,8 @@ class _Frontier:
     stats: object
     improvement: object
     split: object  # SplitRecord restricted to these nodes
-    hist: object  # (p, F, B, C) or None when over the memory bound
+    hist: object  # (h, F, B, C) or None
+    hist_index: object  # (p,) int64
 
 
 def _lookup(xp, sorted_ids, query):
@@ -196,6 +203,8 @@ class Grower:
         self.any_cat = bool(self.is_cat.any())
         self.cons = SplitConstraints(params.min_samples_leaf, params.min_weight_leaf)
         self.hist_bytes = self.n_features * self.n_bins * self.n_channels * 8
+        # nodes with fewer rows than bins use the sort-based search (numerical data only)
+        self.sorted_below = 0 if (self.any_cat or not params.sorted_small_nodes) else self.n_bins
         # per created node (lists of per-round arrays, concatenated at the end)
         self._parent, self._depth, self._tree, self._stats = [], [], [], []
         self._n_created = 0
@@ -276,20 +285,17 @@ class Grower:
 
     def _split(self, hist, stats, depth, tree):
         """Split records, improvements and the 'ok' mask for nodes with histograms."""
-        xp, crit = self.xp, self.inp.criterion
         rec = find_best_splits(
-            xp,
+            self.xp,
             hist,
             stats,
-            crit,
+            self.inp.criterion,
             self.cons,
             self.is_cat,
             self._feature_mask(int(stats.shape[0])),
             self.inp.bin_mapper,
         )
-        total_w = xp.take(self.total_weight, tree)
-        imp = crit.improvement(xp, stats, rec.left, rec.right, total_w)
-        ok = rec.found & (imp + EPSILON >= self.params.min_impurity_decrease)
+        imp, ok = self._improvement_ok(rec, stats, tree)
         return rec, imp, ok
 
     def _pairs_per_chunk(self):
@@ -297,94 +303,180 @@ class Grower:
         return max(1, int(self.params.memory_limit // per_pair))
 
     # -- rounds -------------------------------------------------------------
-    def _evaluate_children(self, child_ids, depth, tree, stats, parent_slot, parent_hist):
-        """Histograms and splits of new sibling pairs; returns the next frontier part.
+    def _part(self, ids, st, dp, tr, rec, imp, ok, hist):
+        """Frontier part of the nodes whose split is 'ok' (hist may be None)."""
+        xp = self.xp
+        good = xp.astype(xp.nonzero(ok)[0], xp.int64)
+        g = int(good.shape[0])
+        if g == 0:
+            return None
+        return _Frontier(
+            ids=xp.take(ids, good),
+            depth=xp.take(dp, good),
+            tree=xp.take(tr, good),
+            stats=xp.take(st, good, axis=0),
+            improvement=xp.take(imp, good),
+            split=_take_record(xp, rec, good),
+            hist=None if hist is None else xp.take(hist, good, axis=0),
+            hist_index=(
+                xp.arange(g, dtype=xp.int64) if hist is not None else xp.full((g,), -1, dtype=xp.int64)
+            ),
+        )
 
-        child_ids, depth, tree : (2k,) ; stats (2k, C) ; parent_slot (k,) index into
-        ``parent_hist`` (or None when parents have no stored histograms).
+    def _sorted_parts(self, ids, st, dp, tr):
+        """Splits of small nodes by the sort-based search, batched under the memory bound."""
+        xp = self.xp
+        counts = to_numpy(st[:, 0])
+        per_row = self.n_features * (self.n_channels * BYTES_PER_PAIR_CHANNEL + BYTES_PER_PAIR)
+        budget_rows = max(1, int(self.params.memory_limit // per_row))
+        parts, start, n = [], 0, counts.shape[0]
+        while start < n:
+            csum = np.cumsum(counts[start:])
+            stop = start + max(1, int(np.searchsorted(csum, budget_rows, side="right")))
+            sel = xp.arange(start, stop, dtype=xp.int64)
+            cid = xp.take(ids, sel)
+            cst = xp.take(st, sel, axis=0)
+            slot, hit = _dense_lookup(xp, cid, self.act_node, self._n_created)
+            rows, w = self._row_weights(hit)
+            rec = find_best_splits_sorted(
+                xp,
+                self.inp.codes,
+                rows,
+                slot[hit],
+                w,
+                cst,
+                self.inp.criterion,
+                self.cons,
+                self.inp.bin_mapper,
+                max_rows=int(counts[start:stop].max()),
+                kernels=self.inp.kernels,
+                feature_mask=self._feature_mask(stop - start),
+            )
+            cdp, ctr = xp.take(dp, sel), xp.take(tr, sel)
+            imp, ok = self._improvement_ok(rec, cst, ctr)
+            parts.append(self._part(cid, cst, cdp, ctr, rec, imp, ok, None))
+            start = stop
+        return parts
+
+    def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, parent_hist, keep_hist):
+        """Splits of sibling pairs by histograms, in chunks under the memory bound.
+
+        ``parent_hist`` (len(pairs), F, B, C) holds the pairs' parent histograms
+        (then the smaller child is built and the other subtracted), or is None
+        (then the splittable children are built from their rows).
         """
         xp = self.xp
-        k = int(child_ids.shape[0]) // 2
-        can = self._can_split(depth, stats)
-        can_pair = xp.reshape(can, (k, 2))
-        pair_any = xp.any(can_pair, axis=1)
-        pairs = xp.astype(xp.nonzero(pair_any)[0], xp.int64)
         n_pairs = int(pairs.shape[0])
-        if n_pairs == 0:
-            return None
-        keep_hist = 2 * n_pairs * self.hist_bytes <= self.params.memory_limit
         step = self._pairs_per_chunk()
         parts = []
         for start in range(0, n_pairs, step):
-            pr = pairs[start : min(start + step, n_pairs)]
-            m = int(pr.shape[0])
+            stop = min(start + step, n_pairs)
+            pr = pairs[start:stop]
+            m = stop - start
             both = xp.reshape(xp.stack([2 * pr, 2 * pr + 1], axis=1), (-1,))
             ids = xp.take(child_ids, both)
             st = xp.take(stats, both, axis=0)
             if parent_hist is not None:
-                # build the smaller child of each pair, the other by subtraction
                 cnt = xp.reshape(st[:, 0], (m, 2))
                 small_is_right = cnt[:, 1] < cnt[:, 0]
                 small_pos = xp.astype(small_is_right, xp.int64)
                 small_ids = xp.take(ids, 2 * xp.arange(m, dtype=xp.int64) + small_pos)
                 small = self._build(small_ids)
-                par = xp.take(parent_hist, xp.take(parent_slot, pr), axis=0)
-                large = par - small
+                large = parent_hist[start:stop, ...] - small
                 sel = small_is_right[:, None, None, None]
-                left_h = xp.where(sel, large, small)
-                right_h = xp.where(sel, small, large)
                 hist = xp.reshape(
-                    xp.stack([left_h, right_h], axis=1),
+                    xp.stack([xp.where(sel, large, small), xp.where(sel, small, large)], axis=1),
                     (2 * m, self.n_features, self.n_bins, self.n_channels),
                 )
-                node_sel = xp.take(can, both)
+                idx = xp.astype(xp.nonzero(xp.take(can, both))[0], xp.int64)
+                hist = xp.take(hist, idx, axis=0)
             else:
-                node_sel = xp.take(can, both)
-                sel_idx = xp.astype(xp.nonzero(node_sel)[0], xp.int64)
-                hist_sel = self._build(xp.take(ids, sel_idx))
-                ids, st = xp.take(ids, sel_idx), xp.take(st, sel_idx, axis=0)
-                both = xp.take(both, sel_idx)
-                hist = hist_sel
-                node_sel = xp.ones(ids.shape, dtype=xp.bool)
-            idx = xp.astype(xp.nonzero(node_sel)[0], xp.int64)
-            hist = xp.take(hist, idx, axis=0)
+                idx = xp.astype(xp.nonzero(xp.take(can, both))[0], xp.int64)
+                hist = self._build(xp.take(ids, idx))
             ids = xp.take(ids, idx)
             st = xp.take(st, idx, axis=0)
             dp = xp.take(depth, xp.take(both, idx))
             tr = xp.take(tree, xp.take(both, idx))
             rec, imp, ok = self._split(hist, st, dp, tr)
-            good = xp.astype(xp.nonzero(ok)[0], xp.int64)
-            if int(good.shape[0]) == 0:
-                continue
-            parts.append(
-                _Frontier(
-                    ids=xp.take(ids, good),
-                    depth=xp.take(dp, good),
-                    tree=xp.take(tr, good),
-                    stats=xp.take(st, good, axis=0),
-                    improvement=xp.take(imp, good),
-                    split=_take_record(xp, rec, good),
-                    hist=xp.take(hist, good, axis=0) if keep_hist else None,
+            parts.append(self._part(ids, st, dp, tr, rec, imp, ok, hist if keep_hist else None))
+        return parts
+
+    def _evaluate_children(self, child_ids, depth, tree, stats, parent_hist, parent_hist_index):
+        """Splits of new sibling pairs; returns the next frontier part.
+
+        child_ids, depth, tree : (2k,) ; stats (2k, C) ; parent_hist_index (k,)
+        position of each pair's parent histogram in ``parent_hist``, or -1.
+        """
+        xp = self.xp
+        k = int(child_ids.shape[0]) // 2
+        can = self._can_split(depth, stats)
+        can2 = xp.reshape(can, (k, 2))
+        pair_any = xp.any(can2, axis=1)
+        parts = []
+        if self.sorted_below > 0:
+            small2 = xp.reshape((stats[:, 0] < self.sorted_below) | ~can, (k, 2))
+            pair_sorted = pair_any & xp.all(small2, axis=1)
+            pair_any = pair_any & ~pair_sorted
+            pos = xp.astype(xp.nonzero(xp.reshape(pair_sorted[:, None] & can2, (-1,)))[0], xp.int64)
+            if int(pos.shape[0]):
+                parts += self._sorted_parts(
+                    xp.take(child_ids, pos),
+                    xp.take(stats, pos, axis=0),
+                    xp.take(depth, pos),
+                    xp.take(tree, pos),
                 )
-            )
+        pairs = xp.astype(xp.nonzero(pair_any)[0], xp.int64)
+        n_pairs = int(pairs.shape[0])
+        if n_pairs:
+            keep_hist = 2 * n_pairs * self.hist_bytes <= self.params.memory_limit
+            if parent_hist is not None:
+                pidx = xp.take(parent_hist_index, pairs)
+                has = pidx >= 0
+                with_p = xp.astype(xp.nonzero(has)[0], xp.int64)
+                without = xp.astype(xp.nonzero(~has)[0], xp.int64)
+                if int(with_p.shape[0]):
+                    ph = xp.take(parent_hist, xp.take(pidx, with_p), axis=0)
+                    parts += self._hist_parts(
+                        child_ids, depth, tree, stats, can, xp.take(pairs, with_p), ph, keep_hist
+                    )
+                pairs = xp.take(pairs, without)
+            if int(pairs.shape[0]):
+                parts += self._hist_parts(child_ids, depth, tree, stats, can, pairs, None, keep_hist)
         return self._merge(parts)
 
+    def _improvement_ok(self, rec, stats, tree):
+        xp = self.xp
+        total_w = xp.take(self.total_weight, tree)
+        imp = self.inp.criterion.improvement(xp, stats, rec.left, rec.right, total_w)
+        return imp, rec.found & (imp + EPSILON >= self.params.min_impurity_decrease)
+
     def _merge(self, parts):
+        """One frontier from parts (node ids re-sorted)."""
         xp = self.xp
         parts = [p for p in parts if p is not None and int(p.ids.shape[0]) > 0]
         if not parts:
             return None
         if len(parts) == 1:
             return parts[0]
-        has_hist = all(p.hist is not None for p in parts)
+        hists, index, offset = [], [], 0
+        for p in parts:
+            if p.hist is not None:
+                hists.append(p.hist)
+                index.append(xp.where(p.hist_index >= 0, p.hist_index + offset, p.hist_index))
+                offset += int(p.hist.shape[0])
+            else:
+                index.append(p.hist_index)
+        ids = xp.concat([p.ids for p in parts])
+        order = xp.argsort(ids)
         return _Frontier(
-            ids=xp.concat([p.ids for p in parts]),
-            depth=xp.concat([p.depth for p in parts]),
-            tree=xp.concat([p.tree for p in parts]),
-            stats=xp.concat([p.stats for p in parts], axis=0),
-            improvement=xp.concat([p.improvement for p in parts]),
-            split=_concat_records(xp, [p.split for p in parts]),
-            hist=xp.concat([p.hist for p in parts], axis=0) if has_hist else None,
+            ids=xp.take(ids, order),
+            depth=xp.take(xp.concat([p.depth for p in parts]), order),
+            tree=xp.take(xp.concat([p.tree for p in parts]), order),
+            stats=xp.take(xp.concat([p.stats for p in parts], axis=0), order, axis=0),
+            improvement=xp.take(xp.concat([p.improvement for p in parts]), order),
+            split=_take_record(xp, _concat_records(xp, [p.split for p in parts]), order),
+            hist=xp.concat(hists, axis=0) if hists else None,
+            hist_index=xp.take(xp.concat(index), order),
         )
 
     def _expand(self, front: _Frontier, chosen):
@@ -416,9 +508,8 @@ class Grower:
         self._exp_rec.append(rec)
         self._exp_first_child.append(child_ids[0::2])
         # 3. histograms and splits of the children
-        parent_hist = None if front.hist is None else xp.take(front.hist, chosen, axis=0)
         new = self._evaluate_children(
-            child_ids, depth, tree, stats, xp.arange(k, dtype=xp.int64), parent_hist
+            child_ids, depth, tree, stats, front.hist, xp.take(front.hist_index, chosen)
         )
         return ids, child_ids, new
 
@@ -440,12 +531,10 @@ class Grower:
         """Frontier without the positions ``chosen``."""
         xp = self.xp
         p = int(front.ids.shape[0])
-        keep = xp.ones(p, dtype=xp.bool)
         _, hit = _lookup(xp, chosen, xp.arange(p, dtype=xp.int64))
         idx = xp.astype(xp.nonzero(~hit)[0], xp.int64)
         if int(idx.shape[0]) == 0:
             return None
-        del keep
         return _Frontier(
             ids=xp.take(front.ids, idx),
             depth=xp.take(front.depth, idx),
@@ -453,7 +542,8 @@ class Grower:
             stats=xp.take(front.stats, idx, axis=0),
             improvement=xp.take(front.improvement, idx),
             split=_take_record(xp, front.split, idx),
-            hist=None if front.hist is None else xp.take(front.hist, idx, axis=0),
+            hist=front.hist,
+            hist_index=xp.take(front.hist_index, idx),
         )
 
     # -- best-first selection (host scalars) ---------------------------------
@@ -520,6 +610,7 @@ class Grower:
                     improvement=xp.take(imp, good),
                     split=_take_record(xp, rec, good),
                     hist=xp.take(h, good, axis=0),
+                    hist_index=xp.arange(int(good.shape[0]), dtype=xp.int64),
                 )
         del hist
         best_first = self.params.max_leaf_nodes is not None

@@ -46,9 +46,13 @@ def apply_trees(xp, batch, X, missing_bin: int):
         missing = xp.isnan(x)
         go_left = x <= xp.reshape(xp.take(threshold, flat), shape)
         if any_cat:
-            code = xp.astype(xp.where(missing, xp.asarray(float(missing_bin), dtype=x.dtype), x), xp.int64)
-            cat = xp.reshape(xp.take(cat_left, flat * n_bins + xp.reshape(code, (-1,))), shape)
             node_cat = xp.reshape(xp.take(is_cat, flat), shape)
+            # only categorical nodes read a code; other nodes index code 0
+            code = xp.where(
+                missing | ~node_cat, xp.asarray(float(missing_bin), dtype=x.dtype), x
+            )
+            code = xp.where(node_cat, xp.astype(code, xp.int64), xp.zeros_like(node))
+            cat = xp.reshape(xp.take(cat_left, flat * n_bins + xp.reshape(code, (-1,))), shape)
             go_left = xp.where(node_cat, cat, go_left)
             missing = missing | (node_cat & (code == missing_bin))
         go_left = xp.where(missing, xp.reshape(xp.take(miss_left, flat), shape), go_left)

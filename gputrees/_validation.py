@@ -64,6 +64,19 @@ def _encode_labels(col_values, labels):
     return out
 
 
+def _encode_pandas(col, labels) -> np.ndarray:
+    """Codes of a pandas column in the fit-time ``labels`` (NaN: missing or unseen), vectorised."""
+    import pandas as pd
+
+    try:
+        codes = pd.Categorical(col, categories=pd.Index(labels, dtype=object)).codes
+    except (TypeError, ValueError):
+        return _encode_labels(col.tolist(), labels)
+    out = codes.astype(np.float64)
+    out[codes < 0] = np.nan
+    return out
+
+
 def _string_categories(values) -> np.ndarray:
     present = sorted({v for v in values if not _backend._is_missing(v)}, key=lambda v: (str(type(v)), v))
     return np.asarray(present, dtype=object)
@@ -123,7 +136,7 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
             else:
                 labels = fitted_categories[j]
             if labels is not None:
-                values[:, j] = _encode_labels(col.tolist(), labels)
+                values[:, j] = _encode_pandas(col, labels)
             else:
                 if stringy:
                     raise ValueError(

@@ -33,10 +33,17 @@ class Kernels:
         ``build_histograms(xp, codes, rows, node, weights, n_nodes, n_bins)``
         returning an array of shape (n_nodes, n_features, n_bins, n_channels),
         float64; see :func:`gputrees.kernels._reference.build_histograms`.
+    segmented_cumsum, segment_max, segment_min : callable
+        ``f(xp, values, seg, max_len)``: running sum inside runs of equal
+        ``seg``, and the max / min of each run broadcast to its elements (the
+        sort-based split search of small nodes).
     """
 
     name: str
     build_histograms: Callable
+    segmented_cumsum: Callable
+    segment_max: Callable
+    segment_min: Callable
 
 
 def get_kernels(xp, name: str | None = None) -> Kernels:
@@ -49,9 +56,29 @@ def get_kernels(xp, name: str | None = None) -> Kernels:
     if name == "bincount":
         if not (is_numpy_namespace(xp) or is_cupy_namespace(xp)):
             raise ValueError("the bincount kernels need NumPy or CuPy arrays")
-        from . import _bincount
+        from . import _bincount, _reference
 
-        return Kernels("bincount", _bincount.build_histograms)
+        if is_numpy_namespace(xp):
+            return Kernels(
+                "bincount",
+                _bincount.build_histograms,
+                _bincount.segmented_cumsum,
+                _bincount.segment_max,
+                _bincount.segment_min,
+            )
+        return Kernels(
+            "bincount",
+            _bincount.build_histograms,
+            _reference.segmented_cumsum,
+            _reference.segment_max,
+            _reference.segment_min,
+        )
     from . import _reference
 
-    return Kernels("reference", _reference.build_histograms)
+    return Kernels(
+        "reference",
+        _reference.build_histograms,
+        _reference.segmented_cumsum,
+        _reference.segment_max,
+        _reference.segment_min,
+    )
