@@ -225,7 +225,7 @@ _COMMON_DOC = """
     max_features : int, float, {"sqrt", "log2"} or None, default=None
         Number of features drawn at random (without replacement, per node) to
         search a split among; None uses all features.
-    random_state : int, RandomState, Generator or None, default=None
+    random_state : int, RandomState instance or None, default=None
         Seed of the ``max_features`` draws.
     max_leaf_nodes : int or None, default=None
         Grow best-first (the split of largest weighted impurity decrease next,

@@ -202,6 +202,7 @@ class Grower:
         self.is_cat = inputs.bin_mapper.is_categorical
         self.any_cat = bool(self.is_cat.any())
         self.cons = SplitConstraints(params.min_samples_leaf, params.min_weight_leaf)
+        self._one_code = None  # (n, 1) zero codes: node sums through the histogram kernel
         self.hist_bytes = self.n_features * self.n_bins * self.n_channels * 8
         # nodes with fewer rows than bins use the sort-based search (numerical data only)
         self.sorted_below = 0 if (self.any_cat or not params.sorted_small_nodes) else self.n_bins
@@ -248,6 +249,20 @@ class Grower:
         return self.inp.kernels.build_histograms(
             xp, self.inp.codes, rows, slot[hit], w, int(build_ids.shape[0]), self.n_bins
         )
+
+    def _node_sums(self, first: int, count: int):
+        """Channel sums of the nodes ``first .. first + count - 1`` from their active rows.
+
+        Returns an array of shape (count, n_channels), float64.
+        """
+        xp = self.xp
+        slot = self.act_node - first
+        hit = (slot >= 0) & (slot < count)
+        rows, w = self._row_weights(hit)
+        if self._one_code is None:
+            self._one_code = xp.zeros((self.n, 1), dtype=self.inp.codes.dtype)
+        sums = self.inp.kernels.build_histograms(xp, self._one_code, rows, slot[hit], w, count, 1)
+        return xp.reshape(sums, (count, self.n_channels))
 
     # -- nodes --------------------------------------------------------------
     def _new_nodes(self, parent, depth, tree, stats):
@@ -498,8 +513,10 @@ class Grower:
         go_left = xp.where(code == self.missing, xp.take(rec.missing_left, slot), go_left)
         child = base + 2 * slot + xp.astype(~go_left, xp.int64)
         self.act_node = xp.where(hit, child, self.act_node)
-        # 2. record the children
-        stats = xp.reshape(xp.stack([rec.left, rec.right], axis=1), (2 * k, self.n_channels))
+        # 2. record the children, their statistics summed from their rows (not
+        # parent - sibling: rounding would leave absent classes a -1e-14 weight
+        # and pure nodes a non-zero impurity)
+        stats = self._node_sums(base, 2 * k)
         parent = xp.reshape(xp.stack([ids, ids], axis=1), (-1,))
         depth = xp.reshape(xp.stack([xp.take(front.depth, chosen)] * 2, axis=1), (-1,)) + 1
         tree = xp.reshape(xp.stack([xp.take(front.tree, chosen)] * 2, axis=1), (-1,))
@@ -588,7 +605,7 @@ class Grower:
         t = self.n_trees
         roots = xp.arange(t, dtype=xp.int64)
         hist = self._build(roots)
-        stats = xp.sum(hist[:, 0, :, :], axis=1)
+        stats = self._node_sums(0, t)
         self.total_weight = self.inp.criterion.weight(xp, stats)
         depth = xp.zeros(t, dtype=xp.int64)
         self._new_nodes(xp.full(t, -1, dtype=xp.int64), depth, roots, stats)

@@ -15,8 +15,8 @@ levels):
    missing statistics gives the split with the missing bin sent left;
 3. candidates are scored with the criterion's proxy, masked as in
    :mod:`gputrees._splitting`, and the best per node is found with segmented
-   max / min reductions (kernels again), applying the same tie rule
-   (lowest feature, then missing right before left, then lowest code).
+   max / min reductions (kernels again), applying the same tie rule and
+   tolerance (lowest feature, then missing right before left, then lowest code).
 
 Its result equals the histogram search's (integer channels exactly, float
 channels to rounding). It handles numerical features only; batches with
@@ -28,7 +28,7 @@ the batch; the grower sizes batches to fit its ``memory_limit``.
 
 from __future__ import annotations
 
-from ._splitting import SplitRecord, _bool_table, _valid
+from ._splitting import SplitRecord, _bool_table, _valid, near_best
 
 #: Bytes of working memory per (row, feature) pair and channel, plus fixed keys.
 BYTES_PER_PAIR_CHANNEL = 6 * 8
@@ -131,7 +131,7 @@ def find_best_splits_sorted(
     f2 = xp.reshape(xp.stack([f, f], axis=1), (-1,))
     tie = (f2 * 2 + variant) * nb + code2
     big = xp.asarray(n_features * 2 * nb, dtype=i64)
-    tie = xp.where((p2 == best) & (p2 > -xp.inf), tie, big)
+    tie = xp.where(near_best(xp, p2, best), tie, big)
     win_tie = kernels.segment_min(xp, tie, node2, span)
     winner = (tie == win_tie) & (tie < big)
     # every node of the batch appears (it has rows); gather its winner

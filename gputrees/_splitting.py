@@ -15,8 +15,8 @@ From histograms of shape (nodes, features, bins, channels):
   ``min_weight_leaf`` weight, or no weight at all are masked; features not
   drawn for the node (``max_features``) are masked; the argmax per node wins.
 
-Tie rule: among candidates with exactly equal proxies the lowest feature
-index wins; within a feature, every "missing right" candidate comes before
+Tie rule: among candidates whose proxies are equal (within ``TIE_RTOL``,
+relative, of the node's best) the lowest feature index wins; within a feature, every "missing right" candidate comes before
 every "missing left" one, and then the lowest threshold (categorical: the
 first ordering, then the shortest left set) -- scikit-learn's scan order
 within a feature.
@@ -27,6 +27,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+
+#: Candidates whose proxies are within this relative distance of the node's
+#: best are ties, decided by the tie rule. Sums taken in different orders
+#: (a histogram built or obtained by subtraction, NumPy or another backend,
+#: chunked or not) differ by a few hundred ulps at most; without a tolerance
+#: those ulps, not the rule, would decide exact ties (for instance two
+#: features that cut a node into the same two row sets, mirrored).
+TIE_RTOL = 1e-13
 
 
 @dataclass(frozen=True)
@@ -108,12 +117,18 @@ def _score(xp, criterion, left, parent_b, cons, allow):
     return xp.where(ok, proxy, xp.full_like(proxy, -xp.inf))
 
 
-def _numerical(xp, hist, parent, criterion, cons):
-    """Best candidate per (node, numerical feature).
+def near_best(xp, proxy, best):
+    """Candidates within the tie tolerance of ``best`` (broadcastable)."""
+    return (proxy >= best - TIE_RTOL * xp.abs(best)) & (proxy > -xp.inf)
 
-    Returns best proxy (m, f), split bin (m, f), missing-left flag (m, f) and
-    left stats (m, f, c). The "missing left" candidates are only scored when
-    some node of the batch has missing values.
+
+def _numerical(xp, hist, parent, criterion, cons):
+    """Proxies of every (node, numerical feature, candidate).
+
+    Returns the proxies (m, f, w) in tie order (missing right, then missing
+    left; lowest bin first), the left stats (m * f * w, c) and the number of
+    missing-value variants (1 when no node of the batch has missing values:
+    the "missing left" candidates are then not scored).
     """
     m, f, nb, c = hist.shape
     vals = hist[:, :, : nb - 1, :]
@@ -129,23 +144,15 @@ def _numerical(xp, hist, parent, criterion, cons):
     n_var = left.shape[2]
     proxy = _score(xp, criterion, left, parent[:, None, None, None, :], cons, allow)
     width = n_var * (nb - 1)
-    flat = xp.reshape(proxy, (m, f, width))
-    arg = xp.argmax(flat, axis=2)
-    best = xp.max(flat, axis=2)
-    best_left = xp.take(
-        xp.reshape(left, (m * f * width, c)),
-        xp.arange(m * f, dtype=xp.int64) * width + xp.reshape(arg, (m * f,)),
-        axis=0,
-    )
-    return best, arg % (nb - 1), (arg // (nb - 1)) == 1, xp.reshape(best_left, (m, f, c))
+    return xp.reshape(proxy, (m, f, width)), xp.reshape(left, (m * f * width, c))
 
 
 def _categorical(xp, hist, parent, criterion, cons):
-    """Best candidate per (node, categorical feature) over sorted category orders.
+    """Proxies of every (node, categorical feature, ordering, candidate).
 
-    Returns best proxy (m, f), position in the sorted order (m, f), missing-left
-    flag (m, f), ordering index (m, f), left stats (m, f, c), and the rank of
-    every code in every ordering (m, f, K, bins - 1).
+    Returns the proxies (m, f, w) in tie order (ordering, then missing right
+    before left, then the shortest left set), the left stats (m * f * w, c) and
+    the rank of every code in every ordering (m, f, K, bins - 1).
     """
     m, f, nb, c = hist.shape
     vals = hist[:, :, : nb - 1, :]
@@ -164,18 +171,24 @@ def _categorical(xp, hist, parent, criterion, cons):
     has_missing = miss[:, :, 0] > 0
     allow = xp.stack([xp.ones_like(has_missing), has_missing], axis=2)[:, :, None, :, None]
     proxy = _score(xp, criterion, left, parent[:, None, None, None, None, :], cons, allow)
-    width = n_orders * (nb - 1) * 2
-    flat = xp.reshape(proxy, (m, f, width))
-    arg = xp.argmax(flat, axis=2)
-    best = xp.max(flat, axis=2)
-    best_left = xp.take(
-        xp.reshape(left, (m * f * width, c)),
-        xp.arange(m * f, dtype=xp.int64) * width + xp.reshape(arg, (m * f,)),
-        axis=0,
-    )
-    position = arg % (nb - 1)
-    ordering = arg // (2 * (nb - 1))
-    return best, position, ((arg // (nb - 1)) % 2) == 1, ordering, xp.reshape(best_left, (m, f, c)), rank
+    width = n_orders * 2 * (nb - 1)
+    return xp.reshape(proxy, (m, f, width)), xp.reshape(left, (m * f * width, c)), rank
+
+
+def _pick(xp, flat, left_flat, threshold):
+    """First near-best candidate of every (node, feature) of a group.
+
+    Returns: whether the feature has one (m, f), its index (m, f), its proxy
+    (m, f) and its left stats (m, f, c).
+    """
+    m, f, w = flat.shape
+    near = near_best(xp, flat, threshold[:, None, None])
+    has = xp.any(near, axis=2)
+    idx = xp.argmax(xp.astype(near, xp.int32), axis=2)
+    sel = (xp.arange(m * f, dtype=xp.int64) * w) + xp.reshape(idx, (-1,))
+    proxy = xp.reshape(xp.take(xp.reshape(flat, (-1,)), sel), (m, f))
+    left = xp.reshape(xp.take(left_flat, sel, axis=0), (m, f, left_flat.shape[1]))
+    return has, idx, proxy, left
 
 
 def find_best_splits(
@@ -211,34 +224,51 @@ def find_best_splits(
     num_idx = np.flatnonzero(~is_categorical)
     cat_idx = np.flatnonzero(is_categorical)
     n_num, n_cat = int(num_idx.size), int(cat_idx.size)
-    parts = []  # (best, position, missing_left, ordering, left) per feature group
+    groups = []  # (flat proxies, left stats, decode) per feature group
     rank = None
+
+    def masked(flat, idx):
+        if feature_mask is None:
+            return flat
+        fm = feature_mask if idx.size == n_features else xp.take(feature_mask, _ix(xp, idx), axis=1)
+        return xp.where(fm[:, :, None], flat, xp.full_like(flat, -xp.inf))
+
     if n_num:
         h = hist if n_num == n_features else xp.take(hist, _ix(xp, num_idx), axis=1)
-        best, pos, mleft, left = _numerical(xp, h, parent, criterion, cons)
-        parts.append((best, pos, mleft, xp.zeros_like(pos), left))
+        flat, left = _numerical(xp, h, parent, criterion, cons)
+        groups.append(("num", masked(flat, num_idx), left))
     if n_cat:
         h = hist if n_cat == n_features else xp.take(hist, _ix(xp, cat_idx), axis=1)
-        best, pos, mleft, ordering, left, rank = _categorical(xp, h, parent, criterion, cons)
-        parts.append((best, pos, mleft, ordering, left))
-    # back to the original feature order
+        flat, left, rank = _categorical(xp, h, parent, criterion, cons)
+        groups.append(("cat", masked(flat, cat_idx), left))
+    # the node's best proxy; every candidate within the tie tolerance of it is
+    # a tie, and the tie rule (feature order, then the group's order) decides
+    best = None
+    for _, flat, _ in groups:
+        gbest = xp.max(xp.reshape(flat, (m, -1)), axis=1)
+        best = gbest if best is None else xp.maximum(best, gbest)
+    picks = {}
+    for name, flat, left in groups:
+        picks[name] = _pick(xp, flat, left, best)
     inverse = _ix(xp, np.argsort(np.concatenate([num_idx, cat_idx])))
+    order = [name for name, _, _ in groups]
 
     def merged(i):
-        return xp.take(xp.concat([p[i] for p in parts], axis=1), inverse, axis=1)
+        return xp.take(xp.concat([picks[g][i] for g in order], axis=1), inverse, axis=1)
 
-    best = merged(0)
-    if feature_mask is not None:
-        best = xp.where(feature_mask, best, xp.full_like(best, -xp.inf))
-    feature = xp.argmax(best, axis=1)
-    proxy = xp.max(best, axis=1)
-    found = proxy > -xp.inf
-    position = _gather_rows(xp, merged(1), feature)
-    missing_left = _gather_rows(xp, merged(2), feature)
-    ordering = _gather_rows(xp, merged(3), feature)
-    left = _gather_rows(xp, merged(4), feature)
-    right = parent - left
+    has = merged(0)
+    feature = xp.argmax(xp.astype(has, xp.int32), axis=1)
+    found = xp.any(has, axis=1)
+    idx = _gather_rows(xp, merged(1), feature)
+    proxy = xp.where(found, _gather_rows(xp, merged(2), feature), xp.full((m,), -xp.inf, dtype=xp.float64))
+    left = _gather_rows(xp, merged(3), feature)
     split_is_cat = xp.take(_bool_table(xp, is_categorical), feature)
+    position = idx % (nb - 1)
+    # candidate index = (ordering * 2 + variant) * (nb - 1) + position in both groups
+    # (numerical: one ordering; one variant when no node has missing values)
+    missing_left = ((idx // (nb - 1)) % 2) == 1
+    ordering = idx // (2 * (nb - 1))
+    right = parent - left
     # nodes without missing values send NaN to the child with more rows
     node_has_missing = _gather_rows(xp, hist[:, :, nb - 1, 0], feature) > 0
     missing_left = xp.where(node_has_missing, missing_left, left[:, 0] > right[:, 0])
@@ -247,7 +277,9 @@ def find_best_splits(
         slot = xp.take(xp.asarray(_cat_slot(is_categorical), dtype=xp.int64), feature)
         n_orders = rank.shape[2]
         rank_flat = xp.reshape(rank, (m * n_cat * n_orders, nb - 1))
-        sel = (xp.arange(m, dtype=xp.int64) * n_cat + xp.clip(slot, 0, None)) * n_orders + ordering
+        sel = (xp.arange(m, dtype=xp.int64) * n_cat + xp.clip(slot, 0, None)) * n_orders + xp.clip(
+            ordering, 0, n_orders - 1
+        )
         node_rank = xp.take(rank_flat, sel, axis=0)  # (m, nb-1)
         present = _gather_rows(xp, hist[:, :, : nb - 1, 0], feature) > 0
         cat_left = (node_rank <= position[:, None]) & present & split_is_cat[:, None]

@@ -69,7 +69,7 @@ def _encode_pandas(col, labels) -> np.ndarray:
     import pandas as pd
 
     try:
-        codes = pd.Categorical(col, categories=pd.Index(labels, dtype=object)).codes
+        codes = pd.Index(labels, dtype=object).get_indexer(col.astype(object))
     except (TypeError, ValueError):
         return _encode_labels(col.tolist(), labels)
     out = codes.astype(np.float64)
