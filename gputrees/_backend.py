@@ -152,97 +152,6 @@ def random_uniform(xp, rng: np.random.Generator, shape):
     return from_numpy(xp, rng.random(shape))
 
 
-# ---------------------------------------------------------------------------
-# User input -> numeric host/device arrays
-# ---------------------------------------------------------------------------
-
-
-def dataframe_to_numeric(X, categorical_columns):
-    """Turn a pandas DataFrame into a float64 NumPy matrix.
-
-    Parameters
-    ----------
-    X : pandas.DataFrame
-    categorical_columns : set of int
-        Column positions declared categorical by the user.
-
-    Returns
-    -------
-    values : ndarray of shape (n_samples, n_features), float64
-        Category columns hold category codes (NaN for missing).
-    is_categorical : ndarray of shape (n_features,), bool
-    categories : list of (ndarray or None)
-        The category labels of each categorical column, ``None`` otherwise.
-    """
-    n, f = X.shape
-    values = np.empty((n, f), dtype=np.float64)
-    is_cat = np.zeros(f, dtype=bool)
-    categories = [None] * f
-    for j in range(f):
-        col = X.iloc[:, j]
-        dtype = col.dtype
-        name = X.columns[j]
-        if str(dtype) == "category":
-            codes = col.cat.codes.to_numpy().astype(np.float64)
-            codes[codes < 0] = np.nan
-            values[:, j] = codes
-            is_cat[j] = True
-            categories[j] = np.asarray(col.cat.categories)
-        elif dtype == object or str(dtype) in ("string", "str") or dtype.kind in "OSU":
-            if j not in categorical_columns:
-                raise ValueError(
-                    f"column {name!r} holds strings/objects (dtype {dtype}); declare it "
-                    "in categorical_features or give it the pandas 'category' dtype"
-                )
-            cats = np.asarray(sorted(col.dropna().unique().tolist()))
-            mapping = {c: i for i, c in enumerate(cats.tolist())}
-            values[:, j] = np.asarray(
-                [mapping[v] if v in mapping else np.nan for v in col.tolist()],
-                dtype=np.float64,
-            ) if len(col) else np.empty(0)
-            is_cat[j] = True
-            categories[j] = cats
-        else:
-            try:
-                values[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(
-                    f"column {name!r} (dtype {dtype}) cannot be converted to numbers"
-                ) from exc
-    return values, is_cat, categories
-
-
-def object_array_to_numeric(X: np.ndarray, categorical_columns):
-    """Like :func:`dataframe_to_numeric` for a 2-D NumPy object/string array."""
-    n, f = X.shape
-    values = np.empty((n, f), dtype=np.float64)
-    is_cat = np.zeros(f, dtype=bool)
-    categories = [None] * f
-    for j in range(f):
-        col = X[:, j]
-        if j in categorical_columns:
-            present = [v for v in col.tolist() if not _is_missing(v)]
-            if any(isinstance(v, str) for v in present):
-                cats = np.asarray(sorted({str(v) for v in present}))
-                mapping = {c: i for i, c in enumerate(cats.tolist())}
-                values[:, j] = [
-                    np.nan if _is_missing(v) else mapping[str(v)] for v in col.tolist()
-                ]
-                is_cat[j] = True
-                categories[j] = cats
-                continue
-        try:
-            values[:, j] = np.asarray(
-                [np.nan if v is None else v for v in col.tolist()], dtype=np.float64
-            )
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"feature {j} holds strings/objects; declare it in "
-                "categorical_features to split on it"
-            ) from exc
-    return values, is_cat, categories
-
-
 def _is_missing(v) -> bool:
     if v is None:
         return True
@@ -250,7 +159,3 @@ def _is_missing(v) -> bool:
         return bool(np.isnan(v))
     except TypeError:
         return False
-
-
-def nan_to_num_copy(xp, x, value):
-    return xp.where(xp.isnan(x), xp.asarray(value, dtype=x.dtype), x)

@@ -3,12 +3,17 @@
 A *round* expands a set of frontier nodes of every tree of the batch:
 
 1. route the rows of the expanded nodes to their children (array ops over
-   the active rows; no loop over rows, nodes, features or trees);
+   the active rows; no loop over rows, nodes, features or trees) and sum the
+   children's channels from their rows;
 2. build the histogram of the smaller child of each sibling pair with one
    kernel call, and get the larger one by subtracting it from the parent's
    histogram (kept from the previous round when it fits the memory bound);
+   pairs whose children both have fewer rows than bins skip histograms and
+   use the sort-based search of :mod:`gputrees._sorted_split` (numerical
+   data);
 3. find the best split of every new node (:mod:`gputrees._splitting`);
-4. keep the splittable new nodes as the next frontier.
+4. keep the splittable new nodes as the next frontier; rows of nodes that
+   became leaves leave the active set.
 
 Depth-wise growth (the default) expands the whole frontier each round, so a
 round is a tree level. Best-first growth (``max_leaf_nodes``, as in
@@ -26,8 +31,10 @@ that a chunk's histograms and split scan use at most ``memory_limit`` bytes
 (about ``SCAN_FACTOR`` times the histogram itself). Parent histograms are kept
 for the subtraction trick only while the whole frontier's histograms fit in
 ``memory_limit``; past that (very deep trees, thousands of nodes per level),
-children are built directly from their rows, chunk by chunk. Peak extra
-memory is therefore ``memory_limit`` plus O(n_rows) for the row routing.
+children are built directly from their rows, chunk by chunk. The sort-based
+search of small nodes is batched the same way (about ``(6 * n_channels + 8)
+* 8`` bytes per row and feature). Peak extra memory is therefore about
+``memory_limit`` plus O(n_rows) for the row routing.
 
 Host synchronisations: one per round to learn the number of active rows and
 of frontier nodes (sizes of the next arrays), and one per chunk.
@@ -615,20 +622,10 @@ class Grower:
         if int(idx.shape[0]):
             h = xp.take(hist, idx, axis=0)
             st = xp.take(stats, idx, axis=0)
-            rec, imp, ok = self._split(h, st, xp.take(depth, idx), xp.take(roots, idx))
-            good = xp.astype(xp.nonzero(ok)[0], xp.int64)
-            if int(good.shape[0]):
-                sel = xp.take(idx, good)
-                front = _Frontier(
-                    ids=xp.take(roots, sel),
-                    depth=xp.take(depth, sel),
-                    tree=xp.take(roots, sel),
-                    stats=xp.take(stats, sel, axis=0),
-                    improvement=xp.take(imp, good),
-                    split=_take_record(xp, rec, good),
-                    hist=xp.take(h, good, axis=0),
-                    hist_index=xp.arange(int(good.shape[0]), dtype=xp.int64),
-                )
+            ids = xp.take(roots, idx)
+            dp = xp.take(depth, idx)
+            rec, imp, ok = self._split(h, st, dp, ids)
+            front = self._part(ids, st, dp, ids, rec, imp, ok, h)
         del hist
         best_first = self.params.max_leaf_nodes is not None
         root_list = list(range(t))

@@ -28,7 +28,7 @@ the batch; the grower sizes batches to fit its ``memory_limit``.
 
 from __future__ import annotations
 
-from ._splitting import SplitRecord, _bool_table, _valid, near_best
+from ._splitting import SplitRecord, _valid, near_best, split_thresholds
 
 #: Bytes of working memory per (row, feature) pair and channel, plus fixed keys.
 BYTES_PER_PAIR_CHANNEL = 6 * 8
@@ -162,17 +162,7 @@ def find_best_splits_sorted(
     # threshold: midpoint with the next present code of the node (exact bins), or the edge
     nxt_in_seg = ~xp.take(seg_end, pair) & (xp.take(nxt_code, pair) != missing)
     next_code = xp.where(nxt_in_seg, xp.take(nxt_code, pair), position)
-    width = bin_mapper.thresholds.shape[1]
-    base = feature * width
-    edge = xp.take(xp.reshape(bin_mapper.thresholds, (-1,)), base + position)
-    values = xp.reshape(bin_mapper.bin_values, (-1,))
-    lo = xp.take(values, base + position)
-    hi = xp.take(values, base + next_code)
-    mid = lo / 2.0 + hi / 2.0
-    mid = xp.where(mid == hi, lo, mid)
-    exact = xp.take(_bool_table(xp, bin_mapper.is_exact), feature)
-    thr = xp.where(exact, mid, edge)
-    thr = xp.where(nxt_in_seg, thr, xp.full_like(thr, xp.inf))
+    thr = split_thresholds(xp, bin_mapper, feature, position, next_code, nxt_in_seg)
     return SplitRecord(
         found=found,
         proxy=proxy_best,

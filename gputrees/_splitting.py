@@ -301,6 +301,30 @@ def find_best_splits(
     )
 
 
+def split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next):
+    """Thresholds of numerical splits "codes <= position go left".
+
+    Exact features: the midpoint of the bin's value and the value of
+    ``next_bin``, the next bin present in the node (``a / 2 + b / 2``, or ``a``
+    where that rounds to ``b``: scikit-learn's rule). Quantile features: the
+    bin edge. ``inf`` where no value bin follows in the node (only missing
+    values go right).
+
+    All arguments but ``bin_mapper`` are (m,) arrays; returns (m,) float64.
+    """
+    width = bin_mapper.thresholds.shape[1]
+    base = xp.clip(feature, 0, None) * width
+    edge = xp.take(xp.reshape(bin_mapper.thresholds, (-1,)), base + position)
+    values = xp.reshape(bin_mapper.bin_values, (-1,))
+    lo = xp.take(values, base + position)
+    hi = xp.take(values, base + next_bin)
+    mid = lo / 2.0 + hi / 2.0
+    mid = xp.where(mid == hi, lo, mid)
+    exact = xp.take(_bool_table(xp, bin_mapper.is_exact), feature)
+    thr = xp.where(exact, mid, edge)
+    return xp.where(has_next, thr, xp.full_like(thr, xp.inf))
+
+
 def _thresholds(xp, hist, feature, position, split_is_cat, bin_mapper):
     m, _, nb, _ = hist.shape
     nan = xp.full((m,), xp.nan, dtype=xp.float64)
@@ -311,17 +335,7 @@ def _thresholds(xp, hist, feature, position, split_is_cat, bin_mapper):
     after = (bins > position[:, None]) & (counts > 0)
     has_next = xp.any(after, axis=1)
     next_bin = xp.argmax(xp.astype(after, xp.int32), axis=1)
-    width = bin_mapper.thresholds.shape[1]
-    f = xp.clip(feature, 0, None) * width
-    edge = xp.take(xp.reshape(bin_mapper.thresholds, (-1,)), f + position)
-    values = xp.reshape(bin_mapper.bin_values, (-1,))
-    lo = xp.take(values, f + position)
-    hi = xp.take(values, f + next_bin)
-    mid = lo / 2.0 + hi / 2.0
-    mid = xp.where(mid == hi, lo, mid)
-    exact = xp.take(_bool_table(xp, bin_mapper.is_exact), feature)
-    thr = xp.where(exact, mid, edge)
-    thr = xp.where(has_next, thr, xp.full_like(thr, xp.inf))
+    thr = split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next)
     return xp.where(split_is_cat, nan, thr)
 
 
