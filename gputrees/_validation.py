@@ -246,6 +246,8 @@ def y_to_host(y, n_samples: int, multi_output: bool):
         )
     if y.dtype.kind in "fc" and np.isnan(y).any():
         raise ValueError("Input y contains NaN")
+    if y.dtype.kind in "fc" and np.isinf(y).any():
+        raise ValueError("Input y contains infinity")
     if y.dtype.kind == "O":
         if any(_backend._is_missing(v) for v in y.ravel().tolist()):
             raise ValueError("Input y contains NaN or None")
