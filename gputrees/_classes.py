@@ -8,7 +8,9 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.model_selection import train_test_split
+from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
@@ -19,6 +21,7 @@ from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
 from ._predictor import apply_trees, gather_node_values
+from ._pruning import ccp_path, prune_ccp, prune_reduced_error
 from ._tree import Tree
 from ._validation import check_finite_x, sample_weight_to_host, to_numeric_2d, y_to_host
 from .kernels import get_kernels
@@ -51,6 +54,9 @@ class _BaseTree(BaseEstimator):
         "categorical_features": ["array-like", None],
         "device": [StrOptions({"cpu", "cuda"}), None],
         "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
+        "ccp_alpha": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "pruning": [StrOptions({"reduced_error"}), None],
+        "validation_fraction": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
     }
 
     _is_classifier = False
@@ -94,13 +100,28 @@ class _BaseTree(BaseEstimator):
             k = max(1, int(mf * n_features))
         return int(msl), int(max(mss, 2 * msl)), k
 
-    def _fit(self, X, y, sample_weight):
+    def _fit(self, X, y, sample_weight, apply_pruning=True):
+        """Grow the tree, then apply ``ccp_alpha`` and ``pruning`` (when ``apply_pruning``)."""
         self._validate_params()
         xp, Xd, is_cat, categories = self._prepare_X(X, fit=True)
         n_samples, n_features = Xd.shape
         y_host = y_to_host(y, n_samples, multi_output=not self._is_classifier)
         sw = sample_weight_to_host(sample_weight, n_samples)
         y_enc, criterion, sw = self._encode_target(y_host, sw)
+        rng = _backend.host_rng(self.random_state)
+        validation = None
+        if self.pruning == "reduced_error":
+            train, held = self._holdout(y_enc, sw, rng)
+            validation = (
+                xp.take(Xd, _backend.from_numpy(xp, held), axis=0),
+                y_enc[held],
+                sw[held],
+            )
+            Xd = xp.take(Xd, _backend.from_numpy(xp, train), axis=0)
+            y_enc, sw = y_enc[train], sw[train]
+            n_samples = int(train.shape[0])
+            if not np.any(sw > 0):
+                raise ValueError("every training row left after the validation hold-out has weight 0")
         if not np.all(sw > 0):
             # a row of weight 0 is a row that is not there: it neither counts in
             # n_node_samples nor places bin edges or thresholds (as scikit-learn)
@@ -130,23 +151,166 @@ class _BaseTree(BaseEstimator):
             bin_mapper=bin_mapper,
             criterion=criterion,
             kernels=get_kernels(xp),
-            rng=_backend.host_rng(self.random_state),
+            rng=rng,
         )
         batch = grow(xp, inputs, params)
-        self._batch = batch
+        if apply_pruning and self.ccp_alpha > 0.0:
+            batch = prune_ccp(xp, batch, criterion, self.ccp_alpha)
         self._bin_mapper = bin_mapper
         self._criterion = criterion
         self._categories = categories
-        self._values = criterion.value(xp, batch.stats)  # (1, nodes, n_outputs, k)
         self.max_features_ = k
-        self.n_outputs_ = int(self._values.shape[2])
-        self.tree_ = Tree(batch, criterion, xp, bin_mapper, categories)
         self.is_categorical_ = is_cat
         self.categories_ = [
             None if not is_cat[j] else (categories[j] if categories[j] is not None else _backend.to_numpy(bin_mapper.category_values[j]))
             for j in range(n_features)
         ]
+        self._set_batch(xp, batch)
+        for attr in ("pruned_nodes_", "validation_errors_"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+        if apply_pruning and validation is not None:
+            Xv, yv, wv = validation
+            self._prune_reduced_error(xp, Xv, yv, wv)
         return self
+
+    def _set_batch(self, xp, batch):
+        """Install a fitted (or pruned) one-tree batch: ``tree_`` and node values."""
+        self._batch = batch
+        self._values = self._criterion.value(xp, batch.stats)  # (1, nodes, n_outputs, k)
+        self.n_outputs_ = int(self._values.shape[2])
+        self.tree_ = Tree(batch, self._criterion, xp, self._bin_mapper, self._categories)
+
+    def _holdout(self, y_enc, sw, rng):
+        """Training and validation row indices for ``pruning="reduced_error"`` (host int64).
+
+        ``validation_fraction`` of the rows, drawn with ``random_state``;
+        stratified by class for classifiers when every class has two rows.
+        """
+        n = y_enc.shape[0]
+        n_val = int(math.ceil(self.validation_fraction * n))
+        if n_val < 1 or n - n_val < 1:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves no training or no "
+                f"validation rows out of {n}"
+            )
+        stratify = None
+        if self._is_classifier:
+            counts = np.bincount(y_enc)
+            counts = counts[counts > 0]
+            if counts.min() >= 2 and n_val >= counts.shape[0] and n - n_val >= counts.shape[0]:
+                stratify = y_enc
+        seed = int(rng.integers(0, 2**31 - 1))
+        train, held = train_test_split(
+            np.arange(n, dtype=np.int64), test_size=n_val, random_state=seed, stratify=stratify
+        )
+        return np.sort(train), np.sort(held)
+
+    # -- pruning -----------------------------------------------------------------
+    def cost_complexity_pruning_path(self, X, y, sample_weight=None):
+        """Compute the pruning path of minimal cost-complexity pruning (as scikit-learn).
+
+        Grows the tree of these parameters with ``ccp_alpha=0`` (on the
+        training part of the rows when ``pruning="reduced_error"`` holds some
+        out, without pruning it) and runs the weakest-link loop on it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        ccp_path : Bunch
+            ``ccp_alphas`` : ndarray of shape (n_steps,), float64, the
+            effective alphas of the successive weakest links (0 first, for the
+            full tree; increasing); ``impurities`` : ndarray of shape
+            (n_steps,), float64, the sum over the leaves of the pruned tree of
+            ``weighted_n_node_samples * impurity / weighted_n_node_samples[0]``
+            for each alpha. Fitting with ``ccp_alpha=ccp_alphas[i]`` gives the
+            tree of ``impurities[i]``.
+        """
+        est = clone(self).set_params(ccp_alpha=0.0)
+        est._fit(X, y, sample_weight, apply_pruning=False)
+        xp = _backend.namespace_of(est._batch.left)
+        alphas, impurities = ccp_path(xp, est._batch, est._criterion)[0]
+        return Bunch(ccp_alphas=alphas, impurities=impurities)
+
+    def prune(self, X_val, y_val, sample_weight=None):
+        """Reduced-error pruning with a validation set (the course notes' method).
+
+        Every internal node is scored at once: the validation error of its
+        subtree minus the error if it were a leaf predicting its training
+        majority class (classifier) or mean (regressor). The node of largest
+        reduction becomes a leaf, and so on until no single prune reduces the
+        error. Ties go to the lowest node index of ``tree_`` (of two nested
+        nodes, the ancestor). See :func:`gputrees._pruning.prune_reduced_error`.
+
+        Parameters
+        ----------
+        X_val : array-like of shape (n_val, n_features)
+            Validation rows (any input ``predict`` accepts).
+        y_val : array-like of shape (n_val,) or (n_val, n_outputs)
+            Their targets. Class labels the tree never saw count as errors.
+        sample_weight : array-like of shape (n_val,), optional
+            Weights of the validation rows (error = weighted number of
+            misclassified rows, or weighted sum of squared errors averaged
+            over outputs).
+
+        Returns
+        -------
+        self
+            With ``tree_`` pruned, ``pruned_nodes_`` (int64, the nodes made
+            leaves, in pruning order, numbered as in ``tree_`` before this
+            call) and ``validation_errors_`` (float64, the validation error
+            before pruning and after each step, decreasing).
+        """
+        check_is_fitted(self, "_batch")
+        xp, Xd, _, _ = self._prepare_X(X_val, fit=False)
+        n = int(Xd.shape[0])
+        y_host = y_to_host(y_val, n, multi_output=not self._is_classifier)
+        sw = sample_weight_to_host(sample_weight, n)
+        self._prune_reduced_error(xp, Xd, self._encode_validation_target(y_host), sw)
+        return self
+
+    def _encode_validation_target(self, y):
+        """Validation targets as the codes / floats the pruning compares with node values."""
+        if self._is_classifier:
+            classes = self.classes_
+            try:
+                pos = np.clip(np.searchsorted(classes, y), 0, classes.shape[0] - 1)
+                known = classes[pos] == y
+            except TypeError as exc:
+                raise ValueError(
+                    f"y_val labels of dtype {y.dtype} cannot be compared with classes_ of dtype {classes.dtype}"
+                ) from exc
+            return np.where(known, pos, -1).astype(np.int64)
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"y must be numeric for regression, got dtype {y.dtype}")
+        y2 = y.astype(np.float64)
+        y2 = y2[:, None] if y2.ndim == 1 else y2
+        if y2.shape[1] != self.n_outputs_:
+            raise ValueError(f"y_val has {y2.shape[1]} outputs, the tree has {self.n_outputs_}")
+        return np.ascontiguousarray(y2)
+
+    def _prune_reduced_error(self, xp, Xd, y_enc, sw):
+        """Reduced-error pruning of the fitted tree with validation rows (device X, host y and weights)."""
+        Xp = self._bin_mapper.encode_for_predict(xp, Xd)
+        leaves = apply_trees(xp, self._batch, Xp, self._bin_mapper.missing_bin)
+        batch, pruned, errors = prune_reduced_error(
+            xp,
+            self._batch,
+            self._values,
+            leaves,
+            _backend.from_numpy(xp, y_enc),
+            _backend.from_numpy(xp, np.asarray(sw, dtype=np.float64)),
+            self._is_classifier,
+            get_kernels(xp),
+        )
+        self._set_batch(xp, batch)
+        self.pruned_nodes_ = pruned[0]
+        self.validation_errors_ = errors[0]
 
     # -- predict ----------------------------------------------------------------
     def _leaves(self, X):
@@ -247,6 +411,20 @@ _COMMON_DOC = """
     memory_limit : int, default=1 GiB
         Bound, in bytes, on the histogram memory of one level; levels with more
         nodes are processed in chunks (see ``gputrees._grower``).
+    ccp_alpha : float, default=0.0
+        Complexity parameter of minimal cost-complexity pruning, applied after
+        growth as in scikit-learn: the pruned tree is the smallest subtree
+        minimising ``sum_leaves w_t * impurity_t / W + ccp_alpha * n_leaves``
+        (``W`` the total sample weight). 0 prunes nothing. See
+        :meth:`cost_complexity_pruning_path`.
+    pruning : {None, "reduced_error"}, default=None
+        ``"reduced_error"`` holds ``validation_fraction`` of the rows out of the
+        growth and prunes the grown tree with them (see :meth:`prune`), after
+        ``ccp_alpha``.
+    validation_fraction : float, default=0.3
+        Fraction of the rows held out for ``pruning="reduced_error"`` (the
+        course notes hold out about a third), drawn with ``random_state``;
+        stratified by class for classifiers. Unused otherwise.
 """
 
 
@@ -277,6 +455,12 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
     max_features_ : int
     categories_ : list
         Per feature: the category labels (categorical features) or None.
+    pruned_nodes_ : ndarray of shape (n_pruned,), int64
+        After reduced-error pruning (:meth:`prune` or ``pruning``): the nodes
+        made leaves, in pruning order, numbered as in ``tree_`` before pruning.
+    validation_errors_ : ndarray of shape (n_pruned + 1,), float64
+        After reduced-error pruning: the validation error (weighted number of
+        misclassified rows) before pruning and after each prune.
     """
     )
 
@@ -304,6 +488,9 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
         categorical_features=None,
         device=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        ccp_alpha=0.0,
+        pruning=None,
+        validation_fraction=0.3,
     ):
         self.criterion = criterion
         self.max_depth = max_depth
@@ -319,6 +506,9 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
         self.categorical_features = categorical_features
         self.device = device
         self.memory_limit = memory_limit
+        self.ccp_alpha = ccp_alpha
+        self.pruning = pruning
+        self.validation_fraction = validation_fraction
 
     def _encode_target(self, y, sw):
         check_classification_targets(y)
@@ -400,6 +590,13 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
     tree_ : Tree
     max_features_ : int
     categories_ : list
+    pruned_nodes_ : ndarray of shape (n_pruned,), int64
+        After reduced-error pruning (:meth:`prune` or ``pruning``): the nodes
+        made leaves, in pruning order, numbered as in ``tree_`` before pruning.
+    validation_errors_ : ndarray of shape (n_pruned + 1,), float64
+        After reduced-error pruning: the validation error (weighted sum of
+        squared errors, averaged over outputs) before pruning and after each
+        prune.
     """
     )
 
@@ -424,6 +621,9 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
         categorical_features=None,
         device=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        ccp_alpha=0.0,
+        pruning=None,
+        validation_fraction=0.3,
     ):
         self.criterion = criterion
         self.max_depth = max_depth
@@ -438,6 +638,9 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
         self.categorical_features = categorical_features
         self.device = device
         self.memory_limit = memory_limit
+        self.ccp_alpha = ccp_alpha
+        self.pruning = pruning
+        self.validation_fraction = validation_fraction
 
     def _encode_target(self, y, sw):
         if y.dtype.kind not in "biuf":
