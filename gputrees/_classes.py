@@ -111,7 +111,7 @@ class _BaseTree(BaseEstimator):
         rng = _backend.host_rng(self.random_state)
         validation = None
         if self.pruning == "reduced_error":
-            train, held = self._holdout(y_enc, sw, rng)
+            train, held = self._holdout(y_enc, rng)
             validation = (
                 xp.take(Xd, _backend.from_numpy(xp, held), axis=0),
                 y_enc[held],
@@ -181,7 +181,7 @@ class _BaseTree(BaseEstimator):
         self.n_outputs_ = int(self._values.shape[2])
         self.tree_ = Tree(batch, self._criterion, xp, self._bin_mapper, self._categories)
 
-    def _holdout(self, y_enc, sw, rng):
+    def _holdout(self, y_enc, rng):
         """Training and validation row indices for ``pruning="reduced_error"`` (host int64).
 
         ``validation_fraction`` of the rows, drawn with ``random_state``;
