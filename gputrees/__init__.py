@@ -6,12 +6,22 @@ on whatever device the data lives on.
 
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor
 from ._export import export_graphviz, export_text
+from ._forest import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DecisionTreeClassifier",
     "DecisionTreeRegressor",
+    "RandomForestClassifier",
+    "RandomForestRegressor",
+    "ExtraTreesClassifier",
+    "ExtraTreesRegressor",
     "export_graphviz",
     "export_text",
     "__version__",

@@ -90,7 +90,15 @@ class GrowerInputs:
     criterion : Criterion
     kernels : Kernels
     rng : numpy.random.Generator
-        Host generator for ``max_features`` draws.
+        Host generator for ``max_features`` and extra-trees draws.
+    weight_multiplicity : array of shape (n_trees, n_samples), float64, or None
+        Factor of the weighted channels (all but the count) per tree and row;
+        None means ``multiplicity``. Differs from it for per-tree class
+        weights (``class_weight="balanced_subsample"``).
+    tree_features : ndarray of shape (n_trees, n_features), bool (host), or None
+        Features each tree may split on (random subspaces); None means all.
+    random_splits : bool
+        Extremely randomised trees: one random candidate per (node, feature).
     """
 
     codes: object
@@ -100,6 +108,9 @@ class GrowerInputs:
     criterion: object
     kernels: object
     rng: object
+    weight_multiplicity: object = None
+    tree_features: object = None
+    random_splits: bool = False
 
 
 @dataclass(frozen=True)
@@ -212,7 +223,11 @@ class Grower:
         self._one_code = None  # (n, 1) zero codes: node sums through the histogram kernel
         self.hist_bytes = self.n_features * self.n_bins * self.n_channels * 8
         # nodes with fewer rows than bins use the sort-based search (numerical data only)
-        self.sorted_below = 0 if (self.any_cat or not params.sorted_small_nodes) else self.n_bins
+        self.sorted_below = (
+            0
+            if (self.any_cat or not params.sorted_small_nodes)
+            else self.n_bins
+        )
         # per created node (lists of per-round arrays, concatenated at the end)
         self._parent, self._depth, self._tree, self._stats = [], [], [], []
         self._n_created = 0
@@ -226,6 +241,7 @@ class Grower:
     def _init_rows(self):
         xp = self.xp
         mult = self.inp.multiplicity
+        self.act_wmult = None
         if mult is None:
             self.n_trees = 1
             self.act_row = xp.arange(self.n, dtype=xp.int64)
@@ -238,6 +254,8 @@ class Grower:
             self.act_row = sel % self.n
             self.act_node = sel // self.n
             self.act_mult = xp.take(flat, sel)
+            if self.inp.weight_multiplicity is not None:
+                self.act_wmult = xp.take(xp.reshape(self.inp.weight_multiplicity, (-1,)), sel)
 
     def _row_weights(self, mask=None):
         xp = self.xp
@@ -245,7 +263,11 @@ class Grower:
         w = xp.take(self.inp.channels, rows, axis=0)
         if self.act_mult is not None:
             m = self.act_mult if mask is None else self.act_mult[mask]
-            w = w * m[:, None]
+            if self.act_wmult is None:
+                w = w * m[:, None]
+            else:
+                wm = self.act_wmult if mask is None else self.act_wmult[mask]
+                w = xp.concat([w[:, :1] * m[:, None], w[:, 1:] * wm[:, None]], axis=1)
         return rows, w
 
     def _build(self, build_ids):
@@ -297,25 +319,75 @@ class Grower:
             ok = ok & (depth < p.max_depth)
         return ok
 
-    def _feature_mask(self, m):
+    def _feature_mask(self, tree):
+        """Features drawn for each node of a batch (None: all).
+
+        ``max_features`` of the features the node's tree may use (all, or its
+        ``tree_features`` subset), drawn without replacement on the host.
+
+        tree : (m,) tree index of each node.
+        """
+        m = int(tree.shape[0])
         k = self.params.max_features
-        if k is None or k >= self.n_features or m == 0:
+        tf = self.inp.tree_features
+        if m == 0 or ((k is None or k >= self.n_features) and tf is None):
             return None
         u = self.inp.rng.random((m, self.n_features))
+        if tf is not None:
+            u = np.where(tf[to_numpy(tree)], u, np.inf)
         rank = np.argsort(np.argsort(u, axis=1), axis=1)
-        return from_numpy(self.xp, rank < k)
+        keep = rank < (self.n_features if k is None else k)
+        if tf is not None:
+            keep &= np.isfinite(u)
+        return from_numpy(self.xp, keep)
+
+    def _random_u(self, m):
+        """Uniform draws (m, F) for extremely randomised splits, or None."""
+        if not self.inp.random_splits or m == 0:
+            return None
+        return from_numpy(self.xp, self.inp.rng.random((m, self.n_features)))
 
     def _split(self, hist, stats, depth, tree):
-        """Split records, improvements and the 'ok' mask for nodes with histograms."""
+        """Split records, improvements and the 'ok' mask for nodes with histograms.
+
+        With ``max_features``, numerical data and the same number of drawn
+        features in every node, only the drawn features' histograms are
+        scanned (gathered per node), not all of them masked.
+        """
+        xp = self.xp
+        m = int(stats.shape[0])
+        mask = self._feature_mask(tree)
+        feature_ids = None
+        is_cat = self.is_cat
+        if mask is not None and not self.any_cat:
+            host = to_numpy(mask)
+            per_node = host.sum(axis=1)
+            if m and per_node.min() == per_node.max():
+                cols = np.nonzero(host)[1].reshape(m, int(per_node[0]))
+                feature_ids = from_numpy(xp, cols.astype(np.int64))
+                flat = xp.reshape(hist, (m * self.n_features,) + tuple(hist.shape[2:]))
+                sel = xp.reshape(
+                    xp.arange(m, dtype=xp.int64)[:, None] * self.n_features + feature_ids, (-1,)
+                )
+                hist = xp.reshape(
+                    xp.take(flat, sel, axis=0), (m, int(per_node[0])) + tuple(hist.shape[2:])
+                )
+                is_cat = np.zeros(int(per_node[0]), dtype=bool)
+                mask = None
+        u = self._random_u(m)
+        if u is not None and feature_ids is not None:
+            u = u[:, : int(feature_ids.shape[1])]
         rec = find_best_splits(
-            self.xp,
+            xp,
             hist,
             stats,
             self.inp.criterion,
             self.cons,
-            self.is_cat,
-            self._feature_mask(int(stats.shape[0])),
+            is_cat,
+            mask,
             self.inp.bin_mapper,
+            random_u=u,
+            feature_ids=feature_ids,
         )
         imp, ok = self._improvement_ok(rec, stats, tree)
         return rec, imp, ok
@@ -372,7 +444,8 @@ class Grower:
                 self.inp.bin_mapper,
                 max_rows=int(counts[start:stop].max()),
                 kernels=self.inp.kernels,
-                feature_mask=self._feature_mask(stop - start),
+                feature_mask=self._feature_mask(xp.take(tr, sel)),
+                random_u=self._random_u(stop - start),
             )
             cdp, ctr = xp.take(dp, sel), xp.take(tr, sel)
             imp, ok = self._improvement_ok(rec, cst, ctr)
@@ -544,12 +617,16 @@ class Grower:
             self.act_node = self.act_node[:0]
             if self.act_mult is not None:
                 self.act_mult = self.act_mult[:0]
+            if self.act_wmult is not None:
+                self.act_wmult = self.act_wmult[:0]
             return
         _, hit = _dense_lookup(xp, front.ids, self.act_node, self._n_created)
         self.act_row = self.act_row[hit]
         self.act_node = self.act_node[hit]
         if self.act_mult is not None:
             self.act_mult = self.act_mult[hit]
+        if self.act_wmult is not None:
+            self.act_wmult = self.act_wmult[hit]
 
     def _remaining(self, front, chosen):
         """Frontier without the positions ``chosen``."""

@@ -48,6 +48,7 @@ def find_best_splits_sorted(
     max_rows: int,
     kernels,
     feature_mask=None,
+    random_u=None,
 ) -> SplitRecord:
     """Best split of every node of a batch of small nodes.
 
@@ -70,6 +71,11 @@ def find_best_splits_sorted(
     kernels : Kernels
         Provides the segmented scans and reductions.
     feature_mask : array of shape (m, n_features), bool, optional
+    random_u : array of shape (m, n_features), float64, optional
+        Extremely randomised splits: per (node, feature) a code drawn
+        uniformly from the node's smallest present code to the one before its
+        largest; the candidate is "codes <= that code" (as the histogram
+        search does).
 
     Returns
     -------
@@ -84,12 +90,19 @@ def find_best_splits_sorted(
     feat = xp.arange(n_features, dtype=i64)
     sub = xp.astype(xp.take(codes, rows, axis=0), i64)
     key = xp.reshape((slot[:, None] * n_features + feat[None, :]) * nb + sub, (-1,))
+    if feature_mask is not None:
+        # only the (row, feature) pairs of features drawn for the row's node
+        drawn = xp.reshape(xp.take(feature_mask, slot, axis=0), (-1,))
+        key = key[drawn]
     order = xp.argsort(key, stable=True)
     skey = xp.take(key, order)
     seg = skey // nb  # node * n_features + feature
     code = skey % nb
     n = int(skey.shape[0])
-    w = xp.take(weights, order // n_features, axis=0)
+    pair_row = order // n_features if feature_mask is None else xp.take(
+        xp.astype(xp.nonzero(drawn)[0], i64), order
+    ) // n_features
+    w = xp.take(weights, pair_row, axis=0)
     left = kernels.segmented_cumsum(xp, w, seg, max_rows)  # stats of codes <= this pair's
     nxt_seg = xp.concat([seg[1:], xp.full((1,), -1, dtype=i64)])
     nxt_code = xp.concat([code[1:], xp.full((1,), -1, dtype=i64)])
@@ -111,13 +124,19 @@ def find_best_splits_sorted(
     miss_stats = total - nonmiss
     seg_has_missing = xp.take(code, end_idx) == missing
     cand = run_end & (code != missing)
+    if random_u is not None:
+        first_code = xp.take(code, start_idx)
+        last_code = xp.take(code, xp.clip(last_nonmiss, 0, None))
+        span = last_code - first_code
+        u = xp.take(xp.reshape(random_u, (-1,)), seg)
+        pick = first_code + xp.astype(xp.floor(u * xp.astype(span, xp.float64)), i64)
+        pick = xp.minimum(pick, last_code - 1)
+        next_above = (nxt_seg != seg) | (nxt_code > pick)
+        cand = cand & has_nonmiss & (span > 0) & (code <= pick) & next_above
     left2 = xp.stack([left, left + miss_stats], axis=1)  # (n, 2, c)
     right2 = total[:, None, :] - left2
     ok = _valid(xp, criterion, left2, right2, cons) & cand[:, None]
     ok = ok & xp.stack([xp.ones_like(seg_has_missing), seg_has_missing], axis=1)
-    if feature_mask is not None:
-        fm = xp.take(xp.reshape(feature_mask, (-1,)), seg)
-        ok = ok & fm[:, None]
     proxy = criterion.proxy(xp, left2, right2)
     ok = ok & ~xp.isnan(proxy)
     proxy = xp.where(ok, proxy, xp.full_like(proxy, -xp.inf))

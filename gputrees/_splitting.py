@@ -122,7 +122,26 @@ def near_best(xp, proxy, best):
     return (proxy >= best - TIE_RTOL * xp.abs(best)) & (proxy > -xp.inf)
 
 
-def _numerical(xp, hist, parent, criterion, cons):
+def _random_bins(xp, hist, u):
+    """Extremely randomised candidates: one bin per (node, feature).
+
+    Uniform among the value bins from the node's smallest present bin to the
+    one before its largest (so both sides get rows); -1 where the node has a
+    single value bin for the feature.
+
+    hist : (m, f, nb, c); u : (m, f) uniforms. Returns (m, f) int64.
+    """
+    nb = hist.shape[2]
+    present = hist[:, :, : nb - 1, 0] > 0
+    lo = xp.argmax(xp.astype(present, xp.int32), axis=2)
+    hi = (nb - 2) - xp.argmax(xp.astype(xp.flip(present, axis=2), xp.int32), axis=2)
+    span = hi - lo
+    pick = lo + xp.astype(xp.floor(u * xp.astype(span, xp.float64)), xp.int64)
+    pick = xp.minimum(pick, hi - 1)
+    return xp.where(span > 0, pick, xp.full_like(pick, -1))
+
+
+def _numerical(xp, hist, parent, criterion, cons, u=None):
     """Proxies of every (node, numerical feature, candidate).
 
     Returns the proxies (m, f, w) in tie order (missing right, then missing
@@ -141,13 +160,17 @@ def _numerical(xp, hist, parent, criterion, cons):
     else:
         left = cum[:, :, None, :, :]
         allow = xp.ones((1, 1, 1, 1), dtype=xp.bool)
+    if u is not None:
+        pick = _random_bins(xp, hist, u)
+        bins = xp.arange(nb - 1, dtype=xp.int64)[None, None, None, :]
+        allow = allow & (bins == pick[:, :, None, None])
     n_var = left.shape[2]
     proxy = _score(xp, criterion, left, parent[:, None, None, None, :], cons, allow)
     width = n_var * (nb - 1)
     return xp.reshape(proxy, (m, f, width)), xp.reshape(left, (m * f * width, c))
 
 
-def _categorical(xp, hist, parent, criterion, cons):
+def _categorical(xp, hist, parent, criterion, cons, u=None):
     """Proxies of every (node, categorical feature, ordering, candidate).
 
     Returns the proxies (m, f, w) in tie order (ordering, then missing right
@@ -170,6 +193,14 @@ def _categorical(xp, hist, parent, criterion, cons):
     left = xp.stack([cum, cum + miss[:, :, None, None, :]], axis=3)  # (m,f,K,2,nb-1,c)
     has_missing = miss[:, :, 0] > 0
     allow = xp.stack([xp.ones_like(has_missing), has_missing], axis=2)[:, :, None, :, None]
+    if u is not None:
+        # extremely randomised: a random cut in the first ordering of the present categories
+        n_present = xp.sum(xp.astype(~empty, xp.int64), axis=2)
+        pick = xp.astype(xp.floor(u * xp.astype(n_present - 1, xp.float64)), xp.int64)
+        pick = xp.where(n_present > 1, pick, xp.full_like(pick, -1))
+        pos = xp.arange(nb - 1, dtype=xp.int64)[None, None, None, None, :]
+        first = xp.arange(n_orders, dtype=xp.int64)[None, None, :, None, None] == 0
+        allow = allow & first & (pos == pick[:, :, None, None, None])
     proxy = _score(xp, criterion, left, parent[:, None, None, None, None, :], cons, allow)
     width = n_orders * 2 * (nb - 1)
     return xp.reshape(proxy, (m, f, width)), xp.reshape(left, (m * f * width, c)), rank
@@ -200,6 +231,8 @@ def find_best_splits(
     is_categorical: np.ndarray,
     feature_mask=None,
     bin_mapper=None,
+    random_u=None,
+    feature_ids=None,
 ) -> SplitRecord:
     """Best split of every node.
 
@@ -215,6 +248,14 @@ def find_best_splits(
         Features drawn for each node (``max_features``); all when None.
     bin_mapper : BinMapper, optional
         Gives the split thresholds; without it ``threshold`` is NaN.
+    random_u : array of shape (m, n_features), float64, optional
+        Extremely randomised trees: uniforms that pick one candidate per
+        (node, feature) (a bin in the node's range, or a cut in the category
+        order); the best of those candidates wins.
+    feature_ids : array of shape (m, n_columns), int64, optional
+        When ``hist`` holds only some features of each node (the ones drawn
+        for it), the feature of each column; the record then names features,
+        not columns. Numerical features only.
 
     Returns
     -------
@@ -235,11 +276,13 @@ def find_best_splits(
 
     if n_num:
         h = hist if n_num == n_features else xp.take(hist, _ix(xp, num_idx), axis=1)
-        flat, left = _numerical(xp, h, parent, criterion, cons)
+        uu = None if random_u is None else _cols(xp, random_u, num_idx, n_features)
+        flat, left = _numerical(xp, h, parent, criterion, cons, uu)
         groups.append(("num", masked(flat, num_idx), left))
     if n_cat:
         h = hist if n_cat == n_features else xp.take(hist, _ix(xp, cat_idx), axis=1)
-        flat, left, rank = _categorical(xp, h, parent, criterion, cons)
+        uu = None if random_u is None else _cols(xp, random_u, cat_idx, n_features)
+        flat, left, rank = _categorical(xp, h, parent, criterion, cons, uu)
         groups.append(("cat", masked(flat, cat_idx), left))
     # the node's best proxy; every candidate within the tie tolerance of it is
     # a tie, and the tie rule (feature order, then the group's order) decides
@@ -262,7 +305,10 @@ def find_best_splits(
     idx = _gather_rows(xp, merged(1), feature)
     proxy = xp.where(found, _gather_rows(xp, merged(2), feature), xp.full((m,), -xp.inf, dtype=xp.float64))
     left = _gather_rows(xp, merged(3), feature)
-    split_is_cat = xp.take(_bool_table(xp, is_categorical), feature)
+    column = feature
+    if feature_ids is not None:
+        feature = _gather_rows(xp, feature_ids, column)
+    split_is_cat = xp.take(_bool_table(xp, is_categorical), column)
     position = idx % (nb - 1)
     # candidate index = (ordering * 2 + variant) * (nb - 1) + position in both groups
     # (numerical: one ordering; one variant when no node has missing values)
@@ -270,23 +316,23 @@ def find_best_splits(
     ordering = idx // (2 * (nb - 1))
     right = parent - left
     # nodes without missing values send NaN to the child with more rows
-    node_has_missing = _gather_rows(xp, hist[:, :, nb - 1, 0], feature) > 0
+    node_has_missing = _gather_rows(xp, hist[:, :, nb - 1, 0], column) > 0
     missing_left = xp.where(node_has_missing, missing_left, left[:, 0] > right[:, 0])
     bin_ = xp.where(split_is_cat, xp.full_like(position, -1), position)
     if rank is not None:
-        slot = xp.take(xp.asarray(_cat_slot(is_categorical), dtype=xp.int64), feature)
+        slot = xp.take(xp.asarray(_cat_slot(is_categorical), dtype=xp.int64), column)
         n_orders = rank.shape[2]
         rank_flat = xp.reshape(rank, (m * n_cat * n_orders, nb - 1))
         sel = (xp.arange(m, dtype=xp.int64) * n_cat + xp.clip(slot, 0, None)) * n_orders + xp.clip(
             ordering, 0, n_orders - 1
         )
         node_rank = xp.take(rank_flat, sel, axis=0)  # (m, nb-1)
-        present = _gather_rows(xp, hist[:, :, : nb - 1, 0], feature) > 0
+        present = _gather_rows(xp, hist[:, :, : nb - 1, 0], column) > 0
         cat_left = (node_rank <= position[:, None]) & present & split_is_cat[:, None]
         cat_left = xp.concat([cat_left, (missing_left & split_is_cat)[:, None]], axis=1)
     else:
         cat_left = xp.zeros((m, 0), dtype=xp.bool)
-    threshold = _thresholds(xp, hist, feature, position, split_is_cat, bin_mapper)
+    threshold = _thresholds(xp, hist, column, feature, position, split_is_cat, bin_mapper)
     return SplitRecord(
         threshold=threshold,
         found=found,
@@ -325,18 +371,22 @@ def split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next):
     return xp.where(has_next, thr, xp.full_like(thr, xp.inf))
 
 
-def _thresholds(xp, hist, feature, position, split_is_cat, bin_mapper):
+def _thresholds(xp, hist, column, feature, position, split_is_cat, bin_mapper):
     m, _, nb, _ = hist.shape
     nan = xp.full((m,), xp.nan, dtype=xp.float64)
     if bin_mapper is None:
         return nan
-    counts = _gather_rows(xp, hist[:, :, : nb - 1, 0], feature)  # (m, nb-1)
+    counts = _gather_rows(xp, hist[:, :, : nb - 1, 0], column)  # (m, nb-1)
     bins = xp.arange(nb - 1, dtype=xp.int64)[None, :]
     after = (bins > position[:, None]) & (counts > 0)
     has_next = xp.any(after, axis=1)
     next_bin = xp.argmax(xp.astype(after, xp.int32), axis=1)
     thr = split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next)
     return xp.where(split_is_cat, nan, thr)
+
+
+def _cols(xp, a, idx: np.ndarray, n_features: int):
+    return a if idx.size == n_features else xp.take(a, _ix(xp, idx), axis=1)
 
 
 def _ix(xp, idx: np.ndarray):

@@ -1,0 +1,774 @@
+"""Random forests and extremely randomised trees, grown a batch of trees at a time.
+
+A forest's trees are independent, so a batch of them shares one level loop of
+the grower: bootstrap samples are per-row integer counts (the ``multiplicity``
+of :class:`gputrees._grower.GrowerInputs`; no copy of X), node ids are offset
+per tree, and one histogram call serves every node of every tree of the batch.
+
+Reproducibility: tree ``t`` draws its sample (and its feature subset for
+``max_features_per_tree``) from its own generator, seeded with
+``(random_state, t)``, so the samples do not depend on how trees are batched.
+The per-node draws (``max_features``, extra-trees thresholds) come from one
+generator per batch, seeded with ``(random_state, first tree of the batch)``:
+the same ``random_state`` and ``batch_size`` give the same forest.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from . import _backend
+from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
+from ._classes import DecisionTreeClassifier, DecisionTreeRegressor
+from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
+from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, TreeBatch, grow
+from ._predictor import apply_trees, gather_node_values
+from ._tree import Tree
+from ._validation import sample_weight_to_host, y_to_host
+from .kernels import get_kernels
+
+__all__ = [
+    "RandomForestClassifier",
+    "RandomForestRegressor",
+    "ExtraTreesClassifier",
+    "ExtraTreesRegressor",
+]
+
+#: Device bytes per (tree, in-bag row) of a batch: active-row arrays (row, node,
+#: two multiplicities), gathered channels and routing temporaries. Batches
+#: hold ``memory_limit // (n_samples * this)`` trees (at least one).
+BYTES_PER_TREE_ROW_BASE = 96
+BYTES_PER_TREE_ROW_CHANNEL = 16
+
+
+def _slice_batch(xp, batch: TreeBatch, t: int) -> TreeBatch:
+    """Tree ``t`` of a batch as a batch of one tree."""
+    n = int(batch.node_count[t])
+
+    def cut(a):
+        return a[t : t + 1, :n, ...]
+
+    depth = cut(batch.depth)
+    return TreeBatch(
+        node_count=np.asarray([n], dtype=np.int64),
+        left=cut(batch.left),
+        right=cut(batch.right),
+        feature=cut(batch.feature),
+        bin=cut(batch.bin),
+        missing_left=cut(batch.missing_left),
+        is_categorical=cut(batch.is_categorical),
+        cat_left=cut(batch.cat_left),
+        threshold=cut(batch.threshold),
+        stats=cut(batch.stats),
+        depth=depth,
+        max_depth=int(_backend.to_numpy(xp.max(depth))) if n else 0,
+    )
+
+
+class _BaseForest(BaseEstimator):
+    _parameter_constraints: dict = {
+        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_depth": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "min_samples_split": [
+            Interval(numbers.Integral, 2, None, closed="left"),
+            Interval(numbers.Real, 0.0, 1.0, closed="right"),
+        ],
+        "min_samples_leaf": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(numbers.Real, 0.0, 1.0, closed="neither"),
+        ],
+        "min_weight_fraction_leaf": [Interval(numbers.Real, 0.0, 0.5, closed="both")],
+        "max_features": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(numbers.Real, 0.0, 1.0, closed="right"),
+            StrOptions({"sqrt", "log2"}),
+            None,
+        ],
+        "max_features_per_tree": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(numbers.Real, 0.0, 1.0, closed="right"),
+            None,
+        ],
+        "max_leaf_nodes": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "min_impurity_decrease": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "bootstrap": ["boolean"],
+        "oob_score": ["boolean"],
+        "max_samples": [
+            None,
+            Interval(numbers.Real, 0.0, 1.0, closed="right"),
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
+        "random_state": ["random_state"],
+        "ccp_alpha": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "max_bins": [Interval(numbers.Integral, 2, MAX_BINS_LIMIT, closed="both")],
+        "categorical_features": ["array-like", None],
+        "device": [StrOptions({"cpu", "cuda"}), None],
+        "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    }
+
+    _random_splits = False
+    _tree_class = None
+
+    # -- set-up ------------------------------------------------------------
+    def _template(self):
+        """A single-tree estimator with this forest's tree parameters."""
+        params = {
+            "criterion": self.criterion,
+            "max_depth": self.max_depth,
+            "min_samples_split": self.min_samples_split,
+            "min_samples_leaf": self.min_samples_leaf,
+            "min_weight_fraction_leaf": self.min_weight_fraction_leaf,
+            "max_features": self.max_features,
+            "max_leaf_nodes": self.max_leaf_nodes,
+            "min_impurity_decrease": self.min_impurity_decrease,
+            "max_bins": self.max_bins,
+            "categorical_features": self.categorical_features,
+            "device": self.device,
+            "memory_limit": self.memory_limit,
+        }
+        if "class_weight" in self._tree_class._parameter_constraints:
+            params["class_weight"] = None
+        return self._tree_class(**params)
+
+    def _base_seed(self) -> int:
+        rs = self.random_state
+        if isinstance(rs, numbers.Integral):
+            return int(rs)
+        if isinstance(rs, np.random.RandomState):
+            return int(rs.randint(0, 2**31 - 1))
+        return int(np.random.default_rng().integers(0, 2**63 - 1))
+
+    def _n_draw(self, n: int) -> int:
+        ms = self.max_samples
+        if ms is None:
+            return n
+        if isinstance(ms, numbers.Integral):
+            if ms > n:
+                raise ValueError(f"max_samples={ms} is larger than the number of samples {n}")
+            return int(ms)
+        return max(1, int(round(ms * n)))
+
+    def _tree_sample(self, t: int, n: int, n_features: int):
+        """In-bag counts (n,) and allowed features (n_features,) of tree ``t``."""
+        rng = np.random.default_rng([self._seed, int(t)])
+        n_draw = self._n_draw(n)
+        if self.bootstrap:
+            counts = np.bincount(rng.integers(0, n, n_draw), minlength=n).astype(np.float64)
+        elif n_draw < n:
+            counts = np.zeros(n, dtype=np.float64)
+            counts[rng.choice(n, n_draw, replace=False)] = 1.0
+        else:
+            counts = np.ones(n, dtype=np.float64)
+        feats = None
+        mfpt = self.max_features_per_tree
+        if mfpt is not None:
+            k = int(mfpt) if isinstance(mfpt, numbers.Integral) else max(1, int(mfpt * n_features))
+            if k > n_features:
+                raise ValueError(f"max_features_per_tree={k} is larger than n_features={n_features}")
+            feats = np.zeros(n_features, dtype=bool)
+            feats[rng.choice(n_features, k, replace=False)] = True
+        return counts, feats
+
+    def _batch_size(self, n: int, n_channels: int, n_trees: int) -> int:
+        if self.batch_size is not None:
+            return min(int(self.batch_size), n_trees)
+        per_tree = n * (BYTES_PER_TREE_ROW_BASE + BYTES_PER_TREE_ROW_CHANNEL * n_channels)
+        return int(max(1, min(n_trees, self.memory_limit // max(per_tree, 1))))
+
+    # -- fit ---------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Grow the forest.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array; NaN marks missing values.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Class labels (classifiers) or targets (regressors).
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        if self.oob_score and not self.bootstrap:
+            raise ValueError("Out of bag estimation only available if bootstrap=True")
+        tmpl = self._template()
+        xp, Xd, is_cat, categories = tmpl._prepare_X(X, fit=True)
+        n_samples, n_features = Xd.shape
+        # _prepare_X recorded the input's feature names on the template
+        if hasattr(tmpl, "feature_names_in_"):
+            self.feature_names_in_ = tmpl.feature_names_in_
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        y_host = y_to_host(y, n_samples, multi_output=not self._is_classifier)
+        sw = sample_weight_to_host(sample_weight, n_samples)
+        y_enc, criterion, sw = tmpl._encode_target(y_host, sw)
+        if self._is_classifier and self.class_weight not in (None, "balanced_subsample"):
+            from sklearn.utils.class_weight import compute_sample_weight
+
+            sw = sw * compute_sample_weight(self.class_weight, y_host)
+            if not np.any(sw > 0):
+                raise ValueError("sample_weight times class_weight is zero for every sample")
+        if not np.all(sw > 0):
+            keep = np.flatnonzero(sw > 0)
+            Xd = xp.take(Xd, _backend.from_numpy(xp, keep), axis=0)
+            y_enc, sw = y_enc[keep], sw[keep]
+            n_samples = int(keep.shape[0])
+        warm = self.warm_start and hasattr(self, "_batches")
+        if warm:
+            if self.n_estimators < self._n_trees_fitted:
+                raise ValueError(
+                    f"n_estimators={self.n_estimators} must be larger or equal to "
+                    f"len(estimators_)={self._n_trees_fitted} when warm_start==True"
+                )
+            if n_features != self.n_features_in_ or n_samples != self._n_train:
+                raise ValueError("warm_start needs the same training data as the first fit")
+            if self.n_estimators == self._n_trees_fitted:
+                warnings.warn(
+                    "Warm-start fitting without increasing n_estimators does not fit new trees.",
+                    UserWarning,
+                )
+                return self
+            bin_mapper = self._bin_mapper
+            first = self._n_trees_fitted
+        else:
+            self._seed = self._base_seed()
+            bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
+            self._batches = []
+            self._tree_counts_seen = None
+            first = 0
+        # the estimator-level attributes come from the template's encoding
+        for attr in ("classes_", "n_classes_", "_y_ndim"):
+            if hasattr(tmpl, attr):
+                setattr(self, attr, getattr(tmpl, attr))
+        codes = bin_mapper.transform(xp, Xd)
+        y_dev = _backend.from_numpy(xp, y_enc)
+        channels = criterion.row_channels(xp, y_dev, _backend.from_numpy(xp, sw))
+        msl, mss, k = tmpl._resolve_sizes(n_samples, n_features)
+        params = GrowerParams(
+            max_depth=self.max_depth,
+            min_samples_split=mss,
+            min_samples_leaf=msl,
+            min_weight_leaf=self.min_weight_fraction_leaf * float(sw.sum()),
+            min_impurity_decrease=self.min_impurity_decrease,
+            max_leaf_nodes=self.max_leaf_nodes,
+            max_features=k,
+            memory_limit=self.memory_limit,
+        )
+        kernels = get_kernels(xp)
+        n_channels = int(channels.shape[1])
+        step = self._batch_size(n_samples, n_channels, self.n_estimators - first)
+        for start in range(first, self.n_estimators, step):
+            stop = min(start + step, self.n_estimators)
+            counts, feats = zip(*(self._tree_sample(t, n_samples, n_features) for t in range(start, stop)))
+            mult = np.stack(counts)
+            wmult = None
+            if self._is_classifier and self.class_weight == "balanced_subsample":
+                wmult = mult * self._subsample_class_weights(mult, y_enc)
+            tree_features = None if feats[0] is None else np.stack(feats)
+            inputs = GrowerInputs(
+                codes=codes,
+                channels=channels,
+                multiplicity=_backend.from_numpy(xp, mult),
+                bin_mapper=bin_mapper,
+                criterion=criterion,
+                kernels=kernels,
+                rng=np.random.default_rng([self._seed, start, 1]),
+                weight_multiplicity=None if wmult is None else _backend.from_numpy(xp, wmult),
+                tree_features=tree_features,
+                random_splits=self._random_splits,
+            )
+            batch = grow(xp, inputs, params)
+            if self.ccp_alpha > 0.0:
+                from ._pruning import prune_ccp
+
+                total_w = criterion.weight(xp, batch.stats[:, 0, :])
+                batch = prune_ccp(xp, batch, criterion, self.ccp_alpha, total_w)
+            self._batches.append(batch)
+        self._bin_mapper = bin_mapper
+        self._criterion = criterion
+        self._categories = categories
+        self._n_trees_fitted = self.n_estimators
+        self._n_train = n_samples
+        self.n_features_in_ = n_features
+        self.is_categorical_ = is_cat
+        self.max_features_ = k
+        self._values = [criterion.value(xp, b.stats) for b in self._batches]
+        self.n_outputs_ = int(self._values[0].shape[2])
+        if self.oob_score:
+            self._compute_oob(xp, Xd, y_enc, sw)
+        self._estimators = None
+        return self
+
+    def _subsample_class_weights(self, mult, y_enc):
+        """Per-tree "balanced" class weights of the in-bag sample, (n_trees, n)."""
+        k = self.n_classes_
+        onehot = y_enc[None, :] == np.arange(k)[:, None]  # (k, n)
+        per_class = mult @ onehot.T.astype(np.float64)  # (trees, k)
+        n_in = per_class.sum(axis=1, keepdims=True)
+        n_present = (per_class > 0).sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cw = np.where(per_class > 0, n_in / (n_present * per_class), 0.0)
+        return cw[:, y_enc]
+
+    # -- prediction ----------------------------------------------------------
+    def _X_for_predict(self, X):
+        check_is_fitted(self, "_batches")
+        tmpl = self._predict_template()
+        xp, Xd, _, _ = tmpl._prepare_X(X, fit=False)
+        return xp, self._bin_mapper.encode_for_predict(xp, Xd)
+
+    def _predict_template(self):
+        """A fitted-looking single tree carrying what _prepare_X reads at predict."""
+        tmpl = self._template()
+        tmpl._batch = _slice_batch(_backend.namespace_of(self._batches[0].left), self._batches[0], 0)
+        tmpl._categories = self._categories
+        tmpl.n_features_in_ = self.n_features_in_
+        if hasattr(self, "feature_names_in_"):
+            tmpl.feature_names_in_ = self.feature_names_in_
+        return tmpl
+
+    def _row_chunk(self, n: int, width: int) -> int:
+        per_row = max(1, width) * 8 * 4
+        return max(1, min(n, int(self.memory_limit // per_row)))
+
+    def _mean_values(self, xp, Xp, weights=None):
+        """Mean over trees of the leaf values, (n, n_outputs, k); ``weights`` (trees, n) masks trees."""
+        n = Xp.shape[0]
+        k_out = self._values[0].shape[2] * self._values[0].shape[3]
+        widest = max(int(b.left.shape[0]) for b in self._batches)
+        step = self._row_chunk(n, widest * k_out)
+        out = []
+        for r0 in range(0, n, step):
+            r1 = min(r0 + step, n)
+            Xc = Xp[r0:r1, ...]
+            acc = None
+            t0 = 0
+            for batch, values in zip(self._batches, self._values):
+                leaves = apply_trees(xp, batch, Xc, self._bin_mapper.missing_bin)
+                v = gather_node_values(xp, values, leaves)  # (rows, trees, out, k)
+                tb = int(batch.left.shape[0])
+                if weights is not None:
+                    w = weights[t0 : t0 + tb, r0:r1, ...]  # (trees, rows)
+                    v = v * xp.permute_dims(w, (1, 0))[:, :, None, None]
+                s = xp.sum(v, axis=1)
+                acc = s if acc is None else acc + s
+                t0 += tb
+            out.append(acc)
+        total = xp.concat(out, axis=0)
+        if weights is None:
+            return total / float(self._n_trees_fitted)
+        return total
+
+    def apply(self, X):
+        """Leaf index of every sample in every tree, shape (n_samples, n_estimators)."""
+        xp, Xp = self._X_for_predict(X)
+        leaves = [apply_trees(xp, b, Xp, self._bin_mapper.missing_bin) for b in self._batches]
+        return _backend.to_numpy(xp.concat(leaves, axis=1))
+
+    def decision_path(self, X):
+        """Nodes each sample goes through.
+
+        Returns
+        -------
+        indicator : sparse matrix of shape (n_samples, total number of nodes)
+        n_nodes_ptr : ndarray of shape (n_estimators + 1,)
+            Columns ``n_nodes_ptr[i]:n_nodes_ptr[i + 1]`` are the nodes of tree ``i``.
+        """
+        leaves = self.apply(X)
+        counts = np.concatenate([b.node_count for b in self._batches])
+        ptr = np.concatenate([[0], np.cumsum(counts)])
+        rows, cols = [], []
+        t = 0
+        for batch in self._batches:
+            left = _backend.to_numpy(batch.left)
+            right = _backend.to_numpy(batch.right)
+            tb, width = left.shape
+            parent = np.full((tb, width), -1, dtype=np.int64)
+            ti, ni = np.nonzero(left >= 0)
+            parent[ti, left[ti, ni]] = ni
+            parent[ti, right[ti, ni]] = ni
+            node = leaves[:, t : t + tb]
+            tree_idx = np.broadcast_to(np.arange(tb), node.shape)
+            r = np.broadcast_to(np.arange(node.shape[0])[:, None], node.shape)
+            alive = np.ones(node.shape, dtype=bool)
+            while alive.any():
+                rows.append(r[alive])
+                cols.append(node[alive] + ptr[t + tree_idx[alive]])
+                node = np.where(alive, parent[tree_idx, np.maximum(node, 0)], -1)
+                alive = node >= 0
+            t += tb
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        ind = sp.csr_matrix(
+            (np.ones(rows.shape[0], dtype=np.int64), (rows, cols)), shape=(leaves.shape[0], int(ptr[-1]))
+        )
+        return ind, ptr
+
+    @property
+    def feature_importances_(self):
+        """Mean over trees of each tree's normalised impurity decrease, shape (n_features,)."""
+        check_is_fitted(self, "_batches")
+        xp = _backend.namespace_of(self._batches[0].left)
+        total = np.zeros(self.n_features_in_)
+        for batch in self._batches:
+            left = _backend.to_numpy(batch.left)
+            right = _backend.to_numpy(batch.right)
+            feature = _backend.to_numpy(batch.feature)
+            stats = batch.stats
+            w = _backend.to_numpy(self._criterion.weight(xp, stats))
+            imp = _backend.to_numpy(self._criterion.impurity(xp, stats))
+            ti, ni = np.nonzero(left >= 0)
+            li, ri = left[ti, ni], right[ti, ni]
+            dec = w[ti, ni] * imp[ti, ni] - w[ti, li] * imp[ti, li] - w[ti, ri] * imp[ti, ri]
+            per_tree = np.zeros((left.shape[0], self.n_features_in_))
+            np.add.at(per_tree, (ti, feature[ti, ni]), dec)
+            sums = per_tree.sum(axis=1, keepdims=True)
+            per_tree = np.divide(per_tree, sums, out=np.zeros_like(per_tree), where=sums > 0)
+            total += per_tree.sum(axis=0)
+        total /= self._n_trees_fitted
+        s = total.sum()
+        return total / s if s > 0 else total
+
+    @property
+    def estimators_(self):
+        """The trees, each as a fitted DecisionTree estimator (built on first access)."""
+        check_is_fitted(self, "_batches")
+        if self._estimators is None:
+            xp = _backend.namespace_of(self._batches[0].left)
+            ests = []
+            for batch, values in zip(self._batches, self._values):
+                for t in range(int(batch.left.shape[0])):
+                    est = self._template()
+                    one = _slice_batch(xp, batch, t)
+                    est._batch = one
+                    est._bin_mapper = self._bin_mapper
+                    est._criterion = self._criterion
+                    est._categories = self._categories
+                    est._values = values[t : t + 1, : int(one.node_count[0]), ...]
+                    est.max_features_ = self.max_features_
+                    est.n_outputs_ = self.n_outputs_
+                    est.n_features_in_ = self.n_features_in_
+                    est.is_categorical_ = self.is_categorical_
+                    est.tree_ = Tree(one, self._criterion, xp, self._bin_mapper, self._categories)
+                    for attr in ("classes_", "n_classes_", "_y_ndim", "feature_names_in_"):
+                        if hasattr(self, attr):
+                            setattr(est, attr, getattr(self, attr))
+                    ests.append(est)
+            self._estimators = ests
+        return self._estimators
+
+    def __len__(self):
+        return self._n_trees_fitted if hasattr(self, "_batches") else 0
+
+    def _compute_oob(self, xp, Xd, y_enc, sw):
+        """OOB predictions from the per-tree in-bag counts, batched over trees."""
+        n = Xd.shape[0]
+        oob_w = np.stack([self._tree_sample(t, n, Xd.shape[1])[0] == 0 for t in range(self._n_trees_fitted)])
+        oob_w = oob_w.astype(np.float64)
+        Xp = self._bin_mapper.encode_for_predict(xp, Xd)
+        sums = _backend.to_numpy(self._mean_values(xp, Xp, weights=_backend.from_numpy(xp, oob_w)))
+        n_oob = oob_w.sum(axis=0)
+        if np.any(n_oob == 0):
+            warnings.warn(
+                "Some inputs do not have OOB scores. This probably means too few trees were "
+                "used to compute any reliable OOB estimates.",
+                UserWarning,
+            )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = sums / n_oob[:, None, None]
+        seen = n_oob > 0
+        self._set_oob(mean, seen, y_enc, sw)
+
+
+class _ForestClassifier(ClassifierMixin, _BaseForest):
+    _is_classifier = True
+    _tree_class = DecisionTreeClassifier
+    _parameter_constraints = {
+        **_BaseForest._parameter_constraints,
+        "criterion": [StrOptions(set(CLASSIFICATION_CRITERIA))],
+        "class_weight": [StrOptions({"balanced", "balanced_subsample"}), dict, None],
+    }
+
+    def _set_oob(self, mean, seen, y_enc, sw):
+        proba = mean[:, 0, :]
+        self.oob_decision_function_ = proba
+        pred = np.argmax(np.nan_to_num(proba[seen], nan=-1.0), axis=1)
+        self.oob_score_ = accuracy_score(y_enc[seen], pred)
+
+    def predict_proba(self, X):
+        """Mean class probabilities of the trees, shape (n_samples, n_classes)."""
+        xp, Xp = self._X_for_predict(X)
+        proba = self._mean_values(xp, Xp)[:, 0, :]
+        return _forest_output(X, proba)
+
+    def predict_log_proba(self, X):
+        proba = _backend.to_numpy(self.predict_proba(X))
+        with np.errstate(divide="ignore"):
+            return np.log(proba)
+
+    def predict(self, X):
+        """Class with the highest mean probability, shape (n_samples,)."""
+        xp, Xp = self._X_for_predict(X)
+        idx = xp.argmax(self._mean_values(xp, Xp)[:, 0, :], axis=1)
+        if _backend.is_array_api_array(X) and self.classes_.dtype.kind in "biuf":
+            xin = _backend.namespace_of(X)
+            return xin.take(_backend.from_numpy(xin, self.classes_), _backend.convert_to_namespace(xin, idx))
+        return self.classes_[_backend.to_numpy(idx)]
+
+
+class _ForestRegressor(RegressorMixin, _BaseForest):
+    _is_classifier = False
+    _tree_class = DecisionTreeRegressor
+    _parameter_constraints = {
+        **_BaseForest._parameter_constraints,
+        "criterion": [StrOptions(set(REGRESSION_CRITERIA))],
+    }
+
+    def _set_oob(self, mean, seen, y_enc, sw):
+        pred = mean[:, :, 0]
+        self.oob_prediction_ = pred[:, 0] if self._y_ndim == 1 else pred
+        self.oob_score_ = r2_score(y_enc[seen], pred[seen])
+
+    def predict(self, X):
+        """Mean of the trees' predictions, shape (n_samples,) or (n_samples, n_outputs)."""
+        xp, Xp = self._X_for_predict(X)
+        out = self._mean_values(xp, Xp)[:, :, 0]
+        if self._y_ndim == 1:
+            out = out[:, 0]
+        return _forest_output(X, out)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+def _forest_output(X, a):
+    if _backend.is_array_api_array(X):
+        return _backend.convert_to_namespace(_backend.namespace_of(X), a)
+    return _backend.to_numpy(a)
+
+
+_FOREST_DOC = """
+    Parameters
+    ----------
+    n_estimators : int, default=100
+    criterion : str
+        As for the single trees.
+    max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf,
+    max_leaf_nodes, min_impurity_decrease, max_bins, categorical_features, device
+        As for the single trees (scikit-learn's meanings).
+    max_features : int, float, {{"sqrt", "log2"}} or None, default={max_features!r}
+        Features drawn per split.
+    max_features_per_tree : int, float or None, default=None
+        A feature subset drawn once per tree (random subspaces; with
+        ``max_samples``, random patches). Per-split draws come from it.
+    bootstrap : bool, default={bootstrap}
+        Draw rows with replacement. With ``bootstrap=False`` and
+        ``max_samples`` below the number of rows, rows are drawn without
+        replacement (pasting) -- scikit-learn refuses that combination.
+    oob_score : bool, default=False
+        Score the out-of-bag predictions (``oob_score_``, and
+        ``oob_decision_function_`` or ``oob_prediction_``).
+    max_samples : int, float or None, default=None
+        Rows drawn per tree (count or fraction); None: n_samples.
+    random_state : int, RandomState instance or None, default=None
+    ccp_alpha : float, default=0.0
+        Cost-complexity pruning of every tree (batched over trees).
+    warm_start : bool, default=False
+        Add trees to the fitted forest (same data; the bins of the first fit).
+    memory_limit : int, default=1 GiB
+        Histogram memory bound of a level, and the budget the number of trees
+        per batch is sized from: ``memory_limit // (n_samples * (96 + 16 *
+        n_channels))`` trees (at least 1).
+    batch_size : int or None, default=None
+        Trees grown together; overrides the budget above.
+    {class_weight}
+    Attributes
+    ----------
+    estimators_ : list of DecisionTree estimators
+    feature_importances_ : ndarray of shape (n_features,)
+    n_features_in_, feature_names_in_, n_outputs_{classes}
+    oob_score_ : float
+"""
+
+
+def _forest_init(self, criterion, max_features, bootstrap, class_weight=None, **kw):
+    self.n_estimators = kw["n_estimators"]
+    self.criterion = criterion
+    self.max_depth = kw["max_depth"]
+    self.min_samples_split = kw["min_samples_split"]
+    self.min_samples_leaf = kw["min_samples_leaf"]
+    self.min_weight_fraction_leaf = kw["min_weight_fraction_leaf"]
+    self.max_features = max_features
+    self.max_leaf_nodes = kw["max_leaf_nodes"]
+    self.min_impurity_decrease = kw["min_impurity_decrease"]
+    self.bootstrap = bootstrap
+    self.oob_score = kw["oob_score"]
+    self.max_samples = kw["max_samples"]
+    self.random_state = kw["random_state"]
+    self.ccp_alpha = kw["ccp_alpha"]
+    self.warm_start = kw["warm_start"]
+    self.max_bins = kw["max_bins"]
+    self.categorical_features = kw["categorical_features"]
+    self.device = kw["device"]
+    self.max_features_per_tree = kw["max_features_per_tree"]
+    self.memory_limit = kw["memory_limit"]
+    self.batch_size = kw["batch_size"]
+
+
+class RandomForestClassifier(_ForestClassifier):
+    __doc__ = "A random forest classifier: bootstrap samples, best splits among random features.\n" + _FOREST_DOC.format(
+        max_features="sqrt",
+        bootstrap=True,
+        class_weight='class_weight : dict, "balanced", "balanced_subsample" or None, default=None\n',
+        classes=", classes_, n_classes_\n    oob_decision_function_ : ndarray of shape (n_samples, n_classes)",
+    )
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        criterion="gini",
+        max_depth=None,
+        min_samples_split=2,
+        min_samples_leaf=1,
+        min_weight_fraction_leaf=0.0,
+        max_features="sqrt",
+        max_leaf_nodes=None,
+        min_impurity_decrease=0.0,
+        bootstrap=True,
+        oob_score=False,
+        random_state=None,
+        warm_start=False,
+        class_weight=None,
+        ccp_alpha=0.0,
+        max_samples=None,
+        max_bins=255,
+        categorical_features=None,
+        device=None,
+        max_features_per_tree=None,
+        memory_limit=DEFAULT_MEMORY_LIMIT,
+        batch_size=None,
+    ):
+        _forest_init(**locals())
+        self.class_weight = class_weight
+
+
+class ExtraTreesClassifier(_ForestClassifier):
+    __doc__ = "Extremely randomised trees: one random threshold per (node, feature), the best kept.\n" + _FOREST_DOC.format(
+        max_features="sqrt",
+        bootstrap=False,
+        class_weight='class_weight : dict, "balanced", "balanced_subsample" or None, default=None\n',
+        classes=", classes_, n_classes_\n    oob_decision_function_ : ndarray of shape (n_samples, n_classes)",
+    )
+    _random_splits = True
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        criterion="gini",
+        max_depth=None,
+        min_samples_split=2,
+        min_samples_leaf=1,
+        min_weight_fraction_leaf=0.0,
+        max_features="sqrt",
+        max_leaf_nodes=None,
+        min_impurity_decrease=0.0,
+        bootstrap=False,
+        oob_score=False,
+        random_state=None,
+        warm_start=False,
+        class_weight=None,
+        ccp_alpha=0.0,
+        max_samples=None,
+        max_bins=255,
+        categorical_features=None,
+        device=None,
+        max_features_per_tree=None,
+        memory_limit=DEFAULT_MEMORY_LIMIT,
+        batch_size=None,
+    ):
+        _forest_init(**locals())
+        self.class_weight = class_weight
+
+
+class RandomForestRegressor(_ForestRegressor):
+    __doc__ = "A random forest regressor: bootstrap samples, mean of the trees.\n" + _FOREST_DOC.format(
+        max_features=1.0, bootstrap=True, class_weight="", classes="\n    oob_prediction_ : ndarray"
+    )
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        criterion="squared_error",
+        max_depth=None,
+        min_samples_split=2,
+        min_samples_leaf=1,
+        min_weight_fraction_leaf=0.0,
+        max_features=1.0,
+        max_leaf_nodes=None,
+        min_impurity_decrease=0.0,
+        bootstrap=True,
+        oob_score=False,
+        random_state=None,
+        warm_start=False,
+        ccp_alpha=0.0,
+        max_samples=None,
+        max_bins=255,
+        categorical_features=None,
+        device=None,
+        max_features_per_tree=None,
+        memory_limit=DEFAULT_MEMORY_LIMIT,
+        batch_size=None,
+    ):
+        _forest_init(**locals())
+
+
+class ExtraTreesRegressor(_ForestRegressor):
+    __doc__ = "Extremely randomised regression trees.\n" + _FOREST_DOC.format(
+        max_features=1.0, bootstrap=False, class_weight="", classes="\n    oob_prediction_ : ndarray"
+    )
+    _random_splits = True
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        criterion="squared_error",
+        max_depth=None,
+        min_samples_split=2,
+        min_samples_leaf=1,
+        min_weight_fraction_leaf=0.0,
+        max_features=1.0,
+        max_leaf_nodes=None,
+        min_impurity_decrease=0.0,
+        bootstrap=False,
+        oob_score=False,
+        random_state=None,
+        warm_start=False,
+        ccp_alpha=0.0,
+        max_samples=None,
+        max_bins=255,
+        categorical_features=None,
+        device=None,
+        max_features_per_tree=None,
+        memory_limit=DEFAULT_MEMORY_LIMIT,
+        batch_size=None,
+    ):
+        _forest_init(**locals())
