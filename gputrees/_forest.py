@@ -27,10 +27,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _backend
-from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
-from ._classes import DecisionTreeClassifier, DecisionTreeRegressor
+from ._binning import fit_bin_mapper
+from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
-from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, TreeBatch, grow
+from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
 from ._predictor import apply_trees, gather_node_values
 from ._tree import Tree
 from ._validation import sample_weight_to_host, y_to_host
@@ -50,56 +50,20 @@ BYTES_PER_TREE_ROW_BASE = 96
 BYTES_PER_TREE_ROW_CHANNEL = 16
 
 
-def _slice_batch(xp, batch: TreeBatch, t: int) -> TreeBatch:
-    """Tree ``t`` of a batch as a batch of one tree."""
-    n = int(batch.node_count[t])
-
-    def cut(a):
-        return a[t : t + 1, :n, ...]
-
-    depth = cut(batch.depth)
-    return TreeBatch(
-        node_count=np.asarray([n], dtype=np.int64),
-        left=cut(batch.left),
-        right=cut(batch.right),
-        feature=cut(batch.feature),
-        bin=cut(batch.bin),
-        missing_left=cut(batch.missing_left),
-        is_categorical=cut(batch.is_categorical),
-        cat_left=cut(batch.cat_left),
-        threshold=cut(batch.threshold),
-        stats=cut(batch.stats),
-        depth=depth,
-        max_depth=int(_backend.to_numpy(xp.max(depth))) if n else 0,
-    )
-
-
 class _BaseForest(BaseEstimator):
     _parameter_constraints: dict = {
+        # the tree parameters, with the single trees' rules
+        **{
+            k: v
+            for k, v in _BaseTree._parameter_constraints.items()
+            if k not in ("criterion", "class_weight", "random_state")
+        },
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
-        "max_depth": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "min_samples_split": [
-            Interval(numbers.Integral, 2, None, closed="left"),
-            Interval(numbers.Real, 0.0, 1.0, closed="right"),
-        ],
-        "min_samples_leaf": [
-            Interval(numbers.Integral, 1, None, closed="left"),
-            Interval(numbers.Real, 0.0, 1.0, closed="neither"),
-        ],
-        "min_weight_fraction_leaf": [Interval(numbers.Real, 0.0, 0.5, closed="both")],
-        "max_features": [
-            Interval(numbers.Integral, 1, None, closed="left"),
-            Interval(numbers.Real, 0.0, 1.0, closed="right"),
-            StrOptions({"sqrt", "log2"}),
-            None,
-        ],
         "max_features_per_tree": [
             Interval(numbers.Integral, 1, None, closed="left"),
             Interval(numbers.Real, 0.0, 1.0, closed="right"),
             None,
         ],
-        "max_leaf_nodes": [Interval(numbers.Integral, 2, None, closed="left"), None],
-        "min_impurity_decrease": [Interval(numbers.Real, 0.0, None, closed="left")],
         "bootstrap": ["boolean"],
         "oob_score": ["boolean"],
         "max_samples": [
@@ -108,14 +72,12 @@ class _BaseForest(BaseEstimator):
             Interval(numbers.Integral, 1, None, closed="left"),
         ],
         "random_state": ["random_state"],
-        "ccp_alpha": [Interval(numbers.Real, 0.0, None, closed="left")],
         "warm_start": ["boolean"],
-        "max_bins": [Interval(numbers.Integral, 2, MAX_BINS_LIMIT, closed="both")],
-        "categorical_features": ["array-like", None],
-        "device": [StrOptions({"cpu", "cuda"}), None],
-        "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
     }
+    for _k in ("pruning", "validation_fraction"):  # single-tree options only
+        _parameter_constraints.pop(_k, None)
+    del _k
 
     _random_splits = False
     _tree_class = None
@@ -334,7 +296,7 @@ class _BaseForest(BaseEstimator):
     def _predict_template(self):
         """A fitted-looking single tree carrying what _prepare_X reads at predict."""
         tmpl = self._template()
-        tmpl._batch = _slice_batch(_backend.namespace_of(self._batches[0].left), self._batches[0], 0)
+        tmpl._batch = self._batches[0].tree(0)
         tmpl._categories = self._categories
         tmpl.n_features_in_ = self.n_features_in_
         if hasattr(self, "feature_names_in_"):
@@ -452,7 +414,7 @@ class _BaseForest(BaseEstimator):
             for batch, values in zip(self._batches, self._values):
                 for t in range(int(batch.left.shape[0])):
                     est = self._template()
-                    one = _slice_batch(xp, batch, t)
+                    one = batch.tree(t)
                     est._batch = one
                     est._bin_mapper = self._bin_mapper
                     est._criterion = self._criterion

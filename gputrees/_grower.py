@@ -148,6 +148,29 @@ class TreeBatch:
     depth: object
     max_depth: int
 
+    def tree(self, t: int) -> "TreeBatch":
+        """Tree ``t`` of the batch, as a batch of one tree (arrays cut to its nodes)."""
+        n = int(self.node_count[t])
+
+        def cut(a):
+            return a[t : t + 1, :n, ...]
+
+        depth = cut(self.depth)
+        return TreeBatch(
+            node_count=np.asarray([n], dtype=np.int64),
+            left=cut(self.left),
+            right=cut(self.right),
+            feature=cut(self.feature),
+            bin=cut(self.bin),
+            missing_left=cut(self.missing_left),
+            is_categorical=cut(self.is_categorical),
+            cat_left=cut(self.cat_left),
+            threshold=cut(self.threshold),
+            stats=cut(self.stats),
+            depth=depth,
+            max_depth=int(to_numpy(depth).max()) if n else 0,
+        )
+
 
 @dataclass(frozen=True)
 class _Frontier:

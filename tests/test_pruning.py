@@ -580,23 +580,7 @@ def _bootstrap_batch(task, n_trees=5, **grower):
 
 
 def _one_tree(batch, t):
-    n = int(batch.node_count[t])
-    sl = lambda a: a[t : t + 1, :n]  # noqa: E731
-    depth = sl(batch.depth)
-    return TreeBatch(
-        node_count=batch.node_count[t : t + 1].copy(),
-        left=sl(batch.left),
-        right=sl(batch.right),
-        feature=sl(batch.feature),
-        bin=sl(batch.bin),
-        missing_left=sl(batch.missing_left),
-        is_categorical=sl(batch.is_categorical),
-        cat_left=sl(batch.cat_left),
-        threshold=sl(batch.threshold),
-        stats=sl(batch.stats),
-        depth=depth,
-        max_depth=int(depth.max()),
-    )
+    return batch.tree(t)
 
 
 def _assert_same_batch_tree(batch, t, single):
