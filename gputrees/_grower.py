@@ -501,13 +501,14 @@ class Grower:
                 small_ids = xp.take(ids, 2 * xp.arange(m, dtype=xp.int64) + small_pos)
                 small = self._build(small_ids)
                 large = parent_hist[start:stop, ...] - small
-                sel = small_is_right[:, None, None, None]
-                hist = xp.reshape(
-                    xp.stack([xp.where(sel, large, small), xp.where(sel, small, large)], axis=1),
-                    (2 * m, self.n_features, self.n_bins, self.n_channels),
-                )
+                # one gather puts each pair's (left, right) histograms in node
+                # order, keeping only the splittable children
+                i = xp.arange(m, dtype=xp.int64)
+                left_pos = xp.where(small_is_right, i + m, i)
+                right_pos = xp.where(small_is_right, i, i + m)
+                pos = xp.reshape(xp.stack([left_pos, right_pos], axis=1), (-1,))
                 idx = xp.astype(xp.nonzero(xp.take(can, both))[0], xp.int64)
-                hist = xp.take(hist, idx, axis=0)
+                hist = xp.take(xp.concat([small, large], axis=0), xp.take(pos, idx), axis=0)
             else:
                 idx = xp.astype(xp.nonzero(xp.take(can, both))[0], xp.int64)
                 hist = self._build(xp.take(ids, idx))
