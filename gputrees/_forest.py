@@ -555,7 +555,9 @@ _FOREST_DOC = """
     memory_limit : int, default=1 GiB
         Histogram memory bound of a level, and the budget the number of trees
         per batch is sized from: ``memory_limit // (n_samples * (96 + 16 *
-        n_channels))`` trees (at least 1).
+        n_channels))`` trees (at least 1). The two budgets add up: the measured
+        peak extra memory of a fit is about 3 x ``memory_limit`` (about 1.5 x
+        with ``batch_size=1``).
     batch_size : int or None, default=None
         Trees grown together; overrides the budget above.
     {class_weight}
