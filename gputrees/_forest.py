@@ -236,10 +236,13 @@ class _BaseForest(BaseEstimator):
         for start in range(first, self.n_estimators, step):
             stop = min(start + step, self.n_estimators)
             counts, feats = zip(*(self._tree_sample(t, n_samples, n_features) for t in range(start, stop)))
-            mult = np.stack(counts)
-            wmult = None
+            draws = np.stack(counts)
+            # as scikit-learn: a row drawn k times is one row of weight k, so
+            # n_node_samples and min_samples_* count distinct in-bag rows
+            mult = (draws > 0).astype(np.float64)
+            wmult = draws
             if self._is_classifier and self.class_weight == "balanced_subsample":
-                wmult = mult * self._subsample_class_weights(mult, y_enc)
+                wmult = draws * self._subsample_class_weights(draws, y_enc)
             tree_features = None if feats[0] is None else np.stack(feats)
             inputs = GrowerInputs(
                 codes=codes,
@@ -249,7 +252,7 @@ class _BaseForest(BaseEstimator):
                 criterion=criterion,
                 kernels=kernels,
                 rng=np.random.default_rng([self._seed, start, 1]),
-                weight_multiplicity=None if wmult is None else _backend.from_numpy(xp, wmult),
+                weight_multiplicity=_backend.from_numpy(xp, wmult),
                 tree_features=tree_features,
                 random_splits=self._random_splits,
             )
@@ -339,7 +342,7 @@ class _BaseForest(BaseEstimator):
         """Leaf index of every sample in every tree, shape (n_samples, n_estimators)."""
         xp, Xp = self._X_for_predict(X)
         leaves = [apply_trees(xp, b, Xp, self._bin_mapper.missing_bin) for b in self._batches]
-        return _backend.to_numpy(xp.concat(leaves, axis=1))
+        return _forest_output(X, xp.concat(leaves, axis=1))
 
     def decision_path(self, X):
         """Nodes each sample goes through.
@@ -350,7 +353,7 @@ class _BaseForest(BaseEstimator):
         n_nodes_ptr : ndarray of shape (n_estimators + 1,)
             Columns ``n_nodes_ptr[i]:n_nodes_ptr[i + 1]`` are the nodes of tree ``i``.
         """
-        leaves = self.apply(X)
+        leaves = _backend.to_numpy(self.apply(X))
         counts = np.concatenate([b.node_count for b in self._batches])
         ptr = np.concatenate([[0], np.cumsum(counts)])
         rows, cols = [], []
@@ -435,6 +438,11 @@ class _BaseForest(BaseEstimator):
     def __len__(self):
         return self._n_trees_fitted if hasattr(self, "_batches") else 0
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
     def _compute_oob(self, xp, Xd, y_enc, sw):
         """OOB predictions from the per-tree in-bag counts, batched over trees."""
         n = Xd.shape[0]
@@ -477,7 +485,10 @@ class _ForestClassifier(ClassifierMixin, _BaseForest):
         return _forest_output(X, proba)
 
     def predict_log_proba(self, X):
-        proba = _backend.to_numpy(self.predict_proba(X))
+        """Log of :meth:`predict_proba` (``-inf`` for probability 0), in the input's namespace."""
+        proba = self.predict_proba(X)
+        if _backend.is_array_api_array(proba):
+            return _backend.namespace_of(proba).log(proba)
         with np.errstate(divide="ignore"):
             return np.log(proba)
 
