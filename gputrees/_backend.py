@@ -131,11 +131,10 @@ def from_numpy(xp, a, dtype=None):
 def convert_to_namespace(xp, a):
     """Move an array of any namespace into ``xp`` (through the host when needed)."""
     try:
-        if array_namespace(a) is xp or array_namespace(a) == xp:
-            return a
-    except TypeError:
-        pass
-    return from_numpy(xp, to_numpy(a))
+        same = array_namespace(a) == xp
+    except TypeError:  # not an array of a known namespace
+        same = False
+    return a if same else from_numpy(xp, to_numpy(a))
 
 
 def host_rng(random_state) -> np.random.Generator:

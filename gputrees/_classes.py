@@ -78,6 +78,20 @@ class _BaseTree(BaseEstimator):
         check_finite_x(xp, Xd)
         return xp, Xd, is_cat, categories
 
+    def _grower_params(self, n_samples: int, n_features: int, total_weight: float) -> GrowerParams:
+        """The grower's stopping rules from this estimator's parameters."""
+        msl, mss, k = self._resolve_sizes(n_samples, n_features)
+        return GrowerParams(
+            max_depth=self.max_depth,
+            min_samples_split=mss,
+            min_samples_leaf=msl,
+            min_weight_leaf=self.min_weight_fraction_leaf * total_weight,
+            min_impurity_decrease=self.min_impurity_decrease,
+            max_leaf_nodes=self.max_leaf_nodes,
+            max_features=k,
+            memory_limit=self.memory_limit,
+        )
+
     def _resolve_sizes(self, n_samples: int, n_features: int):
         msl = self.min_samples_leaf
         if not isinstance(msl, numbers.Integral):
@@ -133,17 +147,8 @@ class _BaseTree(BaseEstimator):
         y_dev = _backend.from_numpy(xp, y_enc)
         w_dev = _backend.from_numpy(xp, sw)
         channels = criterion.row_channels(xp, y_dev, w_dev)
-        msl, mss, k = self._resolve_sizes(n_samples, n_features)
-        params = GrowerParams(
-            max_depth=self.max_depth,
-            min_samples_split=mss,
-            min_samples_leaf=msl,
-            min_weight_leaf=self.min_weight_fraction_leaf * float(sw.sum()),
-            min_impurity_decrease=self.min_impurity_decrease,
-            max_leaf_nodes=self.max_leaf_nodes,
-            max_features=k,
-            memory_limit=self.memory_limit,
-        )
+        params = self._grower_params(n_samples, n_features, float(sw.sum()))
+        k = params.max_features
         inputs = GrowerInputs(
             codes=codes,
             channels=channels,

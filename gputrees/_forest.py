@@ -30,7 +30,7 @@ from . import _backend
 from ._binning import fit_bin_mapper
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
-from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
+from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, grow
 from ._predictor import apply_trees, gather_node_values
 from ._tree import Tree
 from ._validation import sample_weight_to_host, y_to_host
@@ -219,17 +219,8 @@ class _BaseForest(BaseEstimator):
         codes = bin_mapper.transform(xp, Xd)
         y_dev = _backend.from_numpy(xp, y_enc)
         channels = criterion.row_channels(xp, y_dev, _backend.from_numpy(xp, sw))
-        msl, mss, k = tmpl._resolve_sizes(n_samples, n_features)
-        params = GrowerParams(
-            max_depth=self.max_depth,
-            min_samples_split=mss,
-            min_samples_leaf=msl,
-            min_weight_leaf=self.min_weight_fraction_leaf * float(sw.sum()),
-            min_impurity_decrease=self.min_impurity_decrease,
-            max_leaf_nodes=self.max_leaf_nodes,
-            max_features=k,
-            memory_limit=self.memory_limit,
-        )
+        params = tmpl._grower_params(n_samples, n_features, float(sw.sum()))
+        k = params.max_features
         kernels = get_kernels(xp)
         n_channels = int(channels.shape[1])
         step = self._batch_size(n_samples, n_channels, self.n_estimators - first)
