@@ -23,7 +23,7 @@ from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
 from ._predictor import apply_trees, gather_node_values
 from ._pruning import ccp_path, prune_ccp, prune_reduced_error
 from ._tree import Tree
-from ._validation import check_finite_x, sample_weight_to_host, to_numeric_2d, y_to_host
+from ._validation import check_finite_x, drop_zero_weight_rows, sample_weight_to_host, to_numeric_2d, y_to_host
 from .kernels import get_kernels
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor"]
@@ -136,12 +136,7 @@ class _BaseTree(BaseEstimator):
             n_samples = int(train.shape[0])
             if not np.any(sw > 0):
                 raise ValueError("every training row left after the validation hold-out has weight 0")
-        if not np.all(sw > 0):
-            # a row of weight 0 is a row that is not there: it neither counts in
-            # n_node_samples nor places bin edges or thresholds (as scikit-learn)
-            keep = np.flatnonzero(sw > 0)
-            Xd = xp.take(Xd, _backend.from_numpy(xp, keep), axis=0)
-            y_enc, sw = y_enc[keep], sw[keep]
+        Xd, y_enc, sw = drop_zero_weight_rows(xp, Xd, y_enc, sw)
         bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
         codes = bin_mapper.transform(xp, Xd)
         y_dev = _backend.from_numpy(xp, y_enc)

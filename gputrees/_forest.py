@@ -33,7 +33,7 @@ from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, grow
 from ._predictor import apply_trees, gather_node_values
 from ._tree import Tree
-from ._validation import sample_weight_to_host, y_to_host
+from ._validation import drop_zero_weight_rows, sample_weight_to_host, y_to_host
 from .kernels import get_kernels
 
 __all__ = [
@@ -184,11 +184,8 @@ class _BaseForest(BaseEstimator):
             sw = sw * compute_sample_weight(self.class_weight, y_host)
             if not np.any(sw > 0):
                 raise ValueError("sample_weight times class_weight is zero for every sample")
-        if not np.all(sw > 0):
-            keep = np.flatnonzero(sw > 0)
-            Xd = xp.take(Xd, _backend.from_numpy(xp, keep), axis=0)
-            y_enc, sw = y_enc[keep], sw[keep]
-            n_samples = int(keep.shape[0])
+        Xd, y_enc, sw = drop_zero_weight_rows(xp, Xd, y_enc, sw)
+        n_samples = int(sw.shape[0])
         warm = self.warm_start and hasattr(self, "_batches")
         if warm:
             if self.n_estimators < self._n_trees_fitted:

@@ -280,3 +280,15 @@ def sample_weight_to_host(sample_weight, n_samples: int) -> np.ndarray:
     if not np.any(sw > 0):
         raise ValueError("sample_weight is zero for every sample: nothing to fit")
     return sw
+
+
+def drop_zero_weight_rows(xp, Xd, y_enc, sw):
+    """Remove rows of weight 0: a row of weight 0 is a row that is not there.
+
+    It then neither counts in ``n_node_samples`` nor places bin edges or
+    thresholds (scikit-learn's semantics). Returns ``(Xd, y_enc, sw)``.
+    """
+    if np.all(sw > 0):
+        return Xd, y_enc, sw
+    keep = np.flatnonzero(sw > 0)
+    return xp.take(Xd, _backend.from_numpy(xp, keep), axis=0), y_enc[keep], sw[keep]
