@@ -4,6 +4,7 @@ One array-API code path grows trees level by level from binned histograms,
 on whatever device the data lives on.
 """
 
+from ._boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor
 from ._export import export_graphviz, export_text
 from ._forest import (
@@ -22,6 +23,8 @@ __all__ = [
     "RandomForestRegressor",
     "ExtraTreesClassifier",
     "ExtraTreesRegressor",
+    "GradientBoostingClassifier",
+    "GradientBoostingRegressor",
     "export_graphviz",
     "export_text",
     "__version__",

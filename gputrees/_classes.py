@@ -23,7 +23,14 @@ from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
 from ._predictor import apply_trees, gather_node_values
 from ._pruning import ccp_path, prune_ccp, prune_reduced_error
 from ._tree import Tree
-from ._validation import check_finite_x, drop_zero_weight_rows, sample_weight_to_host, to_numeric_2d, y_to_host
+from ._validation import (
+    check_finite_x,
+    drop_zero_weight_rows,
+    regression_target,
+    sample_weight_to_host,
+    to_numeric_2d,
+    y_to_host,
+)
 from .kernels import get_kernels
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor"]
@@ -643,14 +650,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
         self.validation_fraction = validation_fraction
 
     def _encode_target(self, y, sw):
-        if y.dtype.kind not in "biuf":
-            try:
-                y = y.astype(np.float64)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"y must be numeric for regression, got dtype {y.dtype}") from exc
-        y = y.astype(np.float64)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains infinity or NaN")
+        y = regression_target(y)
         y2 = y[:, None] if y.ndim == 1 else y
         self._y_ndim = y.ndim
         if self.criterion == "poisson":

@@ -12,6 +12,7 @@ classification          ``w * [y == k]`` for each class ``k``
 squared_error,          ``w``, ``w * y_j`` for each output ``j``,
 friedman_mse            ``w * y_j ** 2`` for each output ``j``
 poisson                 ``w``, ``w * y_j``, ``w * y_j * log(y_j)`` (0 at 0)
+newton (boosting)       ``w * g`` (gradient), ``w * h`` (hessian)
 ======================  ===================================================
 
 All methods take statistics of shape ``(..., n_channels)`` and broadcast over
@@ -97,6 +98,14 @@ class Criterion:
     def order_keys(self, xp, s):
         """Keys that order categories for categorical splits, shape ``s.shape[:-1] + (K,)``."""
         raise NotImplementedError  # abstract
+
+    def splittable(self, xp, s):
+        """Nodes worth searching a split for: impure ones (scikit-learn's ``impurity > EPSILON``)."""
+        return self.impurity(xp, s) > EPSILON
+
+    def accept(self, xp, improvement, proxy, min_decrease):
+        """Whether a found split is kept: scikit-learn's ``improvement + EPSILON >= min_impurity_decrease``."""
+        return improvement + EPSILON >= min_decrease
 
     # -- gains ------------------------------------------------------------
     def proxy(self, xp, left, right):
@@ -307,3 +316,83 @@ REGRESSION_CRITERIA = {
     "friedman_mse": FriedmanMSE,
     "poisson": Poisson,
 }
+
+
+#: Splits whose Newton gain is below this fraction of the children's score
+#: are rounding noise (a node whose gradients already sum to ~0 both sides),
+#: not improvements; XGBoost uses an absolute 1e-6 for the same purpose.
+NEWTON_GAIN_RTOL = 1e-12
+
+
+class Newton(Criterion):
+    """Second-order (Newton) boosting statistics, as XGBoost and LightGBM.
+
+    Channels: row count, ``G = sum w * g`` and ``H = sum w * h``. A node's
+    value is ``-G / (H + l2)``, its score ``G^2 / (H + l2)``; the gain of a
+    split is ``score(left) + score(right) - score(node)`` (XGBoost's
+    ``loss_chg``, without the factor 1/2). ``weight`` is the hessian sum, so
+    ``min_weight_leaf`` is XGBoost's ``min_child_weight``. A split is kept
+    when its gain is strictly above ``min_decrease`` (``min_split_gain``).
+    """
+
+    name = "newton"
+
+    def __init__(self, l2_regularization: float = 0.0):
+        super().__init__(n_outputs=1, n_classes=1)
+        self.l2 = float(l2_regularization)
+
+    @property
+    def n_channels(self) -> int:
+        return 3
+
+    def row_channels(self, xp, g, h):
+        """Channels (n, 3) from weighted gradients ``g`` and hessians ``h`` (n,)."""
+        return xp.stack([xp.ones_like(g), g, h], axis=1)
+
+    def weight(self, xp, s):
+        return s[..., 2]
+
+    def _den(self, xp, s):
+        d = s[..., 2] + self.l2
+        return xp.where(d > 0, d, xp.ones_like(d))
+
+    def leaf_value(self, xp, s):
+        """``-G / (H + l2)``, shape ``s.shape[:-1]``."""
+        return -s[..., 1] / self._den(xp, s)
+
+    def value(self, xp, s):
+        return self.leaf_value(xp, s)[..., None, None]
+
+    def score(self, xp, s):
+        """``G^2 / (H + l2)`` (twice the loss decrease of the optimal leaf value)."""
+        return s[..., 1] * s[..., 1] / self._den(xp, s)
+
+    def impurity(self, xp, s):
+        """``-G^2 / (2 (H + l2))``: the second-order loss of the node at its optimal value."""
+        return -0.5 * self.score(xp, s)
+
+    def splittable(self, xp, s):
+        return s[..., 2] > 0
+
+    def accept(self, xp, improvement, proxy, min_decrease):
+        return improvement > xp.maximum(
+            xp.asarray(float(min_decrease), dtype=improvement.dtype), NEWTON_GAIN_RTOL * xp.abs(proxy)
+        )
+
+    def order_keys(self, xp, s):
+        # categories ordered by their optimal value (LightGBM's G / H order)
+        return self.leaf_value(xp, s)[..., None]
+
+    def proxy(self, xp, left, right):
+        return self.score(xp, left) + self.score(xp, right)
+
+    def improvement(self, xp, parent, left, right, total_weight):
+        return self.score(xp, left) + self.score(xp, right) - self.score(xp, parent)
+
+    def gain_at(self, xp, s, v):
+        """Score of a node whose value is forced to ``v``: ``-(2 G v + (H + l2) v^2)``."""
+        return -(2.0 * s[..., 1] * v + (s[..., 2] + self.l2) * v * v)
+
+    def bounded_gain(self, xp, s, lower, upper):
+        """Score of nodes whose value is clipped to ``[lower, upper]`` (shape ``s.shape[:-1]``)."""
+        return self.gain_at(xp, s, xp.clip(self.leaf_value(xp, s), lower, upper))

@@ -72,6 +72,9 @@ class GrowerParams:
     max_features: int | None = None
     memory_limit: int = DEFAULT_MEMORY_LIMIT
     sorted_small_nodes: bool = True
+    #: thresholds of exact features at the next value present in the node
+    #: (scikit-learn) rather than the feature's next value bin (XGBoost)
+    local_thresholds: bool = True
 
 
 @dataclass(frozen=True)
@@ -81,8 +84,10 @@ class GrowerInputs:
     Attributes
     ----------
     codes : array of shape (n_samples, n_features), uint8/uint16
-    channels : array of shape (n_samples, n_channels), float64
-        Per-row channels, channel 0 the row count (see :mod:`gputrees._criteria`).
+    channels : array of shape (n_samples, n_channels) or (n_trees, n_samples, n_channels), float64
+        Per-row channels, channel 0 the row count (see :mod:`gputrees._criteria`);
+        3-D when each tree of the batch has its own (multi-class boosting:
+        one gradient and hessian per class), then ``multiplicity`` must be None.
     multiplicity : array of shape (n_trees, n_samples), float64, or None
         How many times each row enters each tree (bootstrap counts; 0 = out).
         None means one tree with every row once.
@@ -99,6 +104,17 @@ class GrowerInputs:
         Features each tree may split on (random subspaces); None means all.
     random_splits : bool
         Extremely randomised trees: one random candidate per (node, feature).
+    record_leaves : bool
+        Record the leaf every row ends in, per tree (``TreeBatch.row_leaf``):
+        boosting updates its raw predictions from it without a prediction
+        pass. Needs every (tree, row) pair active (``multiplicity`` None).
+    monotonic_cst : ndarray of shape (n_features,), int (host), or None
+        -1 / 0 / +1 per feature: node values must decrease / may do anything /
+        must increase with the feature. Enforced as XGBoost does: a split on a
+        constrained feature is valid only if its children's values (clipped to
+        the node's bounds) are ordered, and the children's bounds are cut at
+        the mean of the two values. Needs a criterion with ``leaf_value``
+        (the Newton criterion) and no sort-based small-node search.
     """
 
     codes: object
@@ -111,6 +127,8 @@ class GrowerInputs:
     weight_multiplicity: object = None
     tree_features: object = None
     random_splits: bool = False
+    record_leaves: bool = False
+    monotonic_cst: object = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,10 @@ class TreeBatch:
     stats : (n_trees, n_nodes, n_channels) float64
     depth : (n_trees, n_nodes) int64
     max_depth : int
+    row_leaf : (n_trees, n_samples) int64 or None
+        With ``GrowerInputs.record_leaves``: the leaf of every training row.
+    lower, upper : (n_trees, n_nodes) float64 or None
+        With ``monotonic_cst``: bounds of each node's value.
     """
 
     node_count: np.ndarray
@@ -147,6 +169,9 @@ class TreeBatch:
     stats: object
     depth: object
     max_depth: int
+    row_leaf: object = None
+    lower: object = None
+    upper: object = None
 
     def tree(self, t: int) -> "TreeBatch":
         """Tree ``t`` of the batch, as a batch of one tree (arrays cut to its nodes)."""
@@ -169,6 +194,9 @@ class TreeBatch:
             stats=cut(self.stats),
             depth=depth,
             max_depth=int(to_numpy(depth).max()) if n else 0,
+            row_leaf=None if self.row_leaf is None else self.row_leaf[t : t + 1, :],
+            lower=None if self.lower is None else cut(self.lower),
+            upper=None if self.upper is None else cut(self.upper),
         )
 
 
@@ -188,6 +216,7 @@ class _Frontier:
     split: object  # SplitRecord restricted to these nodes
     hist: object  # (h, F, B, C) or None
     hist_index: object  # (p,) int64
+    bounds: object = None  # (p, 2) float64 value bounds (monotonic constraints) or None
 
 
 def _lookup(xp, sorted_ids, query):
@@ -239,7 +268,22 @@ class Grower:
         self.codes_flat = xp.reshape(codes, (-1,))
         self.n_bins = inputs.bin_mapper.n_bins
         self.missing = self.n_bins - 1
-        self.n_channels = inputs.channels.shape[1]
+        self.n_channels = inputs.channels.shape[-1]
+        self.per_tree_channels = inputs.channels.ndim == 3
+        if self.per_tree_channels and inputs.multiplicity is not None:
+            raise ValueError("per-tree channels (3-D) cannot be combined with a multiplicity")
+        # channels looked up by key = tree * n + row (3-D) or by row (2-D)
+        self._chan = (
+            xp.reshape(inputs.channels, (-1, self.n_channels)) if self.per_tree_channels else inputs.channels
+        )
+        mono = inputs.monotonic_cst
+        self.mono = None
+        if mono is not None and np.any(np.asarray(mono) != 0):
+            self.mono = from_numpy(xp, np.asarray(mono, dtype=np.float64))
+        self.record_leaves = inputs.record_leaves
+        if self.record_leaves and inputs.multiplicity is not None:
+            raise ValueError("record_leaves needs every (tree, row) pair active (multiplicity None)")
+        self._leaf_keys, self._leaf_nodes = [], []
         self.is_cat = inputs.bin_mapper.is_categorical
         self.any_cat = bool(self.is_cat.any())
         self.cons = SplitConstraints(params.min_samples_leaf, params.min_weight_leaf)
@@ -248,11 +292,12 @@ class Grower:
         # nodes with fewer rows than bins use the sort-based search (numerical data only)
         self.sorted_below = (
             0
-            if (self.any_cat or not params.sorted_small_nodes)
+            if (self.any_cat or not params.sorted_small_nodes or self.mono is not None)
             else self.n_bins
         )
         # per created node (lists of per-round arrays, concatenated at the end)
         self._parent, self._depth, self._tree, self._stats = [], [], [], []
+        self._bounds = []  # per created node (k, 2), with monotonic constraints
         self._n_created = 0
         # per expanded node
         self._exp_ids, self._exp_rec, self._exp_first_child = [], [], []
@@ -265,15 +310,23 @@ class Grower:
         xp = self.xp
         mult = self.inp.multiplicity
         self.act_wmult = None
-        if mult is None:
+        if mult is None and self.per_tree_channels:
+            self.n_trees = int(self.inp.channels.shape[0])
+            self.act_key = xp.arange(self.n_trees * self.n, dtype=xp.int64)
+            self.act_row = self.act_key % self.n
+            self.act_node = self.act_key // self.n
+            self.act_mult = None
+        elif mult is None:
             self.n_trees = 1
             self.act_row = xp.arange(self.n, dtype=xp.int64)
+            self.act_key = self.act_row
             self.act_node = xp.zeros(self.n, dtype=xp.int64)
             self.act_mult = None
         else:
             self.n_trees = mult.shape[0]
             flat = xp.reshape(mult, (-1,))
             sel = xp.astype(xp.nonzero(flat > 0)[0], xp.int64)
+            self.act_key = sel
             self.act_row = sel % self.n
             self.act_node = sel // self.n
             self.act_mult = xp.take(flat, sel)
@@ -283,7 +336,11 @@ class Grower:
     def _row_weights(self, mask=None):
         xp = self.xp
         rows = self.act_row if mask is None else self.act_row[mask]
-        w = xp.take(self.inp.channels, rows, axis=0)
+        if self.per_tree_channels:
+            keys = self.act_key if mask is None else self.act_key[mask]
+            w = xp.take(self._chan, keys, axis=0)
+        else:
+            w = xp.take(self._chan, rows, axis=0)
         if self.act_mult is not None:
             m = self.act_mult if mask is None else self.act_mult[mask]
             if self.act_wmult is None:
@@ -317,7 +374,7 @@ class Grower:
         return xp.reshape(sums, (count, self.n_channels))
 
     # -- nodes --------------------------------------------------------------
-    def _new_nodes(self, parent, depth, tree, stats):
+    def _new_nodes(self, parent, depth, tree, stats, bounds=None):
         xp = self.xp
         k = int(stats.shape[0])
         ids = xp.arange(self._n_created, self._n_created + k, dtype=xp.int64)
@@ -326,7 +383,28 @@ class Grower:
         self._depth.append(depth)
         self._tree.append(tree)
         self._stats.append(stats)
+        if bounds is not None:
+            self._bounds.append(bounds)
         return ids
+
+    def _child_bounds(self, rec, bounds):
+        """Value bounds (2k, 2) of the children of k split nodes (monotonic constraints).
+
+        A split on an increasing (+1) feature caps the left child's values and
+        floors the right child's at the mean of the two children's (clipped)
+        values; a decreasing (-1) feature the other way round; other features
+        pass the node's bounds on.
+        """
+        xp = self.xp
+        crit = self.inp.criterion
+        lo, up = bounds[:, 0], bounds[:, 1]
+        vl = xp.clip(crit.leaf_value(xp, rec.left), lo, up)
+        vr = xp.clip(crit.leaf_value(xp, rec.right), lo, up)
+        mid = (vl + vr) / 2.0
+        c = xp.take(self.mono, xp.clip(rec.feature, 0, None))
+        left = xp.stack([xp.where(c < 0, mid, lo), xp.where(c > 0, mid, up)], axis=1)
+        right = xp.stack([xp.where(c > 0, mid, lo), xp.where(c < 0, mid, up)], axis=1)
+        return xp.reshape(xp.stack([left, right], axis=1), (-1, 2))
 
     def _can_split(self, depth, stats):
         xp, p, crit = self.xp, self.params, self.inp.criterion
@@ -336,7 +414,7 @@ class Grower:
             (count >= p.min_samples_split)
             & (count >= 2 * p.min_samples_leaf)
             & (w >= 2 * p.min_weight_leaf)
-            & (crit.impurity(xp, stats) > EPSILON)
+            & crit.splittable(xp, stats)
         )
         if p.max_depth is not None:
             ok = ok & (depth < p.max_depth)
@@ -370,7 +448,7 @@ class Grower:
             return None
         return from_numpy(self.xp, self.inp.rng.random((m, self.n_features)))
 
-    def _split(self, hist, stats, depth, tree):
+    def _split(self, hist, stats, depth, tree, bounds=None):
         """Split records, improvements and the 'ok' mask for nodes with histograms.
 
         With ``max_features``, numerical data and the same number of drawn
@@ -411,8 +489,11 @@ class Grower:
             self.inp.bin_mapper,
             random_u=u,
             feature_ids=feature_ids,
+            bounds=bounds,
+            monotonic_cst=self.mono,
+            local_thresholds=self.params.local_thresholds,
         )
-        imp, ok = self._improvement_ok(rec, stats, tree)
+        imp, ok = self._improvement_ok(rec, stats, tree, bounds)
         return rec, imp, ok
 
     def _pairs_per_chunk(self):
@@ -420,8 +501,8 @@ class Grower:
         return max(1, int(self.params.memory_limit // per_pair))
 
     # -- rounds -------------------------------------------------------------
-    def _part(self, ids, st, dp, tr, rec, imp, ok, hist):
-        """Frontier part of the nodes whose split is 'ok' (hist may be None)."""
+    def _part(self, ids, st, dp, tr, rec, imp, ok, hist, bounds=None):
+        """Frontier part of the nodes whose split is 'ok' (hist and bounds may be None)."""
         xp = self.xp
         good = xp.astype(xp.nonzero(ok)[0], xp.int64)
         g = int(good.shape[0])
@@ -438,6 +519,7 @@ class Grower:
             hist_index=(
                 xp.arange(g, dtype=xp.int64) if hist is not None else xp.full((g,), -1, dtype=xp.int64)
             ),
+            bounds=None if bounds is None else xp.take(bounds, good, axis=0),
         )
 
     def _sorted_parts(self, ids, st, dp, tr):
@@ -476,7 +558,7 @@ class Grower:
             start = stop
         return parts
 
-    def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, parent_hist, keep_hist):
+    def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, parent_hist, keep_hist, bounds=None):
         """Splits of sibling pairs by histograms, in chunks under the memory bound.
 
         ``parent_hist`` (len(pairs), F, B, C) holds the pairs' parent histograms
@@ -516,11 +598,12 @@ class Grower:
             st = xp.take(st, idx, axis=0)
             dp = xp.take(depth, xp.take(both, idx))
             tr = xp.take(tree, xp.take(both, idx))
-            rec, imp, ok = self._split(hist, st, dp, tr)
-            parts.append(self._part(ids, st, dp, tr, rec, imp, ok, hist if keep_hist else None))
+            bd = None if bounds is None else xp.take(bounds, xp.take(both, idx), axis=0)
+            rec, imp, ok = self._split(hist, st, dp, tr, bd)
+            parts.append(self._part(ids, st, dp, tr, rec, imp, ok, hist if keep_hist else None, bd))
         return parts
 
-    def _evaluate_children(self, child_ids, depth, tree, stats, parent_hist, parent_hist_index):
+    def _evaluate_children(self, child_ids, depth, tree, stats, parent_hist, parent_hist_index, bounds=None):
         """Splits of new sibling pairs; returns the next frontier part.
 
         child_ids, depth, tree : (2k,) ; stats (2k, C) ; parent_hist_index (k,)
@@ -556,18 +639,23 @@ class Grower:
                 if int(with_p.shape[0]):
                     ph = xp.take(parent_hist, xp.take(pidx, with_p), axis=0)
                     parts += self._hist_parts(
-                        child_ids, depth, tree, stats, can, xp.take(pairs, with_p), ph, keep_hist
+                        child_ids, depth, tree, stats, can, xp.take(pairs, with_p), ph, keep_hist, bounds
                     )
                 pairs = xp.take(pairs, without)
             if int(pairs.shape[0]):
-                parts += self._hist_parts(child_ids, depth, tree, stats, can, pairs, None, keep_hist)
+                parts += self._hist_parts(child_ids, depth, tree, stats, can, pairs, None, keep_hist, bounds)
         return self._merge(parts)
 
-    def _improvement_ok(self, rec, stats, tree):
+    def _improvement_ok(self, rec, stats, tree, bounds=None):
         xp = self.xp
-        total_w = xp.take(self.total_weight, tree)
-        imp = self.inp.criterion.improvement(xp, stats, rec.left, rec.right, total_w)
-        return imp, rec.found & (imp + EPSILON >= self.params.min_impurity_decrease)
+        crit = self.inp.criterion
+        if bounds is not None:
+            # the split's gain with the children's values clipped to the bounds
+            imp = rec.proxy - crit.bounded_gain(xp, stats, bounds[:, 0], bounds[:, 1])
+        else:
+            total_w = xp.take(self.total_weight, tree)
+            imp = crit.improvement(xp, stats, rec.left, rec.right, total_w)
+        return imp, rec.found & crit.accept(xp, imp, rec.proxy, self.params.min_impurity_decrease)
 
     def _merge(self, parts):
         """One frontier from parts (node ids re-sorted)."""
@@ -578,6 +666,7 @@ class Grower:
         if len(parts) == 1:
             return parts[0]
         hists, index, offset = [], [], 0
+        with_bounds = parts[0].bounds is not None
         for p in parts:
             if p.hist is not None:
                 hists.append(p.hist)
@@ -596,6 +685,9 @@ class Grower:
             split=_take_record(xp, _concat_records(xp, [p.split for p in parts]), order),
             hist=xp.concat(hists, axis=0) if hists else None,
             hist_index=xp.take(xp.concat(index), order),
+            bounds=(
+                xp.take(xp.concat([p.bounds for p in parts], axis=0), order, axis=0) if with_bounds else None
+            ),
         )
 
     def _expand(self, front: _Frontier, chosen):
@@ -624,20 +716,27 @@ class Grower:
         parent = xp.reshape(xp.stack([ids, ids], axis=1), (-1,))
         depth = xp.reshape(xp.stack([xp.take(front.depth, chosen)] * 2, axis=1), (-1,)) + 1
         tree = xp.reshape(xp.stack([xp.take(front.tree, chosen)] * 2, axis=1), (-1,))
-        child_ids = self._new_nodes(parent, depth, tree, stats)
+        bounds = None
+        if front.bounds is not None:
+            bounds = self._child_bounds(rec, xp.take(front.bounds, chosen, axis=0))
+        child_ids = self._new_nodes(parent, depth, tree, stats, bounds)
         self._exp_ids.append(ids)
         self._exp_rec.append(rec)
         self._exp_first_child.append(child_ids[0::2])
         # 3. histograms and splits of the children
         new = self._evaluate_children(
-            child_ids, depth, tree, stats, front.hist, xp.take(front.hist_index, chosen)
+            child_ids, depth, tree, stats, front.hist, xp.take(front.hist_index, chosen), bounds
         )
         return ids, child_ids, new
 
     def _drop_finished_rows(self, front):
         xp = self.xp
         if front is None:
+            if self.record_leaves:
+                self._leaf_keys.append(self.act_key)
+                self._leaf_nodes.append(self.act_node)
             self.act_row = self.act_row[:0]
+            self.act_key = self.act_key[:0]
             self.act_node = self.act_node[:0]
             if self.act_mult is not None:
                 self.act_mult = self.act_mult[:0]
@@ -645,7 +744,11 @@ class Grower:
                 self.act_wmult = self.act_wmult[:0]
             return
         _, hit = _dense_lookup(xp, front.ids, self.act_node, self._n_created)
+        if self.record_leaves:
+            self._leaf_keys.append(self.act_key[~hit])
+            self._leaf_nodes.append(self.act_node[~hit])
         self.act_row = self.act_row[hit]
+        self.act_key = self.act_key[hit]
         self.act_node = self.act_node[hit]
         if self.act_mult is not None:
             self.act_mult = self.act_mult[hit]
@@ -669,6 +772,7 @@ class Grower:
             split=_take_record(xp, front.split, idx),
             hist=front.hist,
             hist_index=xp.take(front.hist_index, idx),
+            bounds=None if front.bounds is None else xp.take(front.bounds, idx, axis=0),
         )
 
     # -- best-first selection (host scalars) ---------------------------------
@@ -716,7 +820,11 @@ class Grower:
         stats = self._node_sums(0, t)
         self.total_weight = self.inp.criterion.weight(xp, stats)
         depth = xp.zeros(t, dtype=xp.int64)
-        self._new_nodes(xp.full(t, -1, dtype=xp.int64), depth, roots, stats)
+        bounds = None
+        if self.mono is not None:
+            inf = xp.full((t,), xp.inf, dtype=xp.float64)
+            bounds = xp.stack([-inf, inf], axis=1)
+        self._new_nodes(xp.full(t, -1, dtype=xp.int64), depth, roots, stats, bounds)
         front = None
         can = self._can_split(depth, stats)
         idx = xp.astype(xp.nonzero(can)[0], xp.int64)
@@ -725,8 +833,9 @@ class Grower:
             st = xp.take(stats, idx, axis=0)
             ids = xp.take(roots, idx)
             dp = xp.take(depth, idx)
-            rec, imp, ok = self._split(h, st, dp, ids)
-            front = self._part(ids, st, dp, ids, rec, imp, ok, h)
+            bd = None if bounds is None else xp.take(bounds, idx, axis=0)
+            rec, imp, ok = self._split(h, st, dp, ids, bd)
+            front = self._part(ids, st, dp, ids, rec, imp, ok, h, bd)
         del hist
         best_first = self.params.max_leaf_nodes is not None
         root_list = list(range(t))
@@ -752,6 +861,10 @@ class Grower:
             front = self._merge([rest, new])
             self._drop_finished_rows(front)
         selected = self._simulate(root_list)[0] if best_first else None
+        if self.record_leaves:
+            # rows of nodes never expanded (best-first stop, unsplittable root)
+            self._leaf_keys.append(self.act_key)
+            self._leaf_nodes.append(self.act_node)
         return self._finalize(selected)
 
     def _finalize(self, selected) -> TreeBatch:
@@ -851,6 +964,14 @@ class Grower:
         left_l = remap(left_new)
         right_l = remap(right_new)
         max_depth = int(to_numpy(xp.max(depth[kidx]))) if kidx.shape[0] else 0
+        row_leaf = None
+        if self.record_leaves:
+            row_leaf = self._row_leaves(parent, keep, new_id, local_of_new)
+        lower = upper = None
+        if self._bounds:
+            bnd = xp.concat(self._bounds, axis=0)
+            lower = pad(bnd[:, 0], -xp.inf, xp.float64)
+            upper = pad(bnd[:, 1], xp.inf, xp.float64)
         return TreeBatch(
             node_count=counts,
             left=pad(left_l, -1, xp.int64),
@@ -864,7 +985,31 @@ class Grower:
             stats=pad(stats, 0.0, xp.float64),
             depth=pad(depth, 0, xp.int64),
             max_depth=max_depth,
+            row_leaf=row_leaf,
+            lower=lower,
+            upper=upper,
         )
+
+    def _row_leaves(self, parent, keep, new_id, local_of_new):
+        """Leaf of every (tree, row), (n_trees, n) int64, in the final node numbering.
+
+        Rows recorded in a node that was not kept (a speculative best-first
+        child) belong to its nearest kept ancestor.
+        """
+        xp = self.xp
+        keys = xp.concat(self._leaf_keys)
+        nodes = xp.concat(self._leaf_nodes)
+        total = self.n_trees * self.n
+        if int(keys.shape[0]) != total:
+            raise RuntimeError(f"recorded {int(keys.shape[0])} row leaves, expected {total}")
+        nodes = xp.take(nodes, xp.argsort(keys))
+        for _ in range(len(self._depth) + 1):  # at most one step per round
+            kept = xp.take(keep, nodes)
+            if bool(xp.all(kept)):
+                break
+            nodes = xp.where(kept, nodes, xp.take(parent, nodes))
+        local = xp.take(local_of_new, xp.take(new_id, nodes))
+        return xp.reshape(local, (self.n_trees, self.n))
 
 
 def grow(xp, inputs: GrowerInputs, params: GrowerParams) -> TreeBatch:

@@ -109,10 +109,26 @@ def _valid(xp, criterion, left, right, cons: SplitConstraints):
     )
 
 
-def _score(xp, criterion, left, parent_b, cons, allow):
+def _score(xp, criterion, left, parent_b, cons, allow, mono=None):
+    """Proxy of every candidate (``-inf`` where invalid).
+
+    ``mono``: None, or ``(lower, upper, direction)`` broadcastable to the
+    candidates: the children's values are clipped to the node's bounds and
+    scored at the clipped values, and with a direction (+1 / -1 / 0 per
+    feature, or None) the values must be ordered that way (monotonic
+    constraints, Newton criterion only).
+    """
     right = parent_b - left
     ok = _valid(xp, criterion, left, right, cons) & allow
-    proxy = criterion.proxy(xp, left, right)
+    if mono is None:
+        proxy = criterion.proxy(xp, left, right)
+    else:
+        lo, up, direction = mono
+        vl = xp.clip(criterion.leaf_value(xp, left), lo, up)
+        vr = xp.clip(criterion.leaf_value(xp, right), lo, up)
+        proxy = criterion.gain_at(xp, left, vl) + criterion.gain_at(xp, right, vr)
+        if direction is not None:
+            ok = ok & (direction * (vr - vl) >= 0)
     ok = ok & ~xp.isnan(proxy)
     return xp.where(ok, proxy, xp.full_like(proxy, -xp.inf))
 
@@ -141,7 +157,7 @@ def _random_bins(xp, hist, u):
     return xp.where(span > 0, pick, xp.full_like(pick, -1))
 
 
-def _numerical(xp, hist, parent, criterion, cons, u=None):
+def _numerical(xp, hist, parent, criterion, cons, u=None, mono=None):
     """Proxies of every (node, numerical feature, candidate).
 
     Returns the proxies (m, f, w) in tie order (missing right, then missing
@@ -165,12 +181,15 @@ def _numerical(xp, hist, parent, criterion, cons, u=None):
         bins = xp.arange(nb - 1, dtype=xp.int64)[None, None, None, :]
         allow = allow & (bins == pick[:, :, None, None])
     n_var = left.shape[2]
-    proxy = _score(xp, criterion, left, parent[:, None, None, None, :], cons, allow)
+    if mono is not None:
+        lo, up, direction = mono
+        mono = (lo[:, None, None, None], up[:, None, None, None], direction[:, :, None, None])
+    proxy = _score(xp, criterion, left, parent[:, None, None, None, :], cons, allow, mono)
     width = n_var * (nb - 1)
     return xp.reshape(proxy, (m, f, width)), xp.reshape(left, (m * f * width, c))
 
 
-def _categorical(xp, hist, parent, criterion, cons, u=None):
+def _categorical(xp, hist, parent, criterion, cons, u=None, mono=None):
     """Proxies of every (node, categorical feature, ordering, candidate).
 
     Returns the proxies (m, f, w) in tie order (ordering, then missing right
@@ -201,7 +220,9 @@ def _categorical(xp, hist, parent, criterion, cons, u=None):
         pos = xp.arange(nb - 1, dtype=xp.int64)[None, None, None, None, :]
         first = xp.arange(n_orders, dtype=xp.int64)[None, None, :, None, None] == 0
         allow = allow & first & (pos == pick[:, :, None, None, None])
-    proxy = _score(xp, criterion, left, parent[:, None, None, None, None, :], cons, allow)
+    if mono is not None:  # categorical features carry no direction, only the node's bounds
+        mono = (mono[0][:, None, None, None, None], mono[1][:, None, None, None, None], None)
+    proxy = _score(xp, criterion, left, parent[:, None, None, None, None, :], cons, allow, mono)
     width = n_orders * 2 * (nb - 1)
     return xp.reshape(proxy, (m, f, width)), xp.reshape(left, (m * f * width, c)), rank
 
@@ -233,6 +254,9 @@ def find_best_splits(
     bin_mapper=None,
     random_u=None,
     feature_ids=None,
+    bounds=None,
+    monotonic_cst=None,
+    local_thresholds=True,
 ) -> SplitRecord:
     """Best split of every node.
 
@@ -256,6 +280,20 @@ def find_best_splits(
         When ``hist`` holds only some features of each node (the ones drawn
         for it), the feature of each column; the record then names features,
         not columns. Numerical features only.
+    bounds : array of shape (m, 2), float64, optional
+        Lower and upper bound of each node's value (monotonic constraints):
+        candidates are scored with their children's values clipped to them.
+    monotonic_cst : array of shape (n_features,), float64, optional
+        -1 / 0 / +1 per feature (with ``bounds``): candidates whose children's
+        values are not ordered that way are invalid. Categorical features
+        must have 0.
+    local_thresholds : bool, default=True
+        Exactly binned features: the threshold is the midpoint to the next
+        value *present in the node* (scikit-learn's threshold; needs every
+        routed row counted in channel 0). False: the midpoint to the next
+        value bin of the feature (XGBoost's cut), which routes any row like
+        its bin code even when channel 0 leaves some rows out (boosting's
+        row subsampling).
 
     Returns
     -------
@@ -274,15 +312,26 @@ def find_best_splits(
         fm = feature_mask if idx.size == n_features else xp.take(feature_mask, _ix(xp, idx), axis=1)
         return xp.where(fm[:, :, None], flat, xp.full_like(flat, -xp.inf))
 
+    mono_num = mono_cat = None
+    if bounds is not None:
+        lo, up = bounds[:, 0], bounds[:, 1]
+        mono_cat = (lo, up, None)
+        if feature_ids is not None:
+            direction = xp.reshape(
+                xp.take(monotonic_cst, xp.reshape(feature_ids, (-1,))), tuple(feature_ids.shape)
+            )
+        else:
+            direction = xp.take(monotonic_cst, _ix(xp, num_idx))[None, :]
+        mono_num = (lo, up, direction)
     if n_num:
         h = hist if n_num == n_features else xp.take(hist, _ix(xp, num_idx), axis=1)
         uu = None if random_u is None else _cols(xp, random_u, num_idx, n_features)
-        flat, left = _numerical(xp, h, parent, criterion, cons, uu)
+        flat, left = _numerical(xp, h, parent, criterion, cons, uu, mono_num)
         groups.append(("num", masked(flat, num_idx), left))
     if n_cat:
         h = hist if n_cat == n_features else xp.take(hist, _ix(xp, cat_idx), axis=1)
         uu = None if random_u is None else _cols(xp, random_u, cat_idx, n_features)
-        flat, left, rank = _categorical(xp, h, parent, criterion, cons, uu)
+        flat, left, rank = _categorical(xp, h, parent, criterion, cons, uu, mono_cat)
         groups.append(("cat", masked(flat, cat_idx), left))
     # the node's best proxy; every candidate within the tie tolerance of it is
     # a tie, and the tie rule (feature order, then the group's order) decides
@@ -332,7 +381,7 @@ def find_best_splits(
         cat_left = xp.concat([cat_left, (missing_left & split_is_cat)[:, None]], axis=1)
     else:
         cat_left = xp.zeros((m, 0), dtype=xp.bool)
-    threshold = _thresholds(xp, hist, column, feature, position, split_is_cat, bin_mapper)
+    threshold = _thresholds(xp, hist, column, feature, position, split_is_cat, bin_mapper, local_thresholds)
     return SplitRecord(
         threshold=threshold,
         found=found,
@@ -371,11 +420,17 @@ def split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next):
     return xp.where(has_next, thr, xp.full_like(thr, xp.inf))
 
 
-def _thresholds(xp, hist, column, feature, position, split_is_cat, bin_mapper):
+def _thresholds(xp, hist, column, feature, position, split_is_cat, bin_mapper, local=True):
     m, _, nb, _ = hist.shape
     nan = xp.full((m,), xp.nan, dtype=xp.float64)
     if bin_mapper is None:
         return nan
+    if not local:
+        n_value = xp.take(xp.asarray(bin_mapper.n_value_bins.tolist(), dtype=xp.int64), xp.clip(feature, 0, None))
+        has_next = position + 1 < n_value
+        next_bin = xp.where(has_next, position + 1, position)
+        thr = split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next)
+        return xp.where(split_is_cat, nan, thr)
     counts = _gather_rows(xp, hist[:, :, : nb - 1, 0], column)  # (m, nb-1)
     bins = xp.arange(nb - 1, dtype=xp.int64)[None, :]
     after = (bins > position[:, None]) & (counts > 0)

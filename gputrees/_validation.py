@@ -292,3 +292,16 @@ def drop_zero_weight_rows(xp, Xd, y_enc, sw):
         return Xd, y_enc, sw
     keep = np.flatnonzero(sw > 0)
     return xp.take(Xd, _backend.from_numpy(xp, keep), axis=0), y_enc[keep], sw[keep]
+
+
+def regression_target(y: np.ndarray) -> np.ndarray:
+    """A regression target as finite float64 (any shape), or a ValueError naming the problem."""
+    if y.dtype.kind not in "biuf":
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"y must be numeric for regression, got dtype {y.dtype}") from exc
+    y = y.astype(np.float64)
+    if not np.all(np.isfinite(y)):
+        raise ValueError("Input y contains infinity or NaN")
+    return y

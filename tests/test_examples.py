@@ -124,3 +124,14 @@ def test_examples_run_without_matplotlib(tmp_path, monkeypatch):
     out = module.main(["--out", str(tmp_path)])
     assert out["predict"] == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_boosting_example(tmp_path, capsys):
+    if not (_load("boosting").DEFAULT_DATA_DIR / "adult.csv").is_file():
+        pytest.skip("shared/data/adult.csv not found")
+    out = _run("boosting", tmp_path)
+    # early stopping kept the rounds up to the best validation loss, which is the minimum
+    assert out["n_iter"] == out["best_iteration"] + 1 < out["n_fitted"]
+    assert out["validation_loss"][out["n_iter"]] == pytest.approx(out["validation_loss"][1:].min())
+    assert out["auc"] > 0.85
+    _saved(tmp_path, "boosting_learning_curve.png")

@@ -1,0 +1,836 @@
+"""GradientBoostingClassifier and GradientBoostingRegressor: Newton boosting of histogram trees.
+
+Each round computes the loss's gradients and hessians of every row, grows
+one tree (K trees for K-class log-loss, as one batch of trees) with the
+Newton criterion of :mod:`gputrees._criteria` (leaf value ``-G / (H + l2)``,
+XGBoost's split gain), and adds ``learning_rate`` times the leaf values to the
+raw predictions. The grower records the leaf each training row ends in, so
+the raw predictions are updated without a prediction pass; validation rows
+are pushed through the round's trees only (incremental).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import sys
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.model_selection import train_test_split
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _backend
+from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
+from ._criteria import Newton
+from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, TreeBatch, grow
+from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
+from ._predictor import apply_trees, gather_node_values
+from ._validation import check_finite_x, regression_target, sample_weight_to_host, to_numeric_2d, y_to_host
+from .kernels import get_kernels
+
+__all__ = ["GradientBoostingClassifier", "GradientBoostingRegressor"]
+
+#: Prediction pushes at most this many (row, tree) pairs through the trees
+#: at once (a few int64/float64 arrays of that size: ~100 MB).
+PREDICT_CHUNK = 1 << 22
+#: early_stopping="auto" turns early stopping on above this many rows (scikit-learn's rule).
+AUTO_EARLY_STOPPING_ROWS = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class _Round:
+    """The K trees of one boosting round and their leaf values (device arrays).
+
+    ``values`` (K, n_nodes) float64 are the values added to the raw
+    predictions (learning rate included); 0 at internal nodes.
+    """
+
+    batch: TreeBatch
+    values: object
+
+
+def _stack_rounds(xp, rounds):
+    """One padded TreeBatch (n_rounds * K trees) and values (n_trees, width) of all rounds."""
+    width = max(int(r.batch.left.shape[1]) for r in rounds)
+
+    def pad(a, fill):
+        extra = width - int(a.shape[1])
+        if extra == 0:
+            return a
+        shape = (a.shape[0], extra) + tuple(a.shape[2:])
+        return xp.concat([a, xp.full(shape, fill, dtype=a.dtype)], axis=1)
+
+    def cat(name, fill):
+        return xp.concat([pad(getattr(r.batch, name), fill) for r in rounds], axis=0)
+
+    batch = TreeBatch(
+        node_count=np.concatenate([r.batch.node_count for r in rounds]),
+        left=cat("left", -1),
+        right=cat("right", -1),
+        feature=cat("feature", -2),
+        bin=cat("bin", -1),
+        missing_left=cat("missing_left", False),
+        is_categorical=cat("is_categorical", False),
+        cat_left=cat("cat_left", False),
+        threshold=cat("threshold", -2.0),
+        stats=cat("stats", 0.0),
+        depth=cat("depth", 0),
+        max_depth=max(r.batch.max_depth for r in rounds),
+    )
+    values = xp.concat([pad(r.values, 0.0) for r in rounds], axis=0)
+    return batch, values
+
+
+def _set_params(est, params):
+    """Store the constructor's arguments (``locals()`` of ``__init__``) as attributes, unchanged."""
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(est, name, value)
+
+
+class _BaseGradientBoosting(BaseEstimator):
+    _parameter_constraints: dict = {
+        "learning_rate": [Interval(numbers.Real, 0.0, None, closed="neither")],
+        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_depth": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "max_leaf_nodes": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "min_samples_leaf": [Interval(numbers.Integral, 1, None, closed="left")],
+        "min_child_weight": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "min_split_gain": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "l2_regularization": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "subsample": [Interval(numbers.Real, 0.0, 1.0, closed="right")],
+        "max_features": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(numbers.Real, 0.0, 1.0, closed="right"),
+            None,
+        ],
+        "colsample_bytree": [Interval(numbers.Real, 0.0, 1.0, closed="right")],
+        "max_bins": [Interval(numbers.Integral, 2, MAX_BINS_LIMIT, closed="both")],
+        "categorical_features": ["array-like", None],
+        "monotonic_cst": ["array-like", dict, None],
+        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "random_state": ["random_state"],
+        "device": [StrOptions({"cpu", "cuda"}), None],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+        "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
+    }
+    _is_classifier = False
+
+    # -- configuration ------------------------------------------------------
+    def _grower_params(self, n_features: int) -> GrowerParams:
+        mf = self.max_features
+        if mf is None:
+            k = None
+        elif isinstance(mf, numbers.Integral):
+            if mf > n_features:
+                raise ValueError(f"max_features={mf} is larger than n_features={n_features}")
+            k = int(mf)
+        else:
+            k = max(1, int(mf * n_features))
+        return GrowerParams(
+            max_depth=self.max_depth,
+            min_samples_split=2 * self.min_samples_leaf,
+            min_samples_leaf=self.min_samples_leaf,
+            min_weight_leaf=float(self.min_child_weight),
+            min_impurity_decrease=float(self.min_split_gain),
+            max_leaf_nodes=self.max_leaf_nodes,
+            max_features=k,
+            memory_limit=self.memory_limit,
+            sorted_small_nodes=False,
+            # row subsampling leaves rows out of the counts: cut at the
+            # feature's next bin so that every row is routed like its code
+            local_thresholds=False,
+        )
+
+    def _monotonic(self, n_features: int, is_cat, feature_names):
+        """``monotonic_cst`` as an int8 array (n_features,) or None."""
+        cst = self.monotonic_cst
+        if cst is None:
+            return None
+        if isinstance(cst, dict):
+            out = np.zeros(n_features, dtype=np.int8)
+            names = list(feature_names) if feature_names is not None else None
+            for key, v in cst.items():
+                if isinstance(key, str):
+                    if names is None or key not in names:
+                        raise ValueError(f"monotonic_cst names feature {key!r}, which is not a column of X")
+                    j = names.index(key)
+                elif isinstance(key, numbers.Integral) and 0 <= key < n_features:
+                    j = int(key)
+                else:
+                    raise ValueError(f"monotonic_cst key {key!r} is not a feature index or name")
+                out[j] = v if v in (-1, 0, 1) else 2
+        else:
+            arr = np.asarray(cst)
+            if arr.shape != (n_features,):
+                raise ValueError(f"monotonic_cst has shape {arr.shape}, expected ({n_features},)")
+            out = arr
+        if not np.all(np.isin(out, (-1, 0, 1))):
+            raise ValueError("monotonic_cst values must be -1, 0 or 1")
+        out = np.asarray(out, dtype=np.int8)
+        bad = np.flatnonzero((out != 0) & np.asarray(is_cat))
+        if bad.size:
+            raise ValueError(f"monotonic constraints are not supported on categorical features {bad.tolist()}")
+        if np.any(out != 0) and self._is_classifier and getattr(self, "n_classes_", 2) > 2:
+            raise ValueError("monotonic_cst is not supported for multi-class classification")
+        return out if np.any(out != 0) else None
+
+    def _early_stopping_on(self, n: int) -> bool:
+        if self.early_stopping == "auto":
+            return n > AUTO_EARLY_STOPPING_ROWS
+        return bool(self.early_stopping)
+
+    # -- fit ----------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Boost trees.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array; NaN marks missing values.
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+        eval_set : list of (X_val, y_val) pairs, optional
+            Validation sets scored after every round. Early stopping (when on)
+            watches the last one instead of holding out ``validation_fraction``
+            of the training rows.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        warm = self.warm_start and hasattr(self, "_rounds")
+        if warm and self.n_estimators < len(self._rounds):
+            raise ValueError(
+                f"n_estimators={self.n_estimators} must be at least the {len(self._rounds)} rounds "
+                "already fitted when warm_start=True"
+            )
+        if warm and self.n_estimators == len(self._rounds):
+            return self
+        xp = _backend.namespace_of(self._baseline) if warm else _backend.namespace_for(X, self.device)
+        Xd, is_cat, categories = to_numeric_2d(
+            X, xp, None if warm else self.categorical_features, self._categories if warm else None
+        )
+        validate_data(self, X, reset=not warm, skip_check_array=True)
+        check_finite_x(xp, Xd)
+        n, n_features = Xd.shape
+        y_host = y_to_host(y, n, multi_output=False)
+        sw = sample_weight_to_host(sample_weight, n)
+        y_enc, sw = self._encode_y(y_host, sw, fit=not warm)
+        kernels = get_kernels(xp)
+        loss = self._make_loss(kernels)
+        mono = self._monotonic(n_features, is_cat, getattr(self, "feature_names_in_", None))
+        rng = _backend.host_rng(self.random_state)
+        seed = int(rng.integers(0, 2**31 - 1))
+        if not warm:
+            self._categories = categories
+
+        # validation rows
+        val_sets = []
+        if eval_set is not None:
+            val_sets = [self._validation_pair(xp, Xv, yv) for Xv, yv in self._check_eval_set(eval_set)]
+        es = self._early_stopping_on(n)
+        if es and not val_sets:
+            train, held = self._holdout(y_enc, seed)
+            val_sets = [
+                (
+                    xp.take(Xd, _backend.from_numpy(xp, held), axis=0),
+                    _backend.from_numpy(xp, y_enc[held]),
+                    _backend.from_numpy(xp, sw[held]),
+                )
+            ]
+            Xd = xp.take(Xd, _backend.from_numpy(xp, train), axis=0)
+            y_enc, sw = y_enc[train], sw[train]
+        if not np.any(sw > 0):
+            raise ValueError("every training row has sample_weight 0")
+        n = int(Xd.shape[0])
+        y_dev = _backend.from_numpy(xp, y_enc)
+        w_dev = _backend.from_numpy(xp, sw)
+
+        if warm:
+            bin_mapper = self._bin_mapper
+        else:
+            bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
+            self._bin_mapper = bin_mapper
+            self.is_categorical_ = np.asarray(is_cat, dtype=bool)
+            self._baseline = loss.baseline(xp, kernels, y_dev, w_dev)
+            self._rounds = []
+            self.train_score_ = []
+            self.validation_score_ = []
+            self._eval_scores = []
+        codes = bin_mapper.transform(xp, Xd)
+        k = loss.n_trees_per_round
+        raw = self._raw_binned(xp, bin_mapper.encode_for_predict(xp, Xd), n)
+        val = []
+        for Xv, yv, wv in val_sets:
+            Xvp = bin_mapper.encode_for_predict(xp, Xv)
+            val.append((Xvp, yv, wv, self._raw_binned(xp, Xvp, int(Xv.shape[0]))))
+        params = self._grower_params(n_features)
+        criterion = Newton(self.l2_regularization)
+        train_scores = list(self.train_score_) if warm else []
+        val_scores = [list(s) for s in self._eval_scores] if warm else [[] for _ in val]
+        if not warm:
+            train_scores.append(-loss.loss(xp, raw, y_dev, w_dev))
+            for i, (_, yv, wv, rv) in enumerate(val):
+                val_scores[i].append(-loss.loss(xp, rv, yv, wv))
+        rounds = list(self._rounds)
+        start = len(rounds)
+        n_sub = max(1, int(self.subsample * n)) if self.subsample < 1.0 else n
+        n_col = max(1, int(self.colsample_bytree * n_features))
+        t0 = time.perf_counter()
+        stopped_at = None
+        for it in range(start, self.n_estimators):
+            round_rng = np.random.default_rng([seed, it])
+            g, h = loss.gradients(xp, raw, y_dev, w_dev)
+            count = xp.ones(n, dtype=xp.float64)
+            if n_sub < n:
+                inbag = np.zeros(n, dtype=np.float64)
+                inbag[round_rng.choice(n, size=n_sub, replace=False)] = 1.0
+                count = _backend.from_numpy(xp, inbag)
+                g, h = g * count[:, None], h * count[:, None]
+            channels = xp.stack(
+                [xp.broadcast_to(count[None, :], (k, n)), xp.permute_dims(g, (1, 0)), xp.permute_dims(h, (1, 0))],
+                axis=2,
+            )
+            tree_features = None
+            if n_col < n_features:
+                tree_features = np.zeros((k, n_features), dtype=bool)
+                for t in range(k):
+                    tree_features[t, round_rng.choice(n_features, size=n_col, replace=False)] = True
+            inputs = GrowerInputs(
+                codes=codes,
+                channels=channels,
+                multiplicity=None,
+                bin_mapper=bin_mapper,
+                criterion=criterion,
+                kernels=kernels,
+                rng=round_rng,
+                tree_features=tree_features,
+                record_leaves=True,
+                monotonic_cst=mono,
+            )
+            batch = grow(xp, inputs, params)
+            values = self._leaf_values(xp, kernels, loss, criterion, batch, raw, y_dev, w_dev * count)
+            values = self.learning_rate * values
+            leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)
+            raw = raw + gather_node_values(xp, values, leaves)
+            batch = dataclasses.replace(batch, row_leaf=None)
+            rounds.append(_Round(batch=batch, values=values))
+            train_scores.append(-loss.loss(xp, raw, y_dev, w_dev))
+            for i, (Xvp, yv, wv, rv) in enumerate(val):
+                lv = apply_trees(xp, batch, Xvp, bin_mapper.missing_bin)
+                rv = rv + gather_node_values(xp, values, lv)
+                val[i] = (Xvp, yv, wv, rv)
+                val_scores[i].append(-loss.loss(xp, rv, yv, wv))
+            self._report(it, train_scores, val_scores, t0, start)
+            if es and self._should_stop(val_scores[-1]):
+                stopped_at = it
+                if int(self.verbose) > 0:
+                    print(
+                        f"early stopping after round {it + 1}: no validation improvement for "
+                        f"{self.n_iter_no_change} rounds",
+                        flush=True,
+                    )
+                break
+        self._rounds = rounds
+        self.train_score_ = np.asarray(train_scores, dtype=np.float64)
+        self._eval_scores = [np.asarray(s, dtype=np.float64) for s in val_scores]
+        self.validation_score_ = self._eval_scores[-1] if val_scores else np.zeros(0, dtype=np.float64)
+        self.best_iteration_ = None
+        if val_scores:
+            # best round (0-based) by the last validation set, ignoring the baseline
+            self.best_iteration_ = int(np.argmax(self.validation_score_[1:]))
+            if stopped_at is not None:
+                self._rounds = self._rounds[: self.best_iteration_ + 1]
+        self.n_iter_ = len(self._rounds)
+        self.n_trees_per_iteration_ = k
+        self._forest_cache = _stack_rounds(xp, self._rounds) if self._rounds else None
+        return self
+
+    def _check_eval_set(self, eval_set):
+        if not isinstance(eval_set, (list, tuple)) or not eval_set:
+            raise ValueError("eval_set must be a non-empty list of (X_val, y_val) pairs")
+        for pair in eval_set:
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise ValueError("eval_set must be a list of (X_val, y_val) pairs")
+        return eval_set
+
+    def _validation_pair(self, xp, Xv, yv):
+        Xvd, _, _ = to_numeric_2d(Xv, xp, None, self._categories)
+        if Xvd.shape[1] != self.n_features_in_:
+            raise ValueError(f"eval_set X has {Xvd.shape[1]} features, X has {self.n_features_in_}")
+        check_finite_x(xp, Xvd)
+        n = int(Xvd.shape[0])
+        yv_host = y_to_host(yv, n, multi_output=False)
+        yv_enc = self._encode_eval_y(yv_host)
+        return Xvd, _backend.from_numpy(xp, yv_enc), xp.ones(n, dtype=xp.float64)
+
+    def _holdout(self, y_enc, seed):
+        n = y_enc.shape[0]
+        n_val = int(math.ceil(self.validation_fraction * n))
+        if n_val < 1 or n - n_val < 1:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves no training or no validation rows out of {n}"
+            )
+        stratify = None
+        if self._is_classifier:
+            counts = np.bincount(y_enc.astype(np.int64))
+            counts = counts[counts > 0]
+            if counts.min() >= 2 and n_val >= counts.shape[0]:
+                stratify = y_enc
+        train, held = train_test_split(np.arange(n), test_size=n_val, random_state=seed, stratify=stratify)
+        return np.sort(train), np.sort(held)
+
+    def _should_stop(self, scores) -> bool:
+        """scikit-learn's rule: none of the last ``n_iter_no_change`` scores beat the one before them by ``tol``."""
+        m = self.n_iter_no_change
+        if len(scores) <= m:
+            return False
+        reference = scores[-m - 1] + self.tol
+        return not any(s > reference for s in scores[-m:])
+
+    def _report(self, it, train_scores, val_scores, t0, start):
+        v = int(self.verbose)
+        if v <= 0:
+            return
+        done = it + 1
+        if done % v and done != self.n_estimators:
+            return
+        elapsed = time.perf_counter() - t0
+        left = elapsed / (done - start) * (self.n_estimators - done)
+        msg = f"[{done}/{self.n_estimators}] train loss {-train_scores[-1]:.6g}"
+        for i, s in enumerate(val_scores):
+            msg += f", valid{i if len(val_scores) > 1 else ''} loss {-s[-1]:.6g}"
+        msg += f" ({elapsed:.1f} s, ~{left:.1f} s left)"
+        print(msg, file=sys.stdout, flush=True)
+
+    def _leaf_values(self, xp, kernels, loss, criterion, batch, raw, y, w):
+        """Unscaled values (K, n_nodes) of the round's trees (0 at internal nodes)."""
+        values = criterion.leaf_value(xp, batch.stats)
+        if loss.needs_leaf_update:
+            n_nodes = int(batch.left.shape[1])
+            leaf = batch.row_leaf[0, :]
+            values = loss.leaf_estimates(xp, kernels, leaf, raw, y, w, n_nodes)[None, :]
+        if batch.lower is not None:
+            values = xp.clip(values, batch.lower, batch.upper)
+        return xp.where(batch.left < 0, values, xp.zeros_like(values))
+
+    # -- predict --------------------------------------------------------------
+    def _forest(self):
+        """All rounds as one padded batch and its values (built at the end of fit)."""
+        return self._forest_cache
+
+    def _raw_binned(self, xp, Xp, n):
+        """Raw predictions (n, K) of the fitted rounds for prediction-encoded rows ``Xp``."""
+        base = xp.broadcast_to(self._baseline[None, :], (n, int(self._baseline.shape[0])))
+        if not getattr(self, "_rounds", None):
+            return xp.asarray(base, copy=True)
+        batch, values = self._forest()
+        n_trees = int(batch.left.shape[0])
+        k = int(self._baseline.shape[0])
+        step = max(1, PREDICT_CHUNK // n_trees)
+        parts = []
+        for s in range(0, n, step):
+            stop = min(n, s + step)
+            leaves = apply_trees(xp, batch, Xp[s:stop, :], self._bin_mapper.missing_bin)
+            contrib = gather_node_values(xp, values, leaves)  # (m, n_trees)
+            contrib = xp.reshape(contrib, (stop - s, n_trees // k, k))
+            # added round after round, in training's order, so that the sums
+            # are bit-identical to the raw predictions of the fit (warm_start)
+            acc = base[s:stop, :]
+            for r in range(n_trees // k):
+                acc = acc + contrib[:, r, :]
+            parts.append(acc)
+        if not parts:
+            return xp.asarray(base, copy=True)
+        return xp.concat(parts, axis=0)
+
+    def _prepared(self, X):
+        check_is_fitted(self, "_rounds")
+        xp = _backend.namespace_of(self._baseline)
+        Xd, _, _ = to_numeric_2d(X, xp, None, self._categories)
+        validate_data(self, X, reset=False, skip_check_array=True)
+        check_finite_x(xp, Xd)
+        return xp, self._bin_mapper.encode_for_predict(xp, Xd)
+
+    def _raw_predict(self, X):
+        xp, Xp = self._prepared(X)
+        return xp, self._raw_binned(xp, Xp, int(Xp.shape[0]))
+
+    def _staged_raw(self, X):
+        xp, Xp = self._prepared(X)
+        n = int(Xp.shape[0])
+        raw = xp.broadcast_to(self._baseline[None, :], (n, int(self._baseline.shape[0])))
+        for r in self._rounds:
+            leaves = apply_trees(xp, r.batch, Xp, self._bin_mapper.missing_bin)
+            raw = raw + gather_node_values(xp, r.values, leaves)
+            yield xp, raw
+
+    def _output(self, X, a):
+        if _backend.is_array_api_array(X):
+            return _backend.convert_to_namespace(_backend.namespace_of(X), a)
+        return _backend.to_numpy(a)
+
+    # -- trees and importances -------------------------------------------------
+    @property
+    def trees_(self):
+        """All trees as one padded :class:`~gputrees._grower.TreeBatch` (n_iter_ * K trees x nodes).
+
+        Tree ``r * K + k`` is round ``r``'s tree of class ``k``.
+        """
+        check_is_fitted(self, "_rounds")
+        return self._forest()[0]
+
+    @property
+    def tree_values_(self):
+        """Value each node adds to the raw prediction (learning rate included), (n_trees, n_nodes) float64."""
+        check_is_fitted(self, "_rounds")
+        return self._forest()[1]
+
+    def get_feature_importance(self, importance_type="gain"):
+        """Per-feature importance, shape (n_features_in_,), float64, summing to 1 (0 if no split).
+
+        Parameters
+        ----------
+        importance_type : {"gain", "split"}
+            ``"gain"``: total split gain ``G_l^2/(H_l+l2) + G_r^2/(H_r+l2) -
+            G^2/(H+l2)`` of the feature's splits; ``"split"``: how many splits
+            use it.
+        """
+        check_is_fitted(self, "_rounds")
+        if importance_type not in ("gain", "split"):
+            raise ValueError(f"importance_type must be 'gain' or 'split', got {importance_type!r}")
+        out = np.zeros(self.n_features_in_, dtype=np.float64)
+        crit = Newton(self.l2_regularization)
+        for r in self._rounds:
+            b = r.batch
+            left = _backend.to_numpy(b.left)
+            right = _backend.to_numpy(b.right)
+            feat = _backend.to_numpy(b.feature)
+            stats = _backend.to_numpy(b.stats)
+            t, i = np.nonzero(left >= 0)
+            if importance_type == "split":
+                np.add.at(out, feat[t, i], 1.0)
+                continue
+            gain = (
+                crit.score(np, stats[t, left[t, i]])
+                + crit.score(np, stats[t, right[t, i]])
+                - crit.score(np, stats[t, i])
+            )
+            np.add.at(out, feat[t, i], np.maximum(gain, 0.0))
+        total = out.sum()
+        return out / total if total > 0 else out
+
+    @property
+    def feature_importances_(self):
+        """Normalised total split gain of each feature, shape (n_features_in_,)."""
+        return self.get_feature_importance("gain")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+_PARAMS_DOC = """
+    learning_rate : float, default=0.1
+        Shrinkage of every tree's values.
+    n_estimators : int, default=100
+        Number of boosting rounds (most, with early stopping).
+    max_depth : int or None, default=6
+        Maximum depth of each tree (depth-wise growth, as XGBoost's default).
+    max_leaf_nodes : int or None, default=None
+        Grow best-first (the leaf of largest gain next) up to this many leaves.
+    min_samples_leaf : int, default=20
+        Minimum number of (sampled) rows in a leaf.
+    min_child_weight : float, default=1e-3
+        Minimum hessian sum in a leaf (XGBoost's ``min_child_weight``).
+    min_split_gain : float, default=0.0
+        A split is made only if its gain is larger than this (LightGBM's
+        ``min_gain_to_split``; XGBoost's ``gamma`` on the same gain scale,
+        applied while growing rather than by post-pruning).
+    l2_regularization : float, default=0.0
+        L2 penalty on leaf values: leaf value ``-G / (H + l2_regularization)``.
+    subsample : float, default=1.0
+        Fraction of the rows drawn (without replacement) each round; the
+        others get zero gradient and hessian, as XGBoost's uniform sampling.
+    max_features : int, float or None, default=None
+        Features searched per split (a float is a fraction of them).
+    colsample_bytree : float, default=1.0
+        Fraction of the features each tree may use.
+    max_bins : int, default=255
+        Value bins per feature (2 .. 65535); missing values get one more.
+    categorical_features : array-like or None, default=None
+        Columns split as categories (indices, names or mask); pandas
+        ``category`` columns always are.
+    monotonic_cst : array-like of int of shape (n_features,), dict or None, default=None
+        -1 / 0 / +1 per feature (or {index or name: constraint}): the
+        prediction must decrease / may do anything / must increase with the
+        feature, enforced as XGBoost does (ordered children, bounds passed
+        down). Not for categorical features or multi-class classification.
+    early_stopping : "auto" or bool, default="auto"
+        Stop when the validation loss has not improved by more than ``tol``
+        for ``n_iter_no_change`` rounds; "auto" turns it on above 10,000
+        rows. The model keeps the rounds up to the best one
+        (``best_iteration_``).
+    validation_fraction : float, default=0.1
+        Rows held out for early stopping when no ``eval_set`` is given
+        (stratified for classifiers).
+    n_iter_no_change : int, default=10
+    tol : float, default=1e-7
+    random_state : int, RandomState instance or None, default=None
+        Seed of the subsampling, the feature draws and the validation split.
+    device : {None, "cpu", "cuda"}, default=None
+        None follows the input (CuPy arrays train on the GPU).
+    verbose : int, default=0
+        Print the training and validation loss every ``verbose`` rounds.
+    warm_start : bool, default=False
+        Fit more rounds on a fitted model (raise ``n_estimators`` and fit
+        again on the same data).
+    memory_limit : int, default=1 GiB
+        Bound on the histogram memory of one level (see ``gputrees._grower``).
+
+    Attributes
+    ----------
+    n_iter_ : int
+        Rounds kept.
+    n_trees_per_iteration_ : int
+    train_score_ : ndarray of shape (n_rounds_fitted + 1,)
+        Minus the training loss before the first round and after each round
+        (scikit-learn's convention: higher is better).
+    validation_score_ : ndarray of shape (n_rounds_fitted + 1,)
+        The same on the last validation set (empty without one).
+    best_iteration_ : int or None
+        0-based round of the best validation score.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Normalised total gain (see :meth:`get_feature_importance`).
+    trees_, tree_values_
+        The trees as padded arrays and each node's value.
+    n_features_in_, feature_names_in_
+"""
+
+
+class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
+    __doc__ = (
+        """Gradient boosting of histogram trees for classification (log-loss).
+
+    Binary: one tree per round on the log-odds (sigmoid link). K > 2 classes:
+    K trees per round, grown together as one batch of trees (softmax link).
+
+    Parameters
+    ----------
+    loss : {"log_loss"}, default="log_loss"
+    """
+        + _PARAMS_DOC.replace(
+            "    Attributes\n",
+            "    class_weight : dict, \"balanced\" or None, default=None\n"
+            "        Multiplied into the sample weights.\n\n    Attributes\n",
+        )
+        + """    classes_ : ndarray of shape (n_classes,)
+    n_classes_ : int
+    """
+    )
+    _parameter_constraints = {
+        **_BaseGradientBoosting._parameter_constraints,
+        "loss": [StrOptions({"log_loss"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+    _is_classifier = True
+
+    def __init__(
+        self,
+        *,
+        loss="log_loss",
+        learning_rate=0.1,
+        n_estimators=100,
+        max_depth=6,
+        max_leaf_nodes=None,
+        min_samples_leaf=20,
+        min_child_weight=1e-3,
+        min_split_gain=0.0,
+        l2_regularization=0.0,
+        subsample=1.0,
+        max_features=None,
+        colsample_bytree=1.0,
+        max_bins=255,
+        categorical_features=None,
+        monotonic_cst=None,
+        class_weight=None,
+        early_stopping="auto",
+        validation_fraction=0.1,
+        n_iter_no_change=10,
+        tol=1e-7,
+        random_state=None,
+        device=None,
+        verbose=0,
+        warm_start=False,
+        memory_limit=DEFAULT_MEMORY_LIMIT,
+    ):
+        _set_params(self, locals())
+
+    def _encode_y(self, y, sw, fit):
+        check_classification_targets(y)
+        if fit:
+            classes, y_enc = np.unique(y, return_inverse=True)
+            if classes.shape[0] < 2:
+                raise ValueError(
+                    f"GradientBoostingClassifier needs at least 2 classes in y, got {classes.shape[0]} class"
+                )
+            self.classes_ = classes
+            self.n_classes_ = int(classes.shape[0])
+        else:
+            y_enc = self._encode_eval_y(y)
+            if np.any(y_enc < 0):
+                raise ValueError("y has labels not seen in the first fit (warm_start)")
+        if self.class_weight is not None:
+            sw = sw * compute_sample_weight(self.class_weight, y)
+        return y_enc.astype(np.float64), sw
+
+    def _encode_eval_y(self, y):
+        classes = self.classes_
+        pos = np.clip(np.searchsorted(classes, y), 0, classes.shape[0] - 1)
+        known = classes[pos] == y
+        if not np.all(known):
+            bad = np.unique(y[~known]).tolist()[:5]
+            raise ValueError(f"eval_set y has labels {bad} not in the training classes {classes.tolist()}")
+        return pos.astype(np.float64)
+
+    def _make_loss(self, kernels):
+        if self.n_classes_ == 2:
+            return BinaryLogLoss()
+        return MultinomialLogLoss(self.n_classes_)
+
+    def decision_function(self, X):
+        """Raw scores: log-odds (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
+        xp, raw = self._raw_predict(X)
+        return self._output(X, raw[:, 0] if self.n_classes_ == 2 else raw)
+
+    def staged_decision_function(self, X):
+        """Yield :meth:`decision_function` after each round."""
+        for _, raw in self._staged_raw(X):
+            yield self._output(X, raw[:, 0] if self.n_classes_ == 2 else raw)
+
+    def _proba(self, xp, raw):
+        return (BinaryLogLoss() if self.n_classes_ == 2 else MultinomialLogLoss(self.n_classes_)).proba(xp, raw)
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes), float64."""
+        xp, raw = self._raw_predict(X)
+        return self._output(X, self._proba(xp, raw))
+
+    def staged_predict_proba(self, X):
+        """Yield :meth:`predict_proba` after each round."""
+        for xp, raw in self._staged_raw(X):
+            yield self._output(X, self._proba(xp, raw))
+
+    def _labels(self, X, xp, raw):
+        idx = xp.argmax(raw, axis=1) if self.n_classes_ > 2 else xp.astype(raw[:, 0] > 0, xp.int64)
+        if _backend.is_array_api_array(X) and self.classes_.dtype.kind in "biuf":
+            xin = _backend.namespace_of(X)
+            classes = _backend.from_numpy(xin, self.classes_)
+            return xin.take(classes, _backend.convert_to_namespace(xin, idx))
+        return self.classes_[_backend.to_numpy(idx)]
+
+    def predict(self, X):
+        """Most probable class of each sample, shape (n_samples,)."""
+        xp, raw = self._raw_predict(X)
+        return self._labels(X, xp, raw)
+
+    def staged_predict(self, X):
+        """Yield :meth:`predict` after each round."""
+        for xp, raw in self._staged_raw(X):
+            yield self._labels(X, xp, raw)
+
+
+class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
+    __doc__ = (
+        """Gradient boosting of histogram trees for regression.
+
+    Parameters
+    ----------
+    loss : {"squared_error", "absolute_error", "huber", "quantile", "poisson", "gamma"}, default="squared_error"
+        Half squared error; absolute error and quantile (leaves re-estimated as
+        the median / ``alpha``-quantile of their residuals); Huber (``delta``
+        the ``alpha``-quantile of the absolute residuals each round); Poisson
+        and gamma deviances with a log link (y >= 0 with a positive sum, y > 0).
+    alpha : float, default=0.9
+        Quantile level of ``"quantile"``, and of ``delta`` for ``"huber"``.
+    """
+        + _PARAMS_DOC
+    )
+    _parameter_constraints = {
+        **_BaseGradientBoosting._parameter_constraints,
+        "loss": [StrOptions(set(REGRESSION_LOSSES))],
+        "alpha": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        *,
+        loss="squared_error",
+        alpha=0.9,
+        learning_rate=0.1,
+        n_estimators=100,
+        max_depth=6,
+        max_leaf_nodes=None,
+        min_samples_leaf=20,
+        min_child_weight=1e-3,
+        min_split_gain=0.0,
+        l2_regularization=0.0,
+        subsample=1.0,
+        max_features=None,
+        colsample_bytree=1.0,
+        max_bins=255,
+        categorical_features=None,
+        monotonic_cst=None,
+        early_stopping="auto",
+        validation_fraction=0.1,
+        n_iter_no_change=10,
+        tol=1e-7,
+        random_state=None,
+        device=None,
+        verbose=0,
+        warm_start=False,
+        memory_limit=DEFAULT_MEMORY_LIMIT,
+    ):
+        _set_params(self, locals())
+
+    def _encode_y(self, y, sw, fit):
+        y = self._encode_eval_y(y)
+        if self.loss == "poisson" and (np.any(y < 0) or not np.sum(y * (sw > 0)) > 0):
+            raise ValueError("loss='poisson' needs y >= 0 and a positive sum of y")
+        if self.loss == "gamma" and np.any(y <= 0):
+            raise ValueError("loss='gamma' needs y > 0")
+        return y, sw
+
+    def _encode_eval_y(self, y):
+        return regression_target(y)
+
+    def _make_loss(self, kernels):
+        return make_regression_loss(self.loss, self.alpha, kernels)
+
+    def _link(self, xp, raw):
+        if self.loss in ("poisson", "gamma"):
+            return xp.exp(raw[:, 0])
+        return raw[:, 0]
+
+    def predict(self, X):
+        """Predicted target, shape (n_samples,), float64."""
+        xp, raw = self._raw_predict(X)
+        return self._output(X, self._link(xp, raw))
+
+    def staged_predict(self, X):
+        """Yield :meth:`predict` after each round."""
+        for xp, raw in self._staged_raw(X):
+            yield self._output(X, self._link(xp, raw))
