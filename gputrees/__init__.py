@@ -13,6 +13,7 @@ from ._forest import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from ._weight_boosting import AdaBoostClassifier, AdaBoostRegressor
 
 __version__ = "0.1.0"
 
@@ -23,6 +24,8 @@ __all__ = [
     "RandomForestRegressor",
     "ExtraTreesClassifier",
     "ExtraTreesRegressor",
+    "AdaBoostClassifier",
+    "AdaBoostRegressor",
     "GradientBoostingClassifier",
     "GradientBoostingRegressor",
     "export_graphviz",

@@ -163,6 +163,14 @@ class _BaseTree(BaseEstimator):
         batch = grow(xp, inputs, params)
         if apply_pruning and self.ccp_alpha > 0.0:
             batch = prune_ccp(xp, batch, criterion, self.ccp_alpha)
+        self._install(xp, batch, bin_mapper, criterion, categories, is_cat, k)
+        if apply_pruning and validation is not None:
+            Xv, yv, wv = validation
+            self._prune_reduced_error(xp, Xv, yv, wv)
+        return self
+
+    def _install(self, xp, batch, bin_mapper, criterion, categories, is_cat, k):
+        """Set the fitted state from a grown one-tree batch and the fit's binning."""
         self._bin_mapper = bin_mapper
         self._criterion = criterion
         self._categories = categories
@@ -170,15 +178,108 @@ class _BaseTree(BaseEstimator):
         self.is_categorical_ = is_cat
         self.categories_ = [
             None if not is_cat[j] else (categories[j] if categories[j] is not None else _backend.to_numpy(bin_mapper.category_values[j]))
-            for j in range(n_features)
+            for j in range(is_cat.shape[0])
         ]
         self._set_batch(xp, batch)
         for attr in ("pruned_nodes_", "validation_errors_"):
             if hasattr(self, attr):
                 delattr(self, attr)
-        if apply_pruning and validation is not None:
-            Xv, yv, wv = validation
-            self._prune_reduced_error(xp, Xv, yv, wv)
+
+    # -- many fits on data binned once (AdaBoost) --------------------------------
+    def _bin_once(self, X, y, sample_weight):
+        """Check, encode and bin the training data once for a sequence of fits.
+
+        Runs the fit-time checks of :meth:`fit` on this estimator (setting
+        ``n_features_in_``, ``classes_``, ...), drops the rows of weight 0 and
+        bins the rest; :meth:`_fit_binned` then grows trees on it with any
+        weights, without binning again. ``pruning`` must be None.
+
+        Returns
+        -------
+        data : Bunch
+            ``xp`` (namespace); ``codes`` (n, n_features), uint8/uint16;
+            ``X_predict`` (n, n_features), float64, the rows as
+            :func:`apply_trees` reads them; ``y_dev`` the encoded targets on
+            the device ((n,) int64 class codes or (n, n_outputs) float64);
+            ``sample_weight`` (n,) float64, host, the kept rows' weights;
+            ``class_factor`` (n,) float64, device, the ``class_weight``
+            factor of each row (ones without); ``n_input``, the number of
+            rows of ``X``; the binning and the fitted attributes to copy onto
+            every tree.
+        """
+        self._validate_params()
+        if self.pruning is not None:
+            raise ValueError("pruning must be None to fit on data binned once")
+        xp, Xd, is_cat, categories = self._prepare_X(X, fit=True)
+        n_samples = Xd.shape[0]
+        y_host = y_to_host(y, n_samples, multi_output=not self._is_classifier)
+        sw = sample_weight_to_host(sample_weight, n_samples)
+        y_enc, criterion, factor = self._encode_target(y_host, np.ones(n_samples))
+        kept = np.flatnonzero(sw > 0)
+        if kept.shape[0] < n_samples:  # a row of weight 0 is a row that is not there
+            Xd = xp.take(Xd, _backend.from_numpy(xp, kept), axis=0)
+            y_enc, factor = y_enc[kept], factor[kept]
+        bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
+        names = ("n_features_in_", "feature_names_in_", "classes_", "n_classes_", "_y_ndim")
+        return Bunch(
+            xp=xp,
+            codes=bin_mapper.transform(xp, Xd),
+            X_predict=bin_mapper.encode_for_predict(xp, Xd),
+            y_dev=_backend.from_numpy(xp, y_enc),
+            sample_weight=sw[kept],
+            class_factor=_backend.from_numpy(xp, factor),
+            n_input=n_samples,
+            bin_mapper=bin_mapper,
+            criterion=criterion,
+            categories=categories,
+            is_categorical=is_cat,
+            attrs={a: getattr(self, a) for a in names if hasattr(self, a)},
+        )
+
+    def _fit_binned(self, data, w, multiplicity=None):
+        """Grow this tree on ``data`` of :meth:`_bin_once` with device weights.
+
+        Parameters
+        ----------
+        data : Bunch
+            From :meth:`_bin_once` (of this estimator or a clone of it).
+        w : array of shape (n,), float64, in ``data.xp``
+            Weight of every row (times ``class_weight``'s factor here).
+        multiplicity : array of shape (n,), float64, in ``data.xp``, or None
+            How many times each row enters (bootstrap counts, counted in
+            ``n_node_samples`` as repeated rows; 0 = out); the weighted
+            channels are multiplied by it too. None: every row once.
+
+        Returns
+        -------
+        self
+        """
+        xp = data.xp
+        for name, value in data.attrs.items():
+            setattr(self, name, value)
+        n_samples, n_features = data.codes.shape
+        w = w * data.class_factor
+        mult, n_rows = None, n_samples
+        if multiplicity is not None:
+            mult = xp.reshape(multiplicity, (1, n_samples))
+            n_rows = int(round(float(xp.sum(multiplicity))))  # fractional min_samples_* count repeats
+        total = float(xp.sum(w if mult is None else w * multiplicity))
+        params = self._grower_params(n_rows, n_features, total)
+        inputs = GrowerInputs(
+            codes=data.codes,
+            channels=data.criterion.row_channels(xp, data.y_dev, w),
+            multiplicity=mult,
+            bin_mapper=data.bin_mapper,
+            criterion=data.criterion,
+            kernels=get_kernels(xp),
+            rng=_backend.host_rng(self.random_state),
+        )
+        batch = grow(xp, inputs, params)
+        if self.ccp_alpha > 0.0:
+            batch = prune_ccp(xp, batch, data.criterion, self.ccp_alpha)
+        self._install(
+            xp, batch, data.bin_mapper, data.criterion, data.categories, data.is_categorical, params.max_features
+        )
         return self
 
     def _set_batch(self, xp, batch):
