@@ -203,7 +203,8 @@ class _BaseGradientBoosting(BaseEstimator):
         eval_set : list of (X_val, y_val) pairs, optional
             Validation sets scored after every round. Early stopping (when on)
             watches the last one instead of holding out ``validation_fraction``
-            of the training rows.
+            of the training rows. Their rows count with weight 1 (no
+            per-row validation weights).
 
         Returns
         -------
