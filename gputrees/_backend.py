@@ -158,3 +158,35 @@ def _is_missing(v) -> bool:
         return bool(np.isnan(v))
     except TypeError:
         return False
+
+
+def output_like(X, a):
+    """``a`` in the namespace of the input ``X`` (array-API input), else as a NumPy array.
+
+    Predictions follow the data: CuPy (or any array-API) input gets its own
+    namespace back; NumPy, pandas and lists get NumPy.
+    """
+    if is_array_api_array(X):
+        return convert_to_namespace(namespace_of(X), a)
+    return to_numpy(a)
+
+
+def labels_like(X, classes, idx):
+    """Class labels ``classes[idx]`` for the input ``X``.
+
+    classes : ndarray of shape (n_classes,) (host); idx : (n,) int64 class codes
+    (device). Numeric labels for array-API input come back in its namespace;
+    otherwise (strings, or NumPy/pandas input) as a NumPy array.
+    """
+    if is_array_api_array(X) and classes.dtype.kind in "biuf":
+        xin = namespace_of(X)
+        return xin.take(from_numpy(xin, classes), convert_to_namespace(xin, idx))
+    return classes[to_numpy(idx)]
+
+
+def log_like(proba):
+    """Elementwise log of probabilities in their own namespace (``-inf`` for 0, without a warning)."""
+    if is_array_api_array(proba):
+        return namespace_of(proba).log(proba)
+    with np.errstate(divide="ignore"):
+        return np.log(proba)

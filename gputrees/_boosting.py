@@ -12,14 +12,12 @@ are pushed through the round's trees only (incremental).
 from __future__ import annotations
 
 import dataclasses
-import math
 import numbers
 import sys
 import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
@@ -31,7 +29,15 @@ from ._criteria import Newton
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, TreeBatch, grow
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
 from ._predictor import apply_trees, gather_node_values
-from ._validation import check_finite_x, regression_target, sample_weight_to_host, to_numeric_2d, y_to_host
+from ._validation import (
+    check_finite_x,
+    holdout_split,
+    regression_target,
+    resolve_max_features,
+    sample_weight_to_host,
+    to_numeric_2d,
+    y_to_host,
+)
 from .kernels import get_kernels
 
 __all__ = ["GradientBoostingClassifier", "GradientBoostingRegressor"]
@@ -128,15 +134,7 @@ class _BaseGradientBoosting(BaseEstimator):
 
     # -- configuration ------------------------------------------------------
     def _grower_params(self, n_features: int) -> GrowerParams:
-        mf = self.max_features
-        if mf is None:
-            k = None
-        elif isinstance(mf, numbers.Integral):
-            if mf > n_features:
-                raise ValueError(f"max_features={mf} is larger than n_features={n_features}")
-            k = int(mf)
-        else:
-            k = max(1, int(mf * n_features))
+        k = resolve_max_features(self.max_features, n_features)
         return GrowerParams(
             max_depth=self.max_depth,
             min_samples_split=2 * self.min_samples_leaf,
@@ -243,7 +241,7 @@ class _BaseGradientBoosting(BaseEstimator):
             val_sets = [self._validation_pair(xp, Xv, yv) for Xv, yv in self._check_eval_set(eval_set)]
         es = self._early_stopping_on(n)
         if es and not val_sets:
-            train, held = self._holdout(y_enc, seed)
+            train, held = holdout_split(n, self.validation_fraction, y_enc if self._is_classifier else None, seed)
             val_sets = [
                 (
                     xp.take(Xd, _backend.from_numpy(xp, held), axis=0),
@@ -377,22 +375,6 @@ class _BaseGradientBoosting(BaseEstimator):
         yv_enc = self._encode_eval_y(yv_host)
         return Xvd, _backend.from_numpy(xp, yv_enc), xp.ones(n, dtype=xp.float64)
 
-    def _holdout(self, y_enc, seed):
-        n = y_enc.shape[0]
-        n_val = int(math.ceil(self.validation_fraction * n))
-        if n_val < 1 or n - n_val < 1:
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction} leaves no training or no validation rows out of {n}"
-            )
-        stratify = None
-        if self._is_classifier:
-            counts = np.bincount(y_enc.astype(np.int64))
-            counts = counts[counts > 0]
-            if counts.min() >= 2 and n_val >= counts.shape[0]:
-                stratify = y_enc
-        train, held = train_test_split(np.arange(n), test_size=n_val, random_state=seed, stratify=stratify)
-        return np.sort(train), np.sort(held)
-
     def _should_stop(self, scores) -> bool:
         """scikit-learn's rule: none of the last ``n_iter_no_change`` scores beat the one before them by ``tol``."""
         m = self.n_iter_no_change
@@ -477,11 +459,6 @@ class _BaseGradientBoosting(BaseEstimator):
             leaves = apply_trees(xp, r.batch, Xp, self._bin_mapper.missing_bin)
             raw = raw + gather_node_values(xp, r.values, leaves)
             yield xp, raw
-
-    def _output(self, X, a):
-        if _backend.is_array_api_array(X):
-            return _backend.convert_to_namespace(_backend.namespace_of(X), a)
-        return _backend.to_numpy(a)
 
     # -- trees and importances -------------------------------------------------
     @property
@@ -715,12 +692,12 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     def decision_function(self, X):
         """Raw scores: log-odds (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
         xp, raw = self._raw_predict(X)
-        return self._output(X, raw[:, 0] if self.n_classes_ == 2 else raw)
+        return _backend.output_like(X, raw[:, 0] if self.n_classes_ == 2 else raw)
 
     def staged_decision_function(self, X):
         """Yield :meth:`decision_function` after each round."""
         for _, raw in self._staged_raw(X):
-            yield self._output(X, raw[:, 0] if self.n_classes_ == 2 else raw)
+            yield _backend.output_like(X, raw[:, 0] if self.n_classes_ == 2 else raw)
 
     def _proba(self, xp, raw):
         return (BinaryLogLoss() if self.n_classes_ == 2 else MultinomialLogLoss(self.n_classes_)).proba(xp, raw)
@@ -728,20 +705,16 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), float64."""
         xp, raw = self._raw_predict(X)
-        return self._output(X, self._proba(xp, raw))
+        return _backend.output_like(X, self._proba(xp, raw))
 
     def staged_predict_proba(self, X):
         """Yield :meth:`predict_proba` after each round."""
         for xp, raw in self._staged_raw(X):
-            yield self._output(X, self._proba(xp, raw))
+            yield _backend.output_like(X, self._proba(xp, raw))
 
     def _labels(self, X, xp, raw):
         idx = xp.argmax(raw, axis=1) if self.n_classes_ > 2 else xp.astype(raw[:, 0] > 0, xp.int64)
-        if _backend.is_array_api_array(X) and self.classes_.dtype.kind in "biuf":
-            xin = _backend.namespace_of(X)
-            classes = _backend.from_numpy(xin, self.classes_)
-            return xin.take(classes, _backend.convert_to_namespace(xin, idx))
-        return self.classes_[_backend.to_numpy(idx)]
+        return _backend.labels_like(X, self.classes_, idx)
 
     def predict(self, X):
         """Most probable class of each sample, shape (n_samples,)."""
@@ -829,9 +802,9 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
     def predict(self, X):
         """Predicted target, shape (n_samples,), float64."""
         xp, raw = self._raw_predict(X)
-        return self._output(X, self._link(xp, raw))
+        return _backend.output_like(X, self._link(xp, raw))
 
     def staged_predict(self, X):
         """Yield :meth:`predict` after each round."""
         for xp, raw in self._staged_raw(X):
-            yield self._output(X, self._link(xp, raw))
+            yield _backend.output_like(X, self._link(xp, raw))

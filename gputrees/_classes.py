@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
-from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
@@ -26,7 +24,9 @@ from ._tree import Tree
 from ._validation import (
     check_finite_x,
     drop_zero_weight_rows,
+    holdout_split,
     regression_target,
+    resolve_max_features,
     sample_weight_to_host,
     to_numeric_2d,
     y_to_host,
@@ -106,19 +106,7 @@ class _BaseTree(BaseEstimator):
         mss = self.min_samples_split
         if not isinstance(mss, numbers.Integral):
             mss = max(2, int(math.ceil(mss * n_samples)))
-        mf = self.max_features
-        if mf is None:
-            k = n_features
-        elif mf == "sqrt":
-            k = max(1, int(math.sqrt(n_features)))
-        elif mf == "log2":
-            k = max(1, int(math.log2(n_features)))
-        elif isinstance(mf, numbers.Integral):
-            if mf > n_features:
-                raise ValueError(f"max_features={mf} is larger than n_features={n_features}")
-            k = int(mf)
-        else:
-            k = max(1, int(mf * n_features))
+        k = resolve_max_features(self.max_features, n_features)
         return int(msl), int(max(mss, 2 * msl)), k
 
     def _fit(self, X, y, sample_weight, apply_pruning=True):
@@ -295,24 +283,10 @@ class _BaseTree(BaseEstimator):
         ``validation_fraction`` of the rows, drawn with ``random_state``;
         stratified by class for classifiers when every class has two rows.
         """
-        n = y_enc.shape[0]
-        n_val = int(math.ceil(self.validation_fraction * n))
-        if n_val < 1 or n - n_val < 1:
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction} leaves no training or no "
-                f"validation rows out of {n}"
-            )
-        stratify = None
-        if self._is_classifier:
-            counts = np.bincount(y_enc)
-            counts = counts[counts > 0]
-            if counts.min() >= 2 and n_val >= counts.shape[0] and n - n_val >= counts.shape[0]:
-                stratify = y_enc
         seed = int(rng.integers(0, 2**31 - 1))
-        train, held = train_test_split(
-            np.arange(n, dtype=np.int64), test_size=n_val, random_state=seed, stratify=stratify
+        return holdout_split(
+            y_enc.shape[0], self.validation_fraction, y_enc if self._is_classifier else None, seed
         )
-        return np.sort(train), np.sort(held)
 
     # -- pruning -----------------------------------------------------------------
     def cost_complexity_pruning_path(self, X, y, sample_weight=None):
@@ -431,16 +405,10 @@ class _BaseTree(BaseEstimator):
         xp, leaves = self._leaves(X)
         return xp, gather_node_values(xp, self._values, leaves)[:, 0, ...]  # (n, n_outputs, k)
 
-    def _output(self, X, a):
-        """Return ``a`` in the namespace of the input ``X``."""
-        if _backend.is_array_api_array(X):
-            return _backend.convert_to_namespace(_backend.namespace_of(X), a)
-        return _backend.to_numpy(a)
-
     def apply(self, X):
         """Index of the leaf (node of ``tree_``) each sample ends in, shape (n_samples,)."""
         _, leaves = self._leaves(X)
-        return self._output(X, leaves[:, 0])
+        return _backend.output_like(X, leaves[:, 0])
 
     def decision_path(self, X):
         """Sparse indicator (n_samples, node_count) of the nodes each sample goes through."""
@@ -650,26 +618,16 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), float64."""
         xp, v = self._node_values(X)
-        return self._output(X, v[:, 0, :])
+        return _backend.output_like(X, v[:, 0, :])
 
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba` (``-inf`` for probability 0)."""
-        proba = self.predict_proba(X)
-        xp = _backend.namespace_of(proba) if _backend.is_array_api_array(proba) else None
-        if xp is None:
-            with np.errstate(divide="ignore"):
-                return np.log(proba)
-        return xp.log(proba)
+        return _backend.log_like(self.predict_proba(X))
 
     def predict(self, X):
         """Most probable class of each sample, shape (n_samples,)."""
         xp, v = self._node_values(X)
-        idx = xp.argmax(v[:, 0, :], axis=1)
-        if _backend.is_array_api_array(X) and self.classes_.dtype.kind in "biuf":
-            xin = _backend.namespace_of(X)
-            classes = _backend.from_numpy(xin, self.classes_)
-            return xin.take(classes, _backend.convert_to_namespace(xin, idx))
-        return self.classes_[_backend.to_numpy(idx)]
+        return _backend.labels_like(X, self.classes_, xp.argmax(v[:, 0, :], axis=1))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -783,7 +741,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
         out = v[:, :, 0]
         if self._y_ndim == 1:
             out = out[:, 0]
-        return self._output(X, out)
+        return _backend.output_like(X, out)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -15,7 +15,6 @@ the same ``random_state`` and ``batch_size`` give the same forest.
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 
@@ -330,7 +329,7 @@ class _BaseForest(BaseEstimator):
         """Leaf index of every sample in every tree, shape (n_samples, n_estimators)."""
         xp, Xp = self._X_for_predict(X)
         leaves = [apply_trees(xp, b, Xp, self._bin_mapper.missing_bin) for b in self._batches]
-        return _forest_output(X, xp.concat(leaves, axis=1))
+        return _backend.output_like(X, xp.concat(leaves, axis=1))
 
     def decision_path(self, X):
         """Nodes each sample goes through.
@@ -470,24 +469,16 @@ class _ForestClassifier(ClassifierMixin, _BaseForest):
         """Mean class probabilities of the trees, shape (n_samples, n_classes)."""
         xp, Xp = self._X_for_predict(X)
         proba = self._mean_values(xp, Xp)[:, 0, :]
-        return _forest_output(X, proba)
+        return _backend.output_like(X, proba)
 
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba` (``-inf`` for probability 0), in the input's namespace."""
-        proba = self.predict_proba(X)
-        if _backend.is_array_api_array(proba):
-            return _backend.namespace_of(proba).log(proba)
-        with np.errstate(divide="ignore"):
-            return np.log(proba)
+        return _backend.log_like(self.predict_proba(X))
 
     def predict(self, X):
         """Class with the highest mean probability, shape (n_samples,)."""
         xp, Xp = self._X_for_predict(X)
-        idx = xp.argmax(self._mean_values(xp, Xp)[:, 0, :], axis=1)
-        if _backend.is_array_api_array(X) and self.classes_.dtype.kind in "biuf":
-            xin = _backend.namespace_of(X)
-            return xin.take(_backend.from_numpy(xin, self.classes_), _backend.convert_to_namespace(xin, idx))
-        return self.classes_[_backend.to_numpy(idx)]
+        return _backend.labels_like(X, self.classes_, xp.argmax(self._mean_values(xp, Xp)[:, 0, :], axis=1))
 
 
 class _ForestRegressor(RegressorMixin, _BaseForest):
@@ -509,18 +500,12 @@ class _ForestRegressor(RegressorMixin, _BaseForest):
         out = self._mean_values(xp, Xp)[:, :, 0]
         if self._y_ndim == 1:
             out = out[:, 0]
-        return _forest_output(X, out)
+        return _backend.output_like(X, out)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
-
-
-def _forest_output(X, a):
-    if _backend.is_array_api_array(X):
-        return _backend.convert_to_namespace(_backend.namespace_of(X), a)
-    return _backend.to_numpy(a)
 
 
 _FOREST_DOC = """

@@ -48,7 +48,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._backend import from_numpy, to_numpy
-from ._criteria import EPSILON
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._splitting import SplitConstraints, find_best_splits
 

@@ -426,7 +426,7 @@ def _thresholds(xp, hist, column, feature, position, split_is_cat, bin_mapper, l
     if bin_mapper is None:
         return nan
     if not local:
-        n_value = xp.take(xp.asarray(bin_mapper.n_value_bins.tolist(), dtype=xp.int64), xp.clip(feature, 0, None))
+        n_value = xp.take(_ix(xp, bin_mapper.n_value_bins), xp.clip(feature, 0, None))
         has_next = position + 1 < n_value
         next_bin = xp.where(has_next, position + 1, position)
         thr = split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next)

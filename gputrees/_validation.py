@@ -6,11 +6,13 @@ problem; nothing is silently dropped or changed.
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
 import numpy as np
 from sklearn.exceptions import DataConversionWarning
+from sklearn.model_selection import train_test_split
 
 from . import _backend
 
@@ -305,3 +307,40 @@ def regression_target(y: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(y)):
         raise ValueError("Input y contains infinity or NaN")
     return y
+
+
+def holdout_split(n: int, fraction: float, class_codes, seed: int):
+    """Training and validation row indices (sorted int64, host) holding out ``fraction`` of ``n`` rows.
+
+    ``class_codes`` (n,) integer-valued: stratify by class when every class has
+    two rows and both parts can hold one row of each (classifiers); None:
+    plain random split (regressors). ``seed`` drives scikit-learn's
+    ``train_test_split``.
+    """
+    n_val = int(math.ceil(fraction * n))
+    if n_val < 1 or n - n_val < 1:
+        raise ValueError(f"validation_fraction={fraction} leaves no training or no validation rows out of {n}")
+    stratify = None
+    if class_codes is not None:
+        counts = np.bincount(np.asarray(class_codes).astype(np.int64))
+        counts = counts[counts > 0]
+        if counts.min() >= 2 and n_val >= counts.shape[0] and n - n_val >= counts.shape[0]:
+            stratify = class_codes
+    train, held = train_test_split(np.arange(n, dtype=np.int64), test_size=n_val, random_state=seed, stratify=stratify)
+    return np.sort(train), np.sort(held)
+
+
+def resolve_max_features(max_features, n_features: int) -> int:
+    """Number of features searched per split: None (all), "sqrt", "log2", an int, or a fraction."""
+    mf = max_features
+    if mf is None:
+        return n_features
+    if mf == "sqrt":
+        return max(1, int(math.sqrt(n_features)))
+    if mf == "log2":
+        return max(1, int(math.log2(n_features)))
+    if isinstance(mf, numbers.Integral):
+        if mf > n_features:
+            raise ValueError(f"max_features={mf} is larger than n_features={n_features}")
+        return int(mf)
+    return max(1, int(mf * n_features))

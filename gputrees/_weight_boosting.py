@@ -44,6 +44,7 @@ data with ``sample_weight``, exactly as scikit-learn's AdaBoost does.
 
 from __future__ import annotations
 
+import collections
 import math
 import numbers
 import warnings
@@ -99,11 +100,23 @@ def _clip_weights(xp, w, zero):
     return w if zero is None else xp.where(zero, xp.zeros_like(w), w)
 
 
-def _to_input_namespace(X, a):
-    """``a`` in the namespace of the input ``X`` (array-API input), else as NumPy."""
-    if _backend.is_array_api_array(X):
-        return _backend.convert_to_namespace(_backend.namespace_of(X), a)
-    return _backend.to_numpy(a)
+def _normalised(xp, w, t: int):
+    """Row weights ``w`` divided by their sum, or None when boosting must stop.
+
+    None when the sum overflowed (with scikit-learn's warning, ``t`` the
+    round) or is not positive.
+    """
+    total = float(xp.sum(w))
+    if not math.isfinite(total):
+        warnings.warn(
+            f"Sample weights have reached infinite values, at iteration {t}, causing "
+            "overflow. Iterations stopped. Try lowering the learning rate.",
+            stacklevel=3,
+        )
+        return None
+    if total <= 0:
+        return None
+    return w / total
 
 
 def _host(a):
@@ -441,18 +454,9 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
                 break
             # course: misclassified * e^{w_t}, correct * e^{-w_t}, normalise;
             # computed as misclassified * e^{2 w_t}, normalise (the same weights)
-            w = w * xp.exp((2.0 * w_t) * incorrect)
-            total = float(xp.sum(w))
-            if not math.isfinite(total):
-                warnings.warn(
-                    f"Sample weights have reached infinite values, at iteration {t}, causing "
-                    "overflow. Iterations stopped. Try lowering the learning rate.",
-                    stacklevel=2,
-                )
+            w = _normalised(xp, w * xp.exp((2.0 * w_t) * incorrect), t)
+            if w is None:
                 break
-            if total <= 0:
-                break
-            w = w / total
         self.estimator_weights_ = np.asarray(weights, dtype=np.float64)
         self.estimator_errors_ = np.asarray(errors, dtype=np.float64)
         return self
@@ -483,10 +487,8 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
                 yield xp, acc / norm
 
     def _final_decision(self, X):
-        out = None
-        for out in self._staged_decision(X):
-            pass
-        return out
+        """The last stage of :meth:`_staged_decision`: ``(xp, decision)``."""
+        return collections.deque(self._staged_decision(X), maxlen=1)[0]
 
     def staged_decision_function(self, X):
         """Decision function after each round (see :meth:`decision_function`).
@@ -497,7 +499,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             In the namespace of ``X`` (NumPy for NumPy/pandas input).
         """
         for _, dec in self._staged_decision(X):
-            yield _to_input_namespace(X, dec)
+            yield _backend.output_like(X, dec)
 
     def decision_function(self, X):
         """Normalised weighted vote, as scikit-learn's SAMME decision function.
@@ -517,17 +519,14 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         score : array of shape (n_samples,) (two classes) or (n_samples, n_classes), float64
             In the namespace of ``X`` (NumPy for NumPy/pandas input).
         """
-        return _to_input_namespace(X, self._final_decision(X)[1])
+        return _backend.output_like(X, self._final_decision(X)[1])
 
     def _labels(self, X, xp, dec):
         if self.n_classes_ == 2:
             idx = xp.astype(dec > 0, xp.int64)
         else:
             idx = xp.argmax(dec, axis=1)
-        if _backend.is_array_api_array(X) and self.classes_.dtype.kind in "biuf":
-            xin = _backend.namespace_of(X)
-            return xin.take(_backend.from_numpy(xin, self.classes_), _backend.convert_to_namespace(xin, idx))
-        return self.classes_[_backend.to_numpy(idx)]
+        return _backend.labels_like(X, self.classes_, idx)
 
     def predict(self, X):
         """Class of largest weighted vote (two classes: the sign of :meth:`decision_function`).
@@ -582,7 +581,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             In the namespace of ``X`` (NumPy for NumPy/pandas input).
         """
         xp, dec = self._final_decision(X)
-        return _to_input_namespace(X, self._proba(xp, dec))
+        return _backend.output_like(X, self._proba(xp, dec))
 
     def staged_predict_proba(self, X):
         """Class probabilities after each round (see :meth:`predict_proba`).
@@ -592,15 +591,11 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         proba : array of shape (n_samples, n_classes), float64
         """
         for xp, dec in self._staged_decision(X):
-            yield _to_input_namespace(X, self._proba(xp, dec))
+            yield _backend.output_like(X, self._proba(xp, dec))
 
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`, shape (n_samples, n_classes)."""
-        proba = self.predict_proba(X)
-        if _backend.is_array_api_array(proba):
-            return _backend.namespace_of(proba).log(proba)
-        with np.errstate(divide="ignore"):
-            return np.log(proba)
+        return _backend.log_like(self.predict_proba(X))
 
     def staged_sample_weight(self, X, y, sample_weight=None):
         """Row weights each learner was fitted with, recomputed from the fitted learners.
@@ -817,18 +812,9 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
             errors.append(err)
             if t == self.n_estimators - 1:
                 break
-            w = xp.where(live, w * beta ** ((1.0 - loss) * self.learning_rate), w)
-            total = float(xp.sum(w))
-            if not math.isfinite(total):
-                warnings.warn(
-                    f"Sample weights have reached infinite values, at iteration {t}, causing "
-                    "overflow. Iterations stopped. Try lowering the learning rate.",
-                    stacklevel=2,
-                )
+            w = _normalised(xp, xp.where(live, w * beta ** ((1.0 - loss) * self.learning_rate), w), t)
+            if w is None:
                 break
-            if total <= 0:
-                break
-            w = w / total
         self.estimator_weights_ = np.asarray(weights, dtype=np.float64)
         self.estimator_errors_ = np.asarray(errors, dtype=np.float64)
         return self
@@ -861,7 +847,7 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
             In the namespace of ``X`` (NumPy for NumPy/pandas input).
         """
         xp, outputs = self._learner_outputs(X)
-        return _to_input_namespace(X, self._weighted_median(xp, outputs))
+        return _backend.output_like(X, self._weighted_median(xp, outputs))
 
     def staged_predict(self, X):
         """Weighted median of the first t learners, for t = 1, 2, ...
@@ -872,5 +858,5 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         """
         xp, outputs = self._learner_outputs(X)
         for t in range(1, len(outputs) + 1):
-            yield _to_input_namespace(X, self._weighted_median(xp, outputs[:t]))
+            yield _backend.output_like(X, self._weighted_median(xp, outputs[:t]))
 
