@@ -129,6 +129,7 @@ class _BaseGradientBoosting(BaseEstimator):
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
         "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
+        "n_jobs": [numbers.Integral, None],
     }
     _is_classifier = False
 
@@ -227,7 +228,7 @@ class _BaseGradientBoosting(BaseEstimator):
         y_host = y_to_host(y, n, multi_output=False)
         sw = sample_weight_to_host(sample_weight, n)
         y_enc, sw = self._encode_y(y_host, sw, fit=not warm)
-        kernels = get_kernels(xp)
+        kernels = get_kernels(xp, n_jobs=self.n_jobs)
         loss = self._make_loss(kernels)
         mono = self._monotonic(n_features, is_cat, getattr(self, "feature_names_in_", None))
         rng = _backend.host_rng(self.random_state)
@@ -328,7 +329,7 @@ class _BaseGradientBoosting(BaseEstimator):
             rounds.append(_Round(batch=batch, values=values))
             train_scores.append(-loss.loss(xp, raw, y_dev, w_dev))
             for i, (Xvp, yv, wv, rv) in enumerate(val):
-                lv = apply_trees(xp, batch, Xvp, bin_mapper.missing_bin)
+                lv = apply_trees(xp, batch, Xvp, bin_mapper.missing_bin, n_jobs=self.n_jobs)
                 rv = rv + gather_node_values(xp, values, lv)
                 val[i] = (Xvp, yv, wv, rv)
                 val_scores[i].append(-loss.loss(xp, rv, yv, wv))
@@ -426,7 +427,7 @@ class _BaseGradientBoosting(BaseEstimator):
         parts = []
         for s in range(0, n, step):
             stop = min(n, s + step)
-            leaves = apply_trees(xp, batch, Xp[s:stop, :], self._bin_mapper.missing_bin)
+            leaves = apply_trees(xp, batch, Xp[s:stop, :], self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
             contrib = gather_node_values(xp, values, leaves)  # (m, n_trees)
             contrib = xp.reshape(contrib, (stop - s, n_trees // k, k))
             # added round after round, in training's order, so that the sums
@@ -456,7 +457,7 @@ class _BaseGradientBoosting(BaseEstimator):
         n = int(Xp.shape[0])
         raw = xp.broadcast_to(self._baseline[None, :], (n, int(self._baseline.shape[0])))
         for r in self._rounds:
-            leaves = apply_trees(xp, r.batch, Xp, self._bin_mapper.missing_bin)
+            leaves = apply_trees(xp, r.batch, Xp, self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
             raw = raw + gather_node_values(xp, r.values, leaves)
             yield xp, raw
 
@@ -578,6 +579,11 @@ _PARAMS_DOC = """
         again on the same data).
     memory_limit : int, default=1 GiB
         Bound on the histogram memory of one level (see ``gputrees._grower``).
+    n_jobs : int or None, default=None
+        Threads of the compiled CPU kernels (Numba): None or -1 = every core
+        (as XGBoost, LightGBM and HistGradientBoosting), -2 = all but one,
+        k > 0 = k. The fitted model does not depend on it. Ignored on the GPU
+        and by the NumPy fallback kernels (``GPUTREES_KERNELS``).
 
     Attributes
     ----------
@@ -654,6 +660,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         verbose=0,
         warm_start=False,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        n_jobs=None,
     ):
         _set_params(self, locals())
 
@@ -777,6 +784,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         verbose=0,
         warm_start=False,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        n_jobs=None,
     ):
         _set_params(self, locals())
 

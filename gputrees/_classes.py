@@ -61,6 +61,7 @@ class _BaseTree(BaseEstimator):
         "categorical_features": ["array-like", None],
         "device": [StrOptions({"cpu", "cuda"}), None],
         "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
+        "n_jobs": [numbers.Integral, None],
         "ccp_alpha": [Interval(numbers.Real, 0.0, None, closed="left")],
         "pruning": [StrOptions({"reduced_error"}), None],
         "validation_fraction": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
@@ -145,7 +146,7 @@ class _BaseTree(BaseEstimator):
             multiplicity=None,
             bin_mapper=bin_mapper,
             criterion=criterion,
-            kernels=get_kernels(xp),
+            kernels=get_kernels(xp, n_jobs=self.n_jobs),
             rng=rng,
         )
         batch = grow(xp, inputs, params)
@@ -259,7 +260,7 @@ class _BaseTree(BaseEstimator):
             multiplicity=mult,
             bin_mapper=data.bin_mapper,
             criterion=data.criterion,
-            kernels=get_kernels(xp),
+            kernels=get_kernels(xp, n_jobs=self.n_jobs),
             rng=_backend.host_rng(self.random_state),
         )
         batch = grow(xp, inputs, params)
@@ -379,7 +380,7 @@ class _BaseTree(BaseEstimator):
     def _prune_reduced_error(self, xp, Xd, y_enc, sw):
         """Reduced-error pruning of the fitted tree with validation rows (device X, host y and weights)."""
         Xp = self._bin_mapper.encode_for_predict(xp, Xd)
-        leaves = apply_trees(xp, self._batch, Xp, self._bin_mapper.missing_bin)
+        leaves = apply_trees(xp, self._batch, Xp, self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
         batch, pruned, errors = prune_reduced_error(
             xp,
             self._batch,
@@ -388,7 +389,7 @@ class _BaseTree(BaseEstimator):
             _backend.from_numpy(xp, y_enc),
             _backend.from_numpy(xp, np.asarray(sw, dtype=np.float64)),
             self._is_classifier,
-            get_kernels(xp),
+            get_kernels(xp, n_jobs=self.n_jobs),
         )
         self._set_batch(xp, batch)
         self.pruned_nodes_ = pruned[0]
@@ -399,7 +400,7 @@ class _BaseTree(BaseEstimator):
         check_is_fitted(self, "_batch")
         xp, Xd, _, _ = self._prepare_X(X, fit=False)
         Xp = self._bin_mapper.encode_for_predict(xp, Xd)
-        return xp, apply_trees(xp, self._batch, Xp, self._bin_mapper.missing_bin)
+        return xp, apply_trees(xp, self._batch, Xp, self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
 
     def _node_values(self, X):
         xp, leaves = self._leaves(X)
@@ -487,6 +488,11 @@ _COMMON_DOC = """
     memory_limit : int, default=1 GiB
         Bound, in bytes, on the histogram memory of one level; levels with more
         nodes are processed in chunks (see ``gputrees._grower``).
+    n_jobs : int or None, default=None
+        Threads of the compiled CPU kernels (Numba): None or -1 = every core
+        (as XGBoost, LightGBM and HistGradientBoosting), -2 = all but one,
+        k > 0 = k. The fitted model does not depend on it. Ignored on the GPU
+        and by the NumPy fallback kernels (``GPUTREES_KERNELS``).
     ccp_alpha : float, default=0.0
         Complexity parameter of minimal cost-complexity pruning, applied after
         growth as in scikit-learn: the pruned tree is the smallest subtree
@@ -564,6 +570,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
         categorical_features=None,
         device=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        n_jobs=None,
         ccp_alpha=0.0,
         pruning=None,
         validation_fraction=0.3,
@@ -582,6 +589,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
         self.categorical_features = categorical_features
         self.device = device
         self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
         self.ccp_alpha = ccp_alpha
         self.pruning = pruning
         self.validation_fraction = validation_fraction
@@ -687,6 +695,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
         categorical_features=None,
         device=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        n_jobs=None,
         ccp_alpha=0.0,
         pruning=None,
         validation_fraction=0.3,
@@ -704,6 +713,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
         self.categorical_features = categorical_features
         self.device = device
         self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
         self.ccp_alpha = ccp_alpha
         self.pruning = pruning
         self.validation_fraction = validation_fraction

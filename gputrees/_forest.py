@@ -97,6 +97,7 @@ class _BaseForest(BaseEstimator):
             "categorical_features": self.categorical_features,
             "device": self.device,
             "memory_limit": self.memory_limit,
+            "n_jobs": self.n_jobs,
         }
         if "class_weight" in self._tree_class._parameter_constraints:
             params["class_weight"] = None
@@ -217,7 +218,7 @@ class _BaseForest(BaseEstimator):
         channels = criterion.row_channels(xp, y_dev, _backend.from_numpy(xp, sw))
         params = tmpl._grower_params(n_samples, n_features, float(sw.sum()))
         k = params.max_features
-        kernels = get_kernels(xp)
+        kernels = get_kernels(xp, n_jobs=self.n_jobs)
         n_channels = int(channels.shape[1])
         step = self._batch_size(n_samples, n_channels, self.n_estimators - first)
         for start in range(first, self.n_estimators, step):
@@ -310,7 +311,7 @@ class _BaseForest(BaseEstimator):
             acc = None
             t0 = 0
             for batch, values in zip(self._batches, self._values):
-                leaves = apply_trees(xp, batch, Xc, self._bin_mapper.missing_bin)
+                leaves = apply_trees(xp, batch, Xc, self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
                 v = gather_node_values(xp, values, leaves)  # (rows, trees, out, k)
                 tb = int(batch.left.shape[0])
                 if weights is not None:
@@ -328,7 +329,7 @@ class _BaseForest(BaseEstimator):
     def apply(self, X):
         """Leaf index of every sample in every tree, shape (n_samples, n_estimators)."""
         xp, Xp = self._X_for_predict(X)
-        leaves = [apply_trees(xp, b, Xp, self._bin_mapper.missing_bin) for b in self._batches]
+        leaves = [apply_trees(xp, b, Xp, self._bin_mapper.missing_bin, n_jobs=self.n_jobs) for b in self._batches]
         return _backend.output_like(X, xp.concat(leaves, axis=1))
 
     def decision_path(self, X):
@@ -542,6 +543,11 @@ _FOREST_DOC = """
         n_channels))`` trees (at least 1). The two budgets add up: the measured
         peak extra memory of a fit is about 3 x ``memory_limit`` (about 1.5 x
         with ``batch_size=1``).
+    n_jobs : int or None, default=None
+        Threads of the compiled CPU kernels (Numba): None or -1 = every core
+        (as XGBoost, LightGBM and HistGradientBoosting), -2 = all but one,
+        k > 0 = k. The fitted model does not depend on it. Ignored on the GPU
+        and by the NumPy fallback kernels (``GPUTREES_KERNELS``).
     batch_size : int or None, default=None
         Trees grown together; overrides the budget above.
     {class_weight}
@@ -575,6 +581,7 @@ def _forest_init(self, criterion, max_features, bootstrap, class_weight=None, **
     self.device = kw["device"]
     self.max_features_per_tree = kw["max_features_per_tree"]
     self.memory_limit = kw["memory_limit"]
+    self.n_jobs = kw["n_jobs"]
     self.batch_size = kw["batch_size"]
 
 
@@ -610,6 +617,7 @@ class RandomForestClassifier(_ForestClassifier):
         device=None,
         max_features_per_tree=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        n_jobs=None,
         batch_size=None,
     ):
         _forest_init(**locals())
@@ -649,6 +657,7 @@ class ExtraTreesClassifier(_ForestClassifier):
         device=None,
         max_features_per_tree=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        n_jobs=None,
         batch_size=None,
     ):
         _forest_init(**locals())
@@ -683,6 +692,7 @@ class RandomForestRegressor(_ForestRegressor):
         device=None,
         max_features_per_tree=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        n_jobs=None,
         batch_size=None,
     ):
         _forest_init(**locals())
@@ -717,6 +727,7 @@ class ExtraTreesRegressor(_ForestRegressor):
         device=None,
         max_features_per_tree=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
+        n_jobs=None,
         batch_size=None,
     ):
         _forest_init(**locals())

@@ -50,6 +50,8 @@ import numpy as np
 from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._splitting import SplitConstraints, find_best_splits
+from .kernels import ActiveRows
+from .kernels._reference import active_weights
 
 #: Working arrays of the split scan per byte of histogram (cumulative sums,
 #: left/right statistics for both missing-value directions, proxies, masks).
@@ -264,7 +266,6 @@ class Grower:
         self.params = params
         codes = inputs.codes
         self.n, self.n_features = codes.shape
-        self.codes_flat = xp.reshape(codes, (-1,))
         self.n_bins = inputs.bin_mapper.n_bins
         self.missing = self.n_bins - 1
         self.n_channels = inputs.channels.shape[-1]
@@ -286,7 +287,6 @@ class Grower:
         self.is_cat = inputs.bin_mapper.is_categorical
         self.any_cat = bool(self.is_cat.any())
         self.cons = SplitConstraints(params.min_samples_leaf, params.min_weight_leaf)
-        self._one_code = None  # (n, 1) zero codes: node sums through the histogram kernel
         self.hist_bytes = self.n_features * self.n_bins * self.n_channels * 8
         # nodes with fewer rows than bins use the sort-based search (numerical data only)
         self.sorted_below = (
@@ -332,30 +332,32 @@ class Grower:
             if self.inp.weight_multiplicity is not None:
                 self.act_wmult = xp.take(xp.reshape(self.inp.weight_multiplicity, (-1,)), sel)
 
-    def _row_weights(self, mask=None):
+    def _active(self) -> ActiveRows:
+        return ActiveRows(
+            row=self.act_row,
+            chan_index=self.act_key if self.per_tree_channels else self.act_row,
+            node=self.act_node,
+            mult=self.act_mult,
+            wmult=self.act_wmult,
+        )
+
+    def _slot_table(self, sorted_ids):
+        """Slot of every node created so far in ``sorted_ids`` (int64, -1 if absent)."""
         xp = self.xp
-        rows = self.act_row if mask is None else self.act_row[mask]
-        if self.per_tree_channels:
-            keys = self.act_key if mask is None else self.act_key[mask]
-            w = xp.take(self._chan, keys, axis=0)
-        else:
-            w = xp.take(self._chan, rows, axis=0)
-        if self.act_mult is not None:
-            m = self.act_mult if mask is None else self.act_mult[mask]
-            if self.act_wmult is None:
-                w = w * m[:, None]
-            else:
-                wm = self.act_wmult if mask is None else self.act_wmult[mask]
-                w = xp.concat([w[:, :1] * m[:, None], w[:, 1:] * wm[:, None]], axis=1)
-        return rows, w
+        n_ids = max(self._n_created, self.n_trees)
+        pos, hit = _lookup(xp, sorted_ids, xp.arange(n_ids, dtype=xp.int64))
+        return xp.where(hit, pos, xp.asarray(-1, dtype=xp.int64))
 
     def _build(self, build_ids):
         """Histograms of the nodes ``build_ids`` (sorted, device int64) from their rows."""
-        xp = self.xp
-        slot, hit = _dense_lookup(xp, build_ids, self.act_node, max(self._n_created, self.n_trees))
-        rows, w = self._row_weights(hit)
-        return self.inp.kernels.build_histograms(
-            xp, self.inp.codes, rows, slot[hit], w, int(build_ids.shape[0]), self.n_bins
+        return self.inp.kernels.node_histograms(
+            self.xp,
+            self.inp.codes,
+            self._active(),
+            self._chan,
+            self._slot_table(build_ids),
+            int(build_ids.shape[0]),
+            self.n_bins,
         )
 
     def _node_sums(self, first: int, count: int):
@@ -364,13 +366,9 @@ class Grower:
         Returns an array of shape (count, n_channels), float64.
         """
         xp = self.xp
-        slot = self.act_node - first
-        hit = (slot >= 0) & (slot < count)
-        rows, w = self._row_weights(hit)
-        if self._one_code is None:
-            self._one_code = xp.zeros((self.n, 1), dtype=self.inp.codes.dtype)
-        sums = self.inp.kernels.build_histograms(xp, self._one_code, rows, slot[hit], w, count, 1)
-        return xp.reshape(sums, (count, self.n_channels))
+        table = xp.arange(max(self._n_created, self.n_trees, first + count), dtype=xp.int64) - first
+        table = xp.where((table >= 0) & (table < count), table, xp.asarray(-1, dtype=xp.int64))
+        return self.inp.kernels.node_sums(xp, self._active(), self._chan, table, count)
 
     # -- nodes --------------------------------------------------------------
     def _new_nodes(self, parent, depth, tree, stats, bounds=None):
@@ -535,7 +533,8 @@ class Grower:
             cid = xp.take(ids, sel)
             cst = xp.take(st, sel, axis=0)
             slot, hit = _dense_lookup(xp, cid, self.act_node, self._n_created)
-            rows, w = self._row_weights(hit)
+            rows = self.act_row[hit]
+            w = active_weights(xp, self._active(), self._chan, hit)
             rec = find_best_splits_sorted(
                 xp,
                 self.inp.codes,
@@ -697,17 +696,9 @@ class Grower:
         k = int(ids.shape[0])
         base = self._n_created
         # 1. route rows of the chosen nodes
-        slot, hit = _dense_lookup(xp, ids, self.act_node, self._n_created)
-        feat = xp.take(rec.feature, slot)
-        code = xp.astype(xp.take(self.codes_flat, self.act_row * self.n_features + feat), xp.int64)
-        go_left = code <= xp.take(rec.bin, slot)
-        if self.any_cat:
-            cat_flat = xp.reshape(rec.cat_left, (-1,))
-            cat_go = xp.take(cat_flat, slot * self.n_bins + code)
-            go_left = xp.where(xp.take(rec.is_categorical, slot), cat_go, go_left)
-        go_left = xp.where(code == self.missing, xp.take(rec.missing_left, slot), go_left)
-        child = base + 2 * slot + xp.astype(~go_left, xp.int64)
-        self.act_node = xp.where(hit, child, self.act_node)
+        self.act_node = self.inp.kernels.route_rows(
+            xp, self.inp.codes, self._active(), self._slot_table(ids), rec, base, self.missing
+        )
         # 2. record the children, their statistics summed from their rows (not
         # parent - sibling: rounding would leave absent classes a -1e-14 weight
         # and pure nodes a non-zero impurity)

@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 
-def apply_trees(xp, batch, X, missing_bin: int):
-    """Leaf reached by every row in every tree.
+def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
+    """Leaf reached by every row in every tree, with the fit's kernel set.
+
+    Same contract as :func:`apply_trees_reference`; the Numba kernel set walks
+    the trees in compiled code over ``n_jobs`` threads.
+    """
+    from .kernels import get_kernels
+
+    return get_kernels(xp, n_jobs=n_jobs).apply_trees(xp, batch, X, missing_bin)
+
+
+def apply_trees_reference(xp, batch, X, missing_bin: int):
+    """Leaf reached by every row in every tree (array API standard only).
 
     Parameters
     ----------

@@ -233,7 +233,7 @@ class _BaseWeightBoosting(BaseEstimator):
 
     def _tree_output(self, xp, est, Xp):
         """Output of a gputrees tree on encoded rows ``Xp`` (device)."""
-        leaves = apply_trees(xp, est._batch, Xp, est._bin_mapper.missing_bin)
+        leaves = apply_trees(xp, est._batch, Xp, est._bin_mapper.missing_bin, n_jobs=getattr(est, "n_jobs", None))
         v = gather_node_values(xp, est._values, leaves)[:, 0, 0, :]  # (n, k)
         if self._is_classifier:
             return xp.argmax(v, axis=1)

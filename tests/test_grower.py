@@ -227,15 +227,13 @@ def _spy_histogram_builds(monkeypatch):
 
     def spying_get_kernels(xp, *args, **kwargs):
         k = real(xp, *args, **kwargs)
-        build = k.build_histograms
+        build = k.node_histograms
 
-        def spy(xp_, codes, rows, node, weights, n_nodes, n_bins):
-            # calls with one bin are the grower's per-node channel sums, not histograms
-            if n_bins > 1:
-                calls.append(int(n_nodes))
-            return build(xp_, codes, rows, node, weights, n_nodes, n_bins)
+        def spy(xp_, codes, active, chan, slot_of_node, n_slots, n_bins):
+            calls.append(int(n_slots))
+            return build(xp_, codes, active, chan, slot_of_node, n_slots, n_bins)
 
-        return dataclasses.replace(k, build_histograms=spy)
+        return dataclasses.replace(k, node_histograms=spy)
 
     monkeypatch.setattr(_classes, "get_kernels", spying_get_kernels)
     return calls

@@ -84,6 +84,13 @@ def _bc(codes, rows, node, w, n_nodes, n_bins):
     return np.asarray(_bincount.build_histograms(NP, codes, rows, node, w, n_nodes, n_bins))
 
 
+def _nb(codes, rows, node, w, n_nodes, n_bins):
+    pytest.importorskip("numba")
+    from gputrees.kernels import _numba
+
+    return _numba.build_histograms(NP, codes, rows, node, w, n_nodes, n_bins, n_threads=2)
+
+
 def _naive(codes, rows, node, w, n_nodes, n_bins):
     """Loop oracle: add each row's channels into (node, feature, code)."""
     n_features = codes.shape[1]
@@ -123,12 +130,13 @@ CASES = {
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("fast", [_bc, _nb], ids=["bincount", "numba"])
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("channels", INT_CHANNELS)
-def test_bincount_equals_reference_exactly_integer_channels(case, channels):
+def test_fast_equals_reference_exactly_integer_channels(case, channels, fast):
     args = _make_case(0, channels=channels, **CASES[case])
     ref = _ref(*args)
-    bc = _bc(*args)
+    bc = fast(*args)
     assert ref.shape == bc.shape == (args[4], args[0].shape[1], args[5], args[3].shape[1])
     assert ref.dtype == bc.dtype == np.float64
     assert np.array_equal(ref, bc)
@@ -138,6 +146,13 @@ def test_bincount_equals_reference_exactly_integer_channels(case, channels):
 def test_bincount_close_to_reference_float_channels(case):
     args = _make_case(1, channels="float", **CASES[case])
     np.testing.assert_allclose(_bc(*args), _ref(*args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_numba_equals_bincount_bit_for_bit_float_channels(case):
+    """Both sum each bin in row order: the same float64 result, whatever the thread count."""
+    args = _make_case(1, channels="float", **CASES[case])
+    assert np.array_equal(_nb(*args), _bc(*args))
 
 
 @pytest.mark.parametrize("case", ["default", "single_row", "repeated_rows", "more_nodes_than_rows"])
@@ -170,7 +185,10 @@ def test_backend_close_to_numpy_float_channels(backend, case, kernel):
 def test_get_kernels_choice():
     import array_api_strict as xs
 
-    assert get_kernels(NP).name == "bincount"
+    from gputrees.kernels import numba_available
+
+    assert get_kernels(NP).name == ("numba" if numba_available() else "bincount")
+    assert get_kernels(NP, "bincount").name == "bincount"
     assert get_kernels(xs).name == "reference"
     assert get_kernels(NP, "reference").name == "reference"
     with pytest.raises(ValueError, match="bincount"):
@@ -184,7 +202,7 @@ def test_get_kernels_choice():
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 def test_empty_nodes_are_zero(build):
     codes, rows, node, w, _, n_bins = _make_case(5, channels="onehot")
     n_nodes = 6
@@ -198,7 +216,7 @@ def test_empty_nodes_are_zero(build):
         assert hist[slot, 0, :, 0].sum() > 0
 
 
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 def test_no_rows_at_all(build):
     codes = np.zeros((5, 3), dtype=np.uint8)
     rows = np.zeros(0, dtype=np.int64)
@@ -209,7 +227,7 @@ def test_no_rows_at_all(build):
     assert np.array_equal(hist, np.zeros((4, 3, 6, 2)))
 
 
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 def test_single_row_hand_made(build):
     codes = np.array([[0, 3, 4], [2, 1, 0]], dtype=np.uint8)  # 4 is the missing bin
     rows = np.array([1], dtype=np.int64)
@@ -223,7 +241,7 @@ def test_single_row_hand_made(build):
     assert np.array_equal(hist, expected)
 
 
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 def test_hand_made_small(build):
     # 4 samples, 2 features, bins 0..2 plus missing bin 3
     codes = np.array([[0, 3], [1, 1], [1, 0], [2, 3]], dtype=np.uint8)
@@ -246,7 +264,7 @@ def test_hand_made_small(build):
     assert np.array_equal(hist, exp)
 
 
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 def test_repeated_row_in_several_slots(build):
     """The same row in several slots (a batch of trees) counts once in each slot."""
     codes, _, _, _, _, n_bins = _make_case(6, n_samples=20)
@@ -264,7 +282,7 @@ def test_repeated_row_in_several_slots(build):
     assert np.array_equal(doubled, 2 * single)
 
 
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 @pytest.mark.parametrize("channels", ["count", "int", "onehot", "float"])
 def test_sum_over_bins_equals_node_stats(build, channels):
     codes, rows, node, w, n_nodes, n_bins = _make_case(7, channels=channels, n_nodes=5)
@@ -283,7 +301,7 @@ def test_sum_over_bins_equals_node_stats(build, channels):
             assert np.array_equal(hist[k, f, :, 0], counts.astype(np.float64))
 
 
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 @pytest.mark.parametrize("channels", INT_CHANNELS)
 def test_subtraction_trick_exact(build, channels):
     """hist(parent) - hist(left child) == hist(right child), exactly, for integer channels."""
@@ -367,14 +385,14 @@ def _fsum_oracle(codes, rows, node, w, n_nodes, n_bins):
 
 
 @pytest.mark.parametrize("case", ["default", "many_nodes", "uint16_codes", "repeated_rows"])
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 def test_float_channels_close_to_exact_sums(build, case):
     """Every bin equals the correctly rounded sum of its rows to rtol=1e-12."""
     args = _make_case(12, channels="float", **CASES[case])
     np.testing.assert_allclose(build(*args), _fsum_oracle(*args), rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 def test_small_bin_next_to_large_bin(build):
     """A bin's sum must not depend on the magnitude of the other bins."""
     codes = np.array([[0], [1], [1]], dtype=np.uint8)
@@ -386,7 +404,7 @@ def test_small_bin_next_to_large_bin(build):
     np.testing.assert_allclose(hist[0, 0, :, 1], [1e8, 3e-8, 0.0], rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("build", [_ref, _bc], ids=["reference", "bincount"])
+@pytest.mark.parametrize("build", [_ref, _bc, _nb], ids=["reference", "bincount", "numba"])
 def test_integer_bins_exact_whatever_the_other_bins(build):
     """Integer channel sums are exact per bin even when the total is not representable."""
     codes = np.array([[0], [1]], dtype=np.uint8)

@@ -100,19 +100,12 @@ def test_weighted_median_equal_weights_is_lower_median():
 
 
 def test_weighted_quantiles_reference_kernels_agree():
-    from gputrees.kernels import _reference
-
     rng = np.random.default_rng(3)
     seg = rng.integers(0, 5, 100)
     values = rng.normal(size=100)
     w = rng.uniform(0, 1, 100)
-    ref = type(KERNELS)(
-        name="reference",
-        build_histograms=_reference.build_histograms,
-        segmented_cumsum=_reference.segmented_cumsum,
-        segment_max=_reference.segment_max,
-        segment_min=_reference.segment_min,
-    )
+    ref = get_kernels(np, "reference")
+    assert KERNELS.name != "reference"
     np.testing.assert_array_equal(
         _loss.weighted_quantiles(np, KERNELS, seg, values, w, 5, 0.3),
         _loss.weighted_quantiles(np, ref, seg, values, w, 5, 0.3),

@@ -5,21 +5,33 @@ Every kernel has a twin written only against the array API standard
 the fast ones against and the path used for namespaces with no fast kernel
 (array-api-strict, for instance).
 
-``GPUTREES_KERNELS`` (environment variable) forces ``"reference"`` on every
-namespace, for tests and benchmarks.
+Kernel sets:
+
+* ``"numba"``: compiled, multi-threaded CPU kernels (NumPy arrays; needs Numba);
+* ``"bincount"``: NumPy (or CuPy) primitives, one thread;
+* ``"reference"``: the array-API standard only (any namespace).
+
+``"auto"`` (the default) picks ``"numba"`` for NumPy arrays when Numba can be
+imported, else ``"bincount"`` for NumPy and CuPy, else ``"reference"``. The
+environment variable ``GPUTREES_KERNELS`` (one of :data:`KERNEL_NAMES`)
+forces a set on every fit, for tests and benchmarks; asking for ``"numba"``
+where Numba is missing raises ImportError rather than silently falling back.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 from dataclasses import dataclass
 from typing import Callable
 
 from .._backend import is_cupy_namespace, is_numpy_namespace
+from ._records import ActiveRows
 
-__all__ = ["Kernels", "get_kernels", "KERNEL_NAMES"]
+__all__ = ["ActiveRows", "Kernels", "get_kernels", "KERNEL_NAMES", "numba_available"]
 
-KERNEL_NAMES = ("auto", "reference", "bincount")
+KERNEL_NAMES = ("auto", "reference", "bincount", "numba")
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,15 @@ class Kernels:
         ``f(xp, values, seg, max_len)``: running sum inside runs of equal
         ``seg``, and the max / min of each run broadcast to its elements (the
         sort-based split search of small nodes).
+    node_histograms, node_sums, route_rows : callable
+        The grower's passes over its active rows (:class:`ActiveRows`):
+        histograms and channel sums of the nodes given a slot, and the routing
+        of rows to the children of split nodes; see
+        :func:`gputrees.kernels._reference.node_histograms` and its neighbours.
+    apply_trees : callable
+        ``apply_trees(xp, batch, X, missing_bin)``: the leaf of every row in
+        every tree of a padded batch; see
+        :func:`gputrees._predictor.apply_trees_reference`.
     """
 
     name: str
@@ -44,41 +65,93 @@ class Kernels:
     segmented_cumsum: Callable
     segment_max: Callable
     segment_min: Callable
+    node_histograms: Callable
+    node_sums: Callable
+    route_rows: Callable
+    apply_trees: Callable
 
 
-def get_kernels(xp, name: str | None = None) -> Kernels:
-    """Kernels for namespace ``xp``: ``"bincount"`` on NumPy/CuPy, else ``"reference"``."""
+@functools.lru_cache(maxsize=1)
+def numba_available() -> bool:
+    """Whether Numba can be imported (checked once, on first use; never at import)."""
+    try:
+        importlib.import_module("numba")
+    except ImportError:
+        return False
+    return True
+
+
+def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kernels:
+    """Kernels for namespace ``xp``.
+
+    Parameters
+    ----------
+    xp : array namespace
+    name : str or None
+        One of :data:`KERNEL_NAMES`; None reads ``GPUTREES_KERNELS`` (default ``"auto"``).
+    n_jobs : int or None
+        Threads of the Numba kernels: None or -1 = every core (as XGBoost,
+        LightGBM and scikit-learn's HistGradientBoosting do by default), -2 =
+        all but one, k > 0 = k; the other kernel sets use one thread.
+    """
     name = name or os.environ.get("GPUTREES_KERNELS", "auto")
     if name not in KERNEL_NAMES:
         raise ValueError(f"kernels must be one of {KERNEL_NAMES}, got {name!r}")
     if name == "auto":
-        name = "bincount" if (is_numpy_namespace(xp) or is_cupy_namespace(xp)) else "reference"
-    if name == "bincount":
-        if not (is_numpy_namespace(xp) or is_cupy_namespace(xp)):
-            raise ValueError("the bincount kernels need NumPy or CuPy arrays")
-        from . import _bincount, _reference
+        if is_numpy_namespace(xp) and numba_available():
+            name = "numba"
+        elif is_numpy_namespace(xp) or is_cupy_namespace(xp):
+            name = "bincount"
+        else:
+            name = "reference"
+    if name == "numba":
+        if not is_numpy_namespace(xp):
+            raise ValueError("the numba kernels need NumPy arrays")
+        if not numba_available():
+            raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
+        from . import _numba
 
-        if is_numpy_namespace(xp):
-            return Kernels(
-                "bincount",
-                _bincount.build_histograms,
-                _bincount.segmented_cumsum,
-                _bincount.segment_max,
-                _bincount.segment_min,
-            )
+        threads = _numba.thread_count(n_jobs)
         return Kernels(
-            "bincount",
-            _bincount.build_histograms,
-            _reference.segmented_cumsum,
-            _reference.segment_max,
-            _reference.segment_min,
+            "numba",
+            functools.partial(_numba.build_histograms, n_threads=threads),
+            _numba.segmented_cumsum,
+            _numba.segment_max,
+            _numba.segment_min,
+            functools.partial(_numba.node_histograms, n_threads=threads),
+            _numba.node_sums,
+            functools.partial(_numba.route_rows, n_threads=threads),
+            functools.partial(_numba.apply_trees, n_threads=threads),
         )
     from . import _reference
 
+    if name == "bincount":
+        if not (is_numpy_namespace(xp) or is_cupy_namespace(xp)):
+            raise ValueError("the bincount kernels need NumPy or CuPy arrays")
+        from . import _bincount
+
+        numpy_only = is_numpy_namespace(xp)
+        return _composed(
+            "bincount",
+            _bincount.build_histograms,
+            _bincount if numpy_only else _reference,
+        )
+    return _composed("reference", _reference.build_histograms, _reference)
+
+
+def _composed(name, build, scans) -> Kernels:
+    """A kernel set whose row-level passes are the reference compositions around ``build``."""
+    from .._predictor import apply_trees_reference
+    from . import _reference
+
     return Kernels(
-        "reference",
-        _reference.build_histograms,
-        _reference.segmented_cumsum,
-        _reference.segment_max,
-        _reference.segment_min,
+        name,
+        build,
+        scans.segmented_cumsum,
+        scans.segment_max,
+        scans.segment_min,
+        functools.partial(_reference.node_histograms, build=build),
+        functools.partial(_reference.node_sums, build=build),
+        _reference.route_rows,
+        apply_trees_reference,
     )

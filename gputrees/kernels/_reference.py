@@ -108,3 +108,103 @@ def _segment_reduce(xp, values, seg, max_len, op):
         d *= 2
     last = xp.astype(xp.searchsorted(seg, seg, side="right"), xp.int64) - 1
     return xp.take(out, last)
+
+
+# -- row-level operations of the grower ---------------------------------------
+def active_weights(xp, active, chan, mask=None):
+    """Channels of the active pairs (optionally those where ``mask``), multiplicities applied.
+
+    Parameters
+    ----------
+    active : ActiveRows
+    chan : array of shape (n_chan_rows, n_channels), float64
+    mask : array of shape (m,), bool, or None
+
+    Returns
+    -------
+    array of shape (m_selected, n_channels), float64
+    """
+
+    def sel(a):
+        return a if mask is None else a[mask]
+
+    w = xp.take(chan, sel(active.chan_index), axis=0)
+    if active.mult is None:
+        return w
+    m = sel(active.mult)
+    if active.wmult is None:
+        return w * m[:, None]
+    return xp.concat([w[:, :1] * m[:, None], w[:, 1:] * sel(active.wmult)[:, None]], axis=1)
+
+
+def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins: int, *, build=None):
+    """Histograms of the nodes that have a slot, from their active rows.
+
+    Parameters
+    ----------
+    codes : array of shape (n_samples, n_features), uint8 or uint16
+    active : ActiveRows
+    chan : array of shape (n_chan_rows, n_channels), float64
+    slot_of_node : array of shape (n_nodes,), int64
+        Histogram slot of every node id, ``-1`` for nodes not built.
+    n_slots, n_bins : int
+    build : callable or None
+        The ``build_histograms`` kernel to use (default: this module's).
+
+    Returns
+    -------
+    hist : array of shape (n_slots, n_features, n_bins, n_channels), float64
+    """
+    build = build or build_histograms
+    slot = xp.take(slot_of_node, active.node)
+    hit = slot >= 0
+    return build(xp, codes, active.row[hit], slot[hit], active_weights(xp, active, chan, hit), n_slots, n_bins)
+
+
+def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, build=None):
+    """Channel sums of the nodes that have a slot: array of shape (n_slots, n_channels), float64."""
+    build = build or build_histograms
+    slot = xp.take(slot_of_node, active.node)
+    hit = slot >= 0
+    one = xp.zeros((1, 1), dtype=xp.uint8)
+    rows = xp.zeros(slot[hit].shape, dtype=xp.int64)
+    h = build(xp, one, rows, slot[hit], active_weights(xp, active, chan, hit), n_slots, 1)
+    return xp.reshape(h, (n_slots, chan.shape[1]))
+
+
+def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing_bin: int):
+    """Children of the active rows of split nodes.
+
+    Parameters
+    ----------
+    codes : array of shape (n_samples, n_features), uint8 or uint16
+    active : ActiveRows
+    slot_of_node : array of shape (n_nodes,), int64
+        Position in ``split`` of every node being split, ``-1`` for the others.
+    split : SplitRecord
+        The splits, one per slot (``feature``, ``bin``, ``missing_left``,
+        ``is_categorical``, ``cat_left`` are read).
+    first_child : int
+        Node id of the left child of slot 0; slot ``s`` gets children
+        ``first_child + 2 s`` (left) and ``first_child + 2 s + 1`` (right).
+    missing_bin : int
+
+    Returns
+    -------
+    node : array of shape (m,), int64
+        The new node of every active pair (unchanged for pairs in other nodes).
+    """
+    n_features = codes.shape[1]
+    slot = xp.take(slot_of_node, active.node)
+    hit = slot >= 0
+    slot = xp.clip(slot, 0, None)
+    feat = xp.take(split.feature, slot)
+    code = xp.astype(xp.take(xp.reshape(codes, (-1,)), active.row * n_features + feat), xp.int64)
+    go_left = code <= xp.take(split.bin, slot)
+    if split.cat_left.shape[-1] > 0:  # (m, 0) when no feature is categorical
+        n_bins = split.cat_left.shape[-1]
+        cat_go = xp.take(xp.reshape(split.cat_left, (-1,)), slot * n_bins + code)
+        go_left = xp.where(xp.take(split.is_categorical, slot), cat_go, go_left)
+    go_left = xp.where(code == missing_bin, xp.take(split.missing_left, slot), go_left)
+    child = first_child + 2 * slot + xp.astype(~go_left, xp.int64)
+    return xp.where(hit, child, active.node)

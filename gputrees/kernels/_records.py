@@ -1,0 +1,33 @@
+"""Small typed records the grower hands to the row-level kernels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ActiveRows:
+    """The (tree, row) pairs still in growing nodes (device arrays of length m).
+
+    Attributes
+    ----------
+    row : (m,) int64
+        Row of the binned matrix.
+    chan_index : (m,) int64
+        Row of the channel table holding this pair's channels (the row itself,
+        or ``tree * n + row`` when every tree has its own channels).
+    node : (m,) int64
+        Node the pair is in (global node id of the batch).
+    mult : (m,) float64 or None
+        Multiplicity (bootstrap count) applied to the first channel, and to
+        every channel when ``wmult`` is None. None means 1.
+    wmult : (m,) float64 or None
+        Multiplicity applied to the other channels (class-weighted bootstrap). None
+        means ``mult``.
+    """
+
+    row: object
+    chan_index: object
+    node: object
+    mult: object = None
+    wmult: object = None

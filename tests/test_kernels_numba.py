@@ -1,0 +1,237 @@
+"""Numba kernels against their references: hand-made inputs, then random ones.
+
+The row-level passes of the grower (node histograms, node sums, routing) and
+the prediction walk must equal the reference compositions exactly: integer
+outputs always, float sums bit for bit because both sum in row order (the
+bincount composition) and the Numba kernels give every output to one thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gputrees._backend import namespace_of
+from gputrees._grower import TreeBatch
+from gputrees._predictor import apply_trees_reference
+from gputrees._splitting import SplitRecord
+from gputrees.kernels import ActiveRows, _bincount, _reference
+
+pytest.importorskip("numba")
+from gputrees.kernels import _numba  # noqa: E402
+
+NP = namespace_of(np.empty(0))
+
+
+def _active(seed, *, n=300, m=None, n_nodes=5, n_chan_rows=None, mult="none", empty_nodes=()):
+    rng = np.random.default_rng(seed)
+    m = n if m is None else m
+    row = rng.integers(0, n, m).astype(np.int64)
+    node = rng.integers(0, n_nodes, m).astype(np.int64)
+    for e in empty_nodes:
+        node[node == e] = (e + 1) % n_nodes
+    n_chan_rows = n if n_chan_rows is None else n_chan_rows
+    chan_index = row if n_chan_rows == n else rng.integers(0, n_chan_rows, m).astype(np.int64)
+    mu = wmu = None
+    if mult in ("mult", "both"):
+        mu = rng.integers(1, 4, m).astype(np.float64)
+    if mult == "both":
+        wmu = rng.integers(0, 5, m).astype(np.float64)
+    return ActiveRows(row=row, chan_index=chan_index, node=node, mult=mu, wmult=wmu), n_chan_rows
+
+
+def _codes(seed, n, n_features=6, n_bins=10, missing_frac=0.1):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, n_bins - 1, (n, n_features)).astype(np.uint8 if n_bins <= 256 else np.uint16)
+    codes[rng.random(codes.shape) < missing_frac] = n_bins - 1
+    return codes
+
+
+def _chan(seed, n_rows, kind):
+    rng = np.random.default_rng(seed)
+    ones = np.ones((n_rows, 1))
+    if kind == "int":
+        return np.concatenate([ones, rng.integers(-5, 6, (n_rows, 2)).astype(np.float64)], axis=1)
+    return np.concatenate([ones, rng.standard_normal((n_rows, 2))], axis=1)
+
+
+MULTS = ["none", "mult", "both"]
+
+
+@pytest.mark.parametrize("mult", MULTS)
+@pytest.mark.parametrize("kind", ["int", "float"])
+@pytest.mark.parametrize("per_tree", [False, True])
+@pytest.mark.parametrize("n_bins", [2, 10, 300])
+def test_node_histograms_and_sums_equal_the_composition(mult, kind, per_tree, n_bins):
+    n = 400
+    active, n_chan = _active(1, n=n, m=900, n_chan_rows=3 * n if per_tree else None, mult=mult)
+    codes = _codes(2, n, n_bins=n_bins)
+    chan = _chan(3, n_chan, kind)
+    # nodes 0..4; build 1, 3 and 4 into slots 2, 0, 1 (node 0 and 2 not built)
+    table = np.array([-1, 2, -1, 0, 1], dtype=np.int64)
+    want = _reference.node_histograms(NP, codes, active, chan, table, 3, n_bins, build=_bincount.build_histograms)
+    for threads in (1, 2):
+        got = _numba.node_histograms(NP, codes, active, chan, table, 3, n_bins, n_threads=threads)
+        assert got.shape == (3, codes.shape[1], n_bins, 3) and got.dtype == np.float64
+        assert np.array_equal(got, want)
+    sums = _numba.node_sums(NP, active, chan, table, 3)
+    assert np.array_equal(sums, _reference.node_sums(NP, active, chan, table, 3, build=_bincount.build_histograms))
+    # each histogram's feature 0 sums to its node's sums (integer case exactly)
+    if kind == "int":
+        assert np.array_equal(want.sum(axis=2)[:, 0, :], sums)
+
+
+def test_node_histograms_hand_made():
+    codes = np.array([[0, 1], [1, 1], [2, 0]], dtype=np.uint8)
+    active = ActiveRows(
+        row=np.array([0, 1, 2, 1], dtype=np.int64),
+        chan_index=np.array([0, 1, 2, 1], dtype=np.int64),
+        node=np.array([7, 7, 8, 9], dtype=np.int64),
+        mult=np.array([1.0, 2.0, 1.0, 3.0]),
+    )
+    chan = np.array([[1.0, 10.0], [1.0, 20.0], [1.0, 30.0]])
+    table = np.full(10, -1, dtype=np.int64)
+    table[7], table[9] = 0, 1  # node 8 is not built
+    h = _numba.node_histograms(NP, codes, active, chan, table, 2, 3, n_threads=2)
+    want = np.zeros((2, 2, 3, 2))
+    want[0, 0, 0] = [1, 10]  # row 0 (x1)
+    want[0, 0, 1] = [2, 40]  # row 1 (x2)
+    want[0, 1, 1] = [3, 50]
+    want[1, 0, 1] = [3, 60]  # row 1 (x3) in node 9
+    want[1, 1, 1] = [3, 60]
+    assert np.array_equal(h, want)
+    assert np.array_equal(_numba.node_sums(NP, active, chan, table, 2), [[3, 50], [3, 60]])
+
+
+def test_no_active_rows():
+    active = ActiveRows(*(np.empty(0, dtype=np.int64),) * 3)
+    codes = _codes(0, 5)
+    chan = _chan(0, 5, "int")
+    table = np.array([0, 1], dtype=np.int64)
+    assert np.array_equal(_numba.node_histograms(NP, codes, active, chan, table, 2, 10), np.zeros((2, 6, 10, 3)))
+    assert np.array_equal(_numba.node_sums(NP, active, chan, table, 2), np.zeros((2, 3)))
+
+
+def _split(seed, k, n_features, n_bins, categorical):
+    rng = np.random.default_rng(seed)
+    is_cat = rng.random(k) < 0.5 if categorical else np.zeros(k, dtype=bool)
+    cat_left = rng.random((k, n_bins)) < 0.5 if categorical else np.zeros((k, 0), dtype=bool)
+    if categorical:
+        cat_left &= is_cat[:, None]
+    z = np.zeros((k, 3))
+    return SplitRecord(
+        found=np.ones(k, dtype=bool),
+        proxy=np.zeros(k),
+        feature=rng.integers(0, n_features, k).astype(np.int64),
+        bin=np.where(is_cat, -1, rng.integers(0, n_bins - 1, k)).astype(np.int64),
+        missing_left=rng.random(k) < 0.5,
+        is_categorical=is_cat,
+        cat_left=cat_left,
+        left=z,
+        right=z,
+        threshold=np.zeros(k),
+    )
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+@pytest.mark.parametrize("n_bins", [2, 12, 300])
+def test_route_rows_equals_reference(categorical, n_bins):
+    n = 500
+    active, _ = _active(4, n=n, m=1200, n_nodes=8)
+    codes = _codes(5, n, n_bins=n_bins)
+    split = _split(6, 3, codes.shape[1], n_bins, categorical)
+    table = np.array([-1, 0, -1, -1, 2, 1, -1, -1], dtype=np.int64)
+    want = _reference.route_rows(NP, codes, active, table, split, 8, n_bins - 1)
+    for threads in (1, 2):
+        got = _numba.route_rows(NP, codes, active, table, split, 8, n_bins - 1, n_threads=threads)
+        assert got.dtype == np.int64
+        assert np.array_equal(got, want)
+    moved = table[active.node] >= 0
+    assert np.array_equal(want[~moved], active.node[~moved])
+    assert ((want[moved] >= 8) & (want[moved] < 14)).all()
+
+
+def test_route_rows_hand_made():
+    codes = np.array([[0, 5], [3, 9], [9, 1]], dtype=np.uint8)  # 9 = missing bin
+    active = ActiveRows(row=np.arange(3, dtype=np.int64), chan_index=np.arange(3, dtype=np.int64),
+                        node=np.array([0, 0, 0], dtype=np.int64))
+    split = _split(0, 1, 2, 10, False)
+    split = SplitRecord(**{**split.__dict__, "feature": np.array([0]), "bin": np.array([2]),
+                           "missing_left": np.array([True])})
+    got = _numba.route_rows(NP, codes, active, np.array([0]), split, 1, 9)
+    assert got.tolist() == [1, 2, 1]  # 0 <= 2 left, 3 > 2 right, missing -> left
+
+
+def _random_batch(seed, n_trees, depth, n_features, categorical, n_bins=6):
+    """Random full padded trees (heap layout, node i has children 2i+1, 2i+2)."""
+    rng = np.random.default_rng(seed)
+    width = 2 ** (depth + 1) - 1
+    inner = 2**depth - 1
+    idx = np.arange(width)
+    feature = np.where(idx < inner, rng.integers(0, n_features, (n_trees, width)), -1)
+    # some inner nodes become leaves (their subtrees stay unreachable padding)
+    feature[:, 1:inner][rng.random((n_trees, inner - 1)) < 0.2] = -1
+    left = np.where(idx < inner, 2 * idx + 1, -1) * np.ones((n_trees, 1), dtype=np.int64)
+    right = np.where(idx < inner, 2 * idx + 2, -1) * np.ones((n_trees, 1), dtype=np.int64)
+    is_cat = (rng.random((n_trees, width)) < 0.4) & (feature >= 0) if categorical else np.zeros((n_trees, width), bool)
+    cat_left = rng.random((n_trees, width, n_bins)) < 0.5 if categorical else np.zeros((n_trees, width, 0), bool)
+    return TreeBatch(
+        node_count=np.full(n_trees, width, dtype=np.int64),
+        left=left.astype(np.int64),
+        right=right.astype(np.int64),
+        feature=feature.astype(np.int64),
+        bin=np.full((n_trees, width), -1, dtype=np.int64),
+        missing_left=rng.random((n_trees, width)) < 0.5,
+        is_categorical=is_cat,
+        cat_left=cat_left,
+        threshold=rng.standard_normal((n_trees, width)),
+        stats=np.zeros((n_trees, width, 1)),
+        depth=np.zeros((n_trees, width), dtype=np.int64),
+        max_depth=depth,
+    )
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_apply_trees_equals_reference(categorical):
+    n_features, n_bins = 4, 6
+    batch = _random_batch(7, 9, 5, n_features, categorical, n_bins)
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((700, n_features))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    if categorical:
+        # categorical features hold codes 0..n_bins-1 (n_bins - 1 = missing)
+        X = np.where(np.isnan(X), np.nan, rng.integers(0, n_bins, X.shape).astype(np.float64))
+    want = apply_trees_reference(NP, batch, X, n_bins - 1)
+    for threads in (1, 2):
+        got = _numba.apply_trees(NP, batch, X, n_bins - 1, n_threads=threads)
+        assert got.dtype == np.int64 and got.shape == (700, 9)
+        assert np.array_equal(got, want)
+    assert (np.take_along_axis(batch.feature, want.T, axis=1) < 0).all()  # every row ends in a leaf
+
+
+@pytest.mark.parametrize("max_len", [1, 3, 50])
+def test_segmented_scans_equal_reference(max_len):
+    rng = np.random.default_rng(9)
+    lengths = rng.integers(1, max_len + 1, 40)
+    seg = np.repeat(np.arange(40), lengths).astype(np.int64)
+    ints = rng.integers(-9, 10, (seg.shape[0], 3)).astype(np.float64)
+    vals = rng.standard_normal(seg.shape[0])
+    vals[rng.random(seg.shape[0]) < 0.05] = np.nan
+    n = int(lengths.max())
+    assert np.array_equal(_numba.segmented_cumsum(NP, ints, seg, n), _reference.segmented_cumsum(NP, ints, seg, n))
+    for name in ("segment_max", "segment_min"):
+        got = getattr(_numba, name)(NP, vals, seg, n)
+        want = getattr(_reference, name)(NP, vals, seg, n)
+        assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_thread_count():
+    import numba
+
+    assert _numba.thread_count(1) == 1
+    assert _numba.thread_count(None) == numba.config.NUMBA_NUM_THREADS
+    assert _numba.thread_count(-1) == numba.config.NUMBA_NUM_THREADS
+    assert _numba.thread_count(10**6) == numba.config.NUMBA_NUM_THREADS
+    assert _numba.thread_count(-(10**6)) == 1
+    with pytest.raises(ValueError, match="n_jobs=0"):
+        _numba.thread_count(0)
