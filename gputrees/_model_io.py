@@ -233,17 +233,26 @@ def save_model(est, path):
         "arrays": {k: {"dtype": a.dtype.str, "shape": list(a.shape)} for k, a in enc.arrays.items()},
     }
     text = json.dumps(meta, allow_nan=False, indent=1)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(JSON_MEMBER, text)
+        for name, a in enc.arrays.items():
+            npy = io.BytesIO()
+            np.lib.format.write_array(npy, a, allow_pickle=False)
+            zf.writestr(name + ".npy", npy.getvalue())
+    write_atomic(path, buf.getvalue())
+
+
+def write_atomic(path, data: bytes):
+    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``.
+
+    A crash or an error never leaves a half-written file at ``path``.
+    """
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".gputrees-", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=".gputrees-", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
     try:
         with os.fdopen(fd, "wb") as fh:
-            with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-                zf.writestr(JSON_MEMBER, text)
-                for name, a in enc.arrays.items():
-                    buf = io.BytesIO()
-                    np.lib.format.write_array(buf, a, allow_pickle=False)
-                    zf.writestr(name + ".npy", buf.getvalue())
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
