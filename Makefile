@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 venv: $(VENV)/.installed
 
 demo: venv
-	$(BIN)/python examples/demo_titanic.py
+	$(BIN)/python -m gputrees demo
 
 test: venv
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

@@ -13,6 +13,7 @@ from ._forest import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from ._model_io import ModelFormatError, load_model
 from ._weight_boosting import AdaBoostClassifier, AdaBoostRegressor
 
 __version__ = "0.1.0"
@@ -30,5 +31,7 @@ __all__ = [
     "GradientBoostingRegressor",
     "export_graphviz",
     "export_text",
+    "load_model",
+    "ModelFormatError",
     "__version__",
 ]

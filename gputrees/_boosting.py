@@ -24,6 +24,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _backend
+from ._model_io import ModelFileMixin
+from ._xgboost import XGBoostExportMixin
 from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._criteria import Newton
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, TreeBatch, grow
@@ -100,7 +102,7 @@ def _set_params(est, params):
             setattr(est, name, value)
 
 
-class _BaseGradientBoosting(BaseEstimator):
+class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "learning_rate": [Interval(numbers.Real, 0.0, None, closed="neither")],
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],

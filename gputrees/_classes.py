@@ -15,6 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _backend
+from ._model_io import ModelFileMixin
 from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
@@ -36,7 +37,7 @@ from .kernels import get_kernels
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor"]
 
 
-class _BaseTree(BaseEstimator):
+class _BaseTree(ModelFileMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "max_depth": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "min_samples_split": [

@@ -26,6 +26,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _backend
+from ._model_io import ModelFileMixin
 from ._binning import fit_bin_mapper
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
@@ -49,7 +50,7 @@ BYTES_PER_TREE_ROW_BASE = 96
 BYTES_PER_TREE_ROW_CHANNEL = 16
 
 
-class _BaseForest(BaseEstimator):
+class _BaseForest(ModelFileMixin, BaseEstimator):
     _parameter_constraints: dict = {
         # the tree parameters, with the single trees' rules
         **{

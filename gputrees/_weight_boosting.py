@@ -59,6 +59,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, check_is_fitted, has_fit_parameter, validate_data
 
 from . import _backend
+from ._model_io import ModelFileMixin
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._predictor import apply_trees, gather_node_values
 from ._validation import sample_weight_to_host, y_to_host
@@ -124,7 +125,7 @@ def _host(a):
     return _backend.to_numpy(a) if _backend.is_array_api_array(a) else a
 
 
-class _BaseWeightBoosting(BaseEstimator):
+class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "predict"]), None],
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
