@@ -31,6 +31,7 @@ from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, grow
 from ._predictor import apply_trees, gather_node_values
+from ._progress import _Monitor, _Step
 from ._tree import Tree
 from ._validation import drop_zero_weight_rows, sample_weight_to_host, y_to_host
 from .kernels import get_kernels
@@ -73,6 +74,8 @@ class _BaseForest(BaseEstimator):
         "random_state": ["random_state"],
         "warm_start": ["boolean"],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "verbose": ["verbose"],
+        "callbacks": [list, None],
     }
     for _k in ("pruning", "validation_fraction"):  # single-tree options only
         _parameter_constraints.pop(_k, None)
@@ -220,6 +223,8 @@ class _BaseForest(BaseEstimator):
         kernels = get_kernels(xp)
         n_channels = int(channels.shape[1])
         step = self._batch_size(n_samples, n_channels, self.n_estimators - first)
+        n_batches = len(self._batches) + -(-(self.n_estimators - first) // step)
+        monitor = _Monitor(self, n_batches, len(self._batches), "batch")
         for start in range(first, self.n_estimators, step):
             stop = min(start + step, self.n_estimators)
             counts, feats = zip(*(self._tree_sample(t, n_samples, n_features) for t in range(start, stop)))
@@ -250,10 +255,13 @@ class _BaseForest(BaseEstimator):
                 total_w = criterion.weight(xp, batch.stats[:, 0, :])
                 batch = prune_ccp(xp, batch, criterion, self.ccp_alpha, total_w)
             self._batches.append(batch)
+            if monitor.step(_Step(len(self._batches) - 1, stop)):
+                break
+        monitor.close()
         self._bin_mapper = bin_mapper
         self._criterion = criterion
         self._categories = categories
-        self._n_trees_fitted = self.n_estimators
+        self._n_trees_fitted = sum(int(b.left.shape[0]) for b in self._batches)  # fewer if a callback stopped
         self._n_train = n_samples
         self.n_features_in_ = n_features
         self.is_categorical_ = is_cat
@@ -544,6 +552,15 @@ _FOREST_DOC = """
         with ``batch_size=1``).
     batch_size : int or None, default=None
         Trees grown together; overrides the budget above.
+    verbose : int, default=0
+        Above 0, show the batches of trees done and the time left: a tqdm
+        progress bar when tqdm is installed, else a line every ``verbose``
+        batches.
+    callbacks : list or None, default=None
+        Objects with ``on_iteration(env) -> bool`` called after every batch
+        of trees with a :class:`gputrees.callbacks.IterationEnv`; True stops
+        the fit, keeping the trees grown (``len(estimators_)`` then is
+        below ``n_estimators``; see :mod:`gputrees.callbacks`).
     {class_weight}
     Attributes
     ----------
@@ -576,6 +593,8 @@ def _forest_init(self, criterion, max_features, bootstrap, class_weight=None, **
     self.max_features_per_tree = kw["max_features_per_tree"]
     self.memory_limit = kw["memory_limit"]
     self.batch_size = kw["batch_size"]
+    self.verbose = kw["verbose"]
+    self.callbacks = kw["callbacks"]
 
 
 class RandomForestClassifier(_ForestClassifier):
@@ -611,6 +630,8 @@ class RandomForestClassifier(_ForestClassifier):
         max_features_per_tree=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
         batch_size=None,
+        verbose=0,
+        callbacks=None,
     ):
         _forest_init(**locals())
         self.class_weight = class_weight
@@ -650,6 +671,8 @@ class ExtraTreesClassifier(_ForestClassifier):
         max_features_per_tree=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
         batch_size=None,
+        verbose=0,
+        callbacks=None,
     ):
         _forest_init(**locals())
         self.class_weight = class_weight
@@ -684,6 +707,8 @@ class RandomForestRegressor(_ForestRegressor):
         max_features_per_tree=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
         batch_size=None,
+        verbose=0,
+        callbacks=None,
     ):
         _forest_init(**locals())
 
@@ -718,5 +743,7 @@ class ExtraTreesRegressor(_ForestRegressor):
         max_features_per_tree=None,
         memory_limit=DEFAULT_MEMORY_LIMIT,
         batch_size=None,
+        verbose=0,
+        callbacks=None,
     ):
         _forest_init(**locals())
