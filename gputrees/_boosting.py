@@ -340,6 +340,7 @@ class _BaseGradientBoosting(BaseEstimator):
                 break
             if es and self._should_stop(val_scores[-1]):
                 stopped_at = it
+                monitor.close()  # the bar ends before the message
                 if int(self.verbose) > 0:
                     print(
                         f"early stopping after round {it + 1}: no validation improvement for "
@@ -698,12 +699,24 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         return MultinomialLogLoss(self.n_classes_)
 
     def decision_function(self, X):
-        """Raw scores: log-odds (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
+        """Raw scores: log-odds (n_samples,) for two classes, (n_samples, n_classes) otherwise.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, raw = self._raw_predict(X)
         return _backend.output_like(X, raw[:, 0] if self.n_classes_ == 2 else raw)
 
     def staged_decision_function(self, X):
-        """Yield :meth:`decision_function` after each round."""
+        """Yield :meth:`decision_function` after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         for _, raw in self._staged_raw(X):
             yield _backend.output_like(X, raw[:, 0] if self.n_classes_ == 2 else raw)
 
@@ -711,12 +724,24 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         return (BinaryLogLoss() if self.n_classes_ == 2 else MultinomialLogLoss(self.n_classes_)).proba(xp, raw)
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), float64."""
+        """Class probabilities, shape (n_samples, n_classes), float64.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, raw = self._raw_predict(X)
         return _backend.output_like(X, self._proba(xp, raw))
 
     def staged_predict_proba(self, X):
-        """Yield :meth:`predict_proba` after each round."""
+        """Yield :meth:`predict_proba` after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         for xp, raw in self._staged_raw(X):
             yield _backend.output_like(X, self._proba(xp, raw))
 
@@ -725,12 +750,24 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         return _backend.labels_like(X, self.classes_, idx)
 
     def predict(self, X):
-        """Most probable class of each sample, shape (n_samples,)."""
+        """Most probable class of each sample, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, raw = self._raw_predict(X)
         return self._labels(X, xp, raw)
 
     def staged_predict(self, X):
-        """Yield :meth:`predict` after each round."""
+        """Yield :meth:`predict` after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         for xp, raw in self._staged_raw(X):
             yield self._labels(X, xp, raw)
 
@@ -809,11 +846,23 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         return raw[:, 0]
 
     def predict(self, X):
-        """Predicted target, shape (n_samples,), float64."""
+        """Predicted target, shape (n_samples,), float64.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, raw = self._raw_predict(X)
         return _backend.output_like(X, self._link(xp, raw))
 
     def staged_predict(self, X):
-        """Yield :meth:`predict` after each round."""
+        """Yield :meth:`predict` after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         for xp, raw in self._staged_raw(X):
             yield _backend.output_like(X, self._link(xp, raw))

@@ -334,13 +334,24 @@ class _BaseForest(BaseEstimator):
         return total
 
     def apply(self, X):
-        """Leaf index of every sample in every tree, shape (n_samples, n_estimators)."""
+        """Leaf index of every sample in every tree, shape (n_samples, n_estimators).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, Xp = self._X_for_predict(X)
         leaves = [apply_trees(xp, b, Xp, self._bin_mapper.missing_bin) for b in self._batches]
         return _backend.output_like(X, xp.concat(leaves, axis=1))
 
     def decision_path(self, X):
         """Nodes each sample goes through.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
 
         Returns
         -------
@@ -474,17 +485,35 @@ class _ForestClassifier(ClassifierMixin, _BaseForest):
         self.oob_score_ = accuracy_score(y_enc[seen], pred)
 
     def predict_proba(self, X):
-        """Mean class probabilities of the trees, shape (n_samples, n_classes)."""
+        """Mean class probabilities of the trees, shape (n_samples, n_classes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, Xp = self._X_for_predict(X)
         proba = self._mean_values(xp, Xp)[:, 0, :]
         return _backend.output_like(X, proba)
 
     def predict_log_proba(self, X):
-        """Log of :meth:`predict_proba` (``-inf`` for probability 0), in the input's namespace."""
+        """Log of :meth:`predict_proba` (``-inf`` for probability 0), in the input's namespace.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         return _backend.log_like(self.predict_proba(X))
 
     def predict(self, X):
-        """Class with the highest mean probability, shape (n_samples,)."""
+        """Class with the highest mean probability, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, Xp = self._X_for_predict(X)
         return _backend.labels_like(X, self.classes_, xp.argmax(self._mean_values(xp, Xp)[:, 0, :], axis=1))
 
@@ -503,7 +532,13 @@ class _ForestRegressor(RegressorMixin, _BaseForest):
         self.oob_score_ = r2_score(y_enc[seen], pred[seen])
 
     def predict(self, X):
-        """Mean of the trees' predictions, shape (n_samples,) or (n_samples, n_outputs)."""
+        """Mean of the trees' predictions, shape (n_samples,) or (n_samples, n_outputs).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, Xp = self._X_for_predict(X)
         out = self._mean_values(xp, Xp)[:, :, 0]
         if self._y_ndim == 1:

@@ -276,7 +276,16 @@ class _BaseWeightBoosting(BaseEstimator):
         return sum(wt * fi for wt, fi in zip(w, fis)) / w.sum()
 
     def score(self, X, y, sample_weight=None):
-        """Accuracy (classifier) or R^2 (regressor) of :meth:`predict` on (X, y), computed on the host."""
+        """Accuracy (classifier) or R^2 (regressor) of :meth:`predict` on (X, y), computed on the host.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        y : array-like of shape (n_samples,)
+            True labels (classifier) or targets (regressor).
+        sample_weight : array-like of shape (n_samples,), default=None
+        """
         return self._metric(
             np.asarray(_host(y)),
             _backend.to_numpy(self.predict(X)),
@@ -285,6 +294,14 @@ class _BaseWeightBoosting(BaseEstimator):
 
     def staged_score(self, X, y, sample_weight=None):
         """Accuracy (classifier) or R^2 (regressor) after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        y : array-like of shape (n_samples,)
+            True labels (classifier) or targets (regressor).
+        sample_weight : array-like of shape (n_samples,), default=None
 
         Yields
         ------
@@ -535,6 +552,11 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
     def staged_decision_function(self, X):
         """Decision function after each round (see :meth:`decision_function`).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+
         Yields
         ------
         score : array of shape (n_samples,) or (n_samples, n_classes), float64
@@ -589,6 +611,11 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
     def staged_predict(self, X):
         """Predictions after each round (see :meth:`predict`).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+
         Yields
         ------
         y : array of shape (n_samples,)
@@ -628,6 +655,11 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
     def staged_predict_proba(self, X):
         """Class probabilities after each round (see :meth:`predict_proba`).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+
         Yields
         ------
         proba : array of shape (n_samples, n_classes), float64
@@ -636,7 +668,13 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             yield _backend.output_like(X, self._proba(xp, dec))
 
     def predict_log_proba(self, X):
-        """Log of :meth:`predict_proba`, shape (n_samples, n_classes)."""
+        """Log of :meth:`predict_proba`, shape (n_samples, n_classes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         return _backend.log_like(self.predict_proba(X))
 
     def staged_sample_weight(self, X, y, sample_weight=None):
@@ -908,6 +946,11 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
 
     def staged_predict(self, X):
         """Weighted median of the first t learners, for t = 1, 2, ...
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
 
         Yields
         ------

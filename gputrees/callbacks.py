@@ -78,7 +78,13 @@ class EarlyStopping:
         self._last = None
 
     def on_iteration(self, env: IterationEnv) -> bool:
-        """Record ``env.validation_score``; True after ``patience`` steps without improvement."""
+        """Record ``env.validation_score``; True after ``patience`` steps without improvement.
+
+        Parameters
+        ----------
+        env : IterationEnv
+            The step just done.
+        """
         if env.validation_score is None:
             raise ValueError(
                 f"EarlyStopping needs a validation score, and {type(env.estimator).__name__} has none: "
@@ -114,7 +120,13 @@ class Logger:
         self.history = []
 
     def on_iteration(self, env: IterationEnv) -> bool:
-        """Record ``env`` and print it when due; never stops the fit."""
+        """Record ``env`` and print it when due; never stops the fit.
+
+        Parameters
+        ----------
+        env : IterationEnv
+            The step just done.
+        """
         self.history.append(env)
         done = env.iteration + 1
         if done % self.every == 0 or done == env.n_iterations:
@@ -157,7 +169,13 @@ class Checkpoint:
         self.n_saved = 0
 
     def on_iteration(self, env: IterationEnv) -> bool:
-        """Save when due; never stops the fit."""
+        """Save when due; never stops the fit.
+
+        Parameters
+        ----------
+        env : IterationEnv
+            The step just done.
+        """
         done = env.iteration + 1
         if done % self.every and done != env.n_iterations:
             return False
