@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gputrees  # noqa: E402
 from _common import pyplot, save  # noqa: E402
+from gputrees.plot import plot_decision_boundary  # noqa: E402
 
 #: The ten points (x, y) and their labels (+1 / -1).
 X = np.array(
@@ -118,8 +119,6 @@ def main(argv=None):
     if plt is not None:
         folder, name = _picture_path(args.out)
         fig, axes = plt.subplots(1, 4, figsize=(16, 4.2))
-        gx, gy = np.meshgrid(np.linspace(0, 11, 221), np.linspace(0, 11, 221))
-        grid = np.c_[gx.ravel(), gy.ravel()]
         weights = model.estimator_weights_
         panels = [
             (stump, rw, missed[t], f"round {t + 1}: w_{t + 1} = {weights[t]:.2f}")
@@ -128,8 +127,8 @@ def main(argv=None):
         vote = " + ".join(f"{w:.2f} h_{t}" for t, w in enumerate(weights, start=1))
         panels.append((model, np.full(len(Y), 0.1), [], f"combined: sign({vote})"))
         for ax, (est, rw, wrong, title) in zip(axes, panels):
-            regions = np.asarray(est.predict(grid)).reshape(gx.shape)
-            ax.contourf(gx, gy, regions, levels=[-2, 0, 2], colors=["#c8e6c9", "#bbdefb"], alpha=0.8)
+            # regions over [0, 11]^2: the points span [1, 10], and the plot adds a margin of 1
+            plot_decision_boundary(est, X, ax=ax, alpha=0.8, levels=[-2, 0, 2], colors=["#c8e6c9", "#bbdefb"])
             sizes = 1500 * rw
             for label, marker, color in ((1, "P", "C0"), (-1, "_", "C2")):
                 m = Y == label

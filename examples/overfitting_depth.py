@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gputrees  # noqa: E402
 from _common import parser, pyplot, save  # noqa: E402
+from gputrees.plot import plot_decision_boundary  # noqa: E402
 
 DEPTHS = [1, 2, 3, 5, 10]
 LEAF_SIZES = [1, 5, 10, 20, 50]
@@ -84,11 +85,8 @@ def main(argv=None):
             ax.set_xlabel(label)
             ax.set_ylabel("error")
             ax.legend()
-        gx, gy = np.meshgrid(np.linspace(-2, 3, 250), np.linspace(-1.5, 2, 180))
-        grid = np.c_[gx.ravel(), gy.ravel()]
         for ax, est, title in ((axes[2], grown, f"grown: {before[0]} leaves"), (axes[3], pruned, f"pruned: {after[0]} leaves")):
-            ax.contourf(gx, gy, np.asarray(est.predict(grid)).reshape(gx.shape), alpha=0.25, levels=[-0.5, 0.5, 1.5])
-            ax.scatter(X_grow[:, 0], X_grow[:, 1], c=y_grow, s=6, cmap="coolwarm")
+            plot_decision_boundary(est, X_grow, y_grow, sizes=np.full(len(y_grow), 6.0), alpha=0.3, ax=ax)
             ax.set_title(title)
         save(fig, args.out, "overfitting.png")
     return {

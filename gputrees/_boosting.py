@@ -11,10 +11,10 @@ are pushed through the round's trees only (incremental).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import numbers
-import sys
-import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -31,6 +31,7 @@ from ._criteria import Newton
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, TreeBatch, grow
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
 from ._predictor import apply_trees, gather_node_values
+from ._progress import _Monitor, _Step
 from ._validation import (
     check_finite_x,
     holdout_split,
@@ -129,6 +130,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         "random_state": ["random_state"],
         "device": [StrOptions({"cpu", "cuda"}), None],
         "verbose": ["verbose"],
+        "callbacks": [list, None],
         "warm_start": ["boolean"],
         "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
         "n_jobs": [numbers.Integral, None],
@@ -290,7 +292,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         start = len(rounds)
         n_sub = max(1, int(self.subsample * n)) if self.subsample < 1.0 else n
         n_col = max(1, int(self.colsample_bytree * n_features))
-        t0 = time.perf_counter()
+        monitor = _Monitor(self, self.n_estimators, start, "round")
         stopped_at = None
         for it in range(start, self.n_estimators):
             round_rng = np.random.default_rng([seed, it])
@@ -335,9 +337,13 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                 rv = rv + gather_node_values(xp, values, lv)
                 val[i] = (Xvp, yv, wv, rv)
                 val_scores[i].append(-loss.loss(xp, rv, yv, wv))
-            self._report(it, train_scores, val_scores, t0, start)
+            model = functools.partial(self._snapshot, xp, k, rounds, train_scores, val_scores, len(rounds))
+            step = _Step(it, len(rounds), train_scores[-1], val_scores[-1][-1] if val_scores else None, model)
+            if monitor.step(step):
+                break
             if es and self._should_stop(val_scores[-1]):
                 stopped_at = it
+                monitor.close()  # the bar ends before the message
                 if int(self.verbose) > 0:
                     print(
                         f"early stopping after round {it + 1}: no validation improvement for "
@@ -345,6 +351,11 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                         flush=True,
                     )
                 break
+        monitor.close()
+        return self._finish(xp, k, rounds, train_scores, val_scores, stopped_at)
+
+    def _finish(self, xp, k, rounds, train_scores, val_scores, stopped_at=None):
+        """Set the fitted attributes from the rounds of a fit (K trees each) and their scores; returns self."""
         self._rounds = rounds
         self.train_score_ = np.asarray(train_scores, dtype=np.float64)
         self._eval_scores = [np.asarray(s, dtype=np.float64) for s in val_scores]
@@ -359,6 +370,12 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         self.n_trees_per_iteration_ = k
         self._forest_cache = _stack_rounds(xp, self._rounds) if self._rounds else None
         return self
+
+    def _snapshot(self, xp, k, rounds, train_scores, val_scores, n_rounds):
+        """A fitted shallow copy holding the first ``n_rounds`` of the growing lists (``IterationEnv.model``)."""
+        later = len(rounds) - n_rounds  # rounds (and scores) appended after this snapshot was taken
+        scores = [v[: len(v) - later] for v in val_scores]
+        return copy.copy(self)._finish(xp, k, rounds[:n_rounds], train_scores[: len(train_scores) - later], scores)
 
     def _check_eval_set(self, eval_set):
         if not isinstance(eval_set, (list, tuple)) or not eval_set:
@@ -385,21 +402,6 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             return False
         reference = scores[-m - 1] + self.tol
         return not any(s > reference for s in scores[-m:])
-
-    def _report(self, it, train_scores, val_scores, t0, start):
-        v = int(self.verbose)
-        if v <= 0:
-            return
-        done = it + 1
-        if done % v and done != self.n_estimators:
-            return
-        elapsed = time.perf_counter() - t0
-        left = elapsed / (done - start) * (self.n_estimators - done)
-        msg = f"[{done}/{self.n_estimators}] train loss {-train_scores[-1]:.6g}"
-        for i, s in enumerate(val_scores):
-            msg += f", valid{i if len(val_scores) > 1 else ''} loss {-s[-1]:.6g}"
-        msg += f" ({elapsed:.1f} s, ~{left:.1f} s left)"
-        print(msg, file=sys.stdout, flush=True)
 
     def _leaf_values(self, xp, kernels, loss, criterion, batch, raw, y, w):
         """Unscaled values (K, n_nodes) of the round's trees (0 at internal nodes)."""
@@ -575,7 +577,13 @@ _PARAMS_DOC = """
     device : {None, "cpu", "cuda"}, default=None
         None follows the input (CuPy arrays train on the GPU).
     verbose : int, default=0
-        Print the training and validation loss every ``verbose`` rounds.
+        Above 0, show the rounds done, the training and validation loss and
+        the time left: a tqdm progress bar when tqdm is installed, else a
+        line every ``verbose`` rounds.
+    callbacks : list or None, default=None
+        Objects with ``on_iteration(env) -> bool`` called after every round
+        with a :class:`gputrees.callbacks.IterationEnv`; True stops the fit,
+        keeping the rounds done (see :mod:`gputrees.callbacks`).
     warm_start : bool, default=False
         Fit more rounds on a fitted model (raise ``n_estimators`` and fit
         again on the same data).
@@ -663,6 +671,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         warm_start=False,
         memory_limit=DEFAULT_MEMORY_LIMIT,
         n_jobs=None,
+        callbacks=None,
     ):
         _set_params(self, locals())
 
@@ -699,12 +708,24 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         return MultinomialLogLoss(self.n_classes_)
 
     def decision_function(self, X):
-        """Raw scores: log-odds (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
+        """Raw scores: log-odds (n_samples,) for two classes, (n_samples, n_classes) otherwise.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, raw = self._raw_predict(X)
         return _backend.output_like(X, raw[:, 0] if self.n_classes_ == 2 else raw)
 
     def staged_decision_function(self, X):
-        """Yield :meth:`decision_function` after each round."""
+        """Yield :meth:`decision_function` after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         for _, raw in self._staged_raw(X):
             yield _backend.output_like(X, raw[:, 0] if self.n_classes_ == 2 else raw)
 
@@ -712,12 +733,24 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         return (BinaryLogLoss() if self.n_classes_ == 2 else MultinomialLogLoss(self.n_classes_)).proba(xp, raw)
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), float64."""
+        """Class probabilities, shape (n_samples, n_classes), float64.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, raw = self._raw_predict(X)
         return _backend.output_like(X, self._proba(xp, raw))
 
     def staged_predict_proba(self, X):
-        """Yield :meth:`predict_proba` after each round."""
+        """Yield :meth:`predict_proba` after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         for xp, raw in self._staged_raw(X):
             yield _backend.output_like(X, self._proba(xp, raw))
 
@@ -726,12 +759,24 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         return _backend.labels_like(X, self.classes_, idx)
 
     def predict(self, X):
-        """Most probable class of each sample, shape (n_samples,)."""
+        """Most probable class of each sample, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, raw = self._raw_predict(X)
         return self._labels(X, xp, raw)
 
     def staged_predict(self, X):
-        """Yield :meth:`predict` after each round."""
+        """Yield :meth:`predict` after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         for xp, raw in self._staged_raw(X):
             yield self._labels(X, xp, raw)
 
@@ -787,6 +832,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         warm_start=False,
         memory_limit=DEFAULT_MEMORY_LIMIT,
         n_jobs=None,
+        callbacks=None,
     ):
         _set_params(self, locals())
 
@@ -810,11 +856,23 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         return raw[:, 0]
 
     def predict(self, X):
-        """Predicted target, shape (n_samples,), float64."""
+        """Predicted target, shape (n_samples,), float64.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, raw = self._raw_predict(X)
         return _backend.output_like(X, self._link(xp, raw))
 
     def staged_predict(self, X):
-        """Yield :meth:`predict` after each round."""
+        """Yield :meth:`predict` after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         for xp, raw in self._staged_raw(X):
             yield _backend.output_like(X, self._link(xp, raw))

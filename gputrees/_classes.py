@@ -408,12 +408,24 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
         return xp, gather_node_values(xp, self._values, leaves)[:, 0, ...]  # (n, n_outputs, k)
 
     def apply(self, X):
-        """Index of the leaf (node of ``tree_``) each sample ends in, shape (n_samples,)."""
+        """Index of the leaf (node of ``tree_``) each sample ends in, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         _, leaves = self._leaves(X)
         return _backend.output_like(X, leaves[:, 0])
 
     def decision_path(self, X):
-        """Sparse indicator (n_samples, node_count) of the nodes each sample goes through."""
+        """Sparse indicator (n_samples, node_count) of the nodes each sample goes through.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         leaves = _backend.to_numpy(self._leaves(X)[1][:, 0])
         parent = np.full(self.tree_.node_count, -1, dtype=np.int64)
         internal = np.flatnonzero(self.tree_.children_left >= 0)
@@ -435,10 +447,22 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
         return sp.csr_matrix((data, (rows, cols)), shape=(leaves.shape[0], self.tree_.node_count))
 
     def get_depth(self) -> int:
+        """Depth of the fitted tree (the root alone: 0).
+
+        Returns
+        -------
+        int
+        """
         check_is_fitted(self, "_batch")
         return self.tree_.max_depth
 
     def get_n_leaves(self) -> int:
+        """Number of leaves of the fitted tree.
+
+        Returns
+        -------
+        int
+        """
         check_is_fitted(self, "_batch")
         return self.tree_.n_leaves
 
@@ -625,16 +649,34 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
         return self._fit(X, y, sample_weight)
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), float64."""
+        """Class probabilities, shape (n_samples, n_classes), float64.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, v = self._node_values(X)
         return _backend.output_like(X, v[:, 0, :])
 
     def predict_log_proba(self, X):
-        """Log of :meth:`predict_proba` (``-inf`` for probability 0)."""
+        """Log of :meth:`predict_proba` (``-inf`` for probability 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         return _backend.log_like(self.predict_proba(X))
 
     def predict(self, X):
-        """Most probable class of each sample, shape (n_samples,)."""
+        """Most probable class of each sample, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, v = self._node_values(X)
         return _backend.labels_like(X, self.classes_, xp.argmax(v[:, 0, :], axis=1))
 
@@ -747,7 +789,13 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
         return self._fit(X, y, sample_weight)
 
     def predict(self, X):
-        """Predicted values, shape (n_samples,) or (n_samples, n_outputs)."""
+        """Predicted values, shape (n_samples,) or (n_samples, n_outputs).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, v = self._node_values(X)
         out = v[:, :, 0]
         if self._y_ndim == 1:

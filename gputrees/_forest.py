@@ -32,6 +32,7 @@ from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, grow
 from ._predictor import apply_trees, gather_node_values
+from ._progress import _Monitor, _Step
 from ._tree import Tree
 from ._validation import drop_zero_weight_rows, sample_weight_to_host, y_to_host
 from .kernels import get_kernels
@@ -74,6 +75,8 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         "random_state": ["random_state"],
         "warm_start": ["boolean"],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "verbose": ["verbose"],
+        "callbacks": [list, None],
     }
     for _k in ("pruning", "validation_fraction"):  # single-tree options only
         _parameter_constraints.pop(_k, None)
@@ -222,6 +225,8 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
         n_channels = int(channels.shape[1])
         step = self._batch_size(n_samples, n_channels, self.n_estimators - first)
+        n_batches = len(self._batches) + -(-(self.n_estimators - first) // step)
+        monitor = _Monitor(self, n_batches, len(self._batches), "batch")
         for start in range(first, self.n_estimators, step):
             stop = min(start + step, self.n_estimators)
             counts, feats = zip(*(self._tree_sample(t, n_samples, n_features) for t in range(start, stop)))
@@ -252,10 +257,13 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
                 total_w = criterion.weight(xp, batch.stats[:, 0, :])
                 batch = prune_ccp(xp, batch, criterion, self.ccp_alpha, total_w)
             self._batches.append(batch)
+            if monitor.step(_Step(len(self._batches) - 1, stop)):
+                break
+        monitor.close()
         self._bin_mapper = bin_mapper
         self._criterion = criterion
         self._categories = categories
-        self._n_trees_fitted = self.n_estimators
+        self._n_trees_fitted = sum(int(b.left.shape[0]) for b in self._batches)  # fewer if a callback stopped
         self._n_train = n_samples
         self.n_features_in_ = n_features
         self.is_categorical_ = is_cat
@@ -328,13 +336,24 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         return total
 
     def apply(self, X):
-        """Leaf index of every sample in every tree, shape (n_samples, n_estimators)."""
+        """Leaf index of every sample in every tree, shape (n_samples, n_estimators).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, Xp = self._X_for_predict(X)
         leaves = [apply_trees(xp, b, Xp, self._bin_mapper.missing_bin, n_jobs=self.n_jobs) for b in self._batches]
         return _backend.output_like(X, xp.concat(leaves, axis=1))
 
     def decision_path(self, X):
         """Nodes each sample goes through.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
 
         Returns
         -------
@@ -468,17 +487,35 @@ class _ForestClassifier(ClassifierMixin, _BaseForest):
         self.oob_score_ = accuracy_score(y_enc[seen], pred)
 
     def predict_proba(self, X):
-        """Mean class probabilities of the trees, shape (n_samples, n_classes)."""
+        """Mean class probabilities of the trees, shape (n_samples, n_classes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, Xp = self._X_for_predict(X)
         proba = self._mean_values(xp, Xp)[:, 0, :]
         return _backend.output_like(X, proba)
 
     def predict_log_proba(self, X):
-        """Log of :meth:`predict_proba` (``-inf`` for probability 0), in the input's namespace."""
+        """Log of :meth:`predict_proba` (``-inf`` for probability 0), in the input's namespace.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         return _backend.log_like(self.predict_proba(X))
 
     def predict(self, X):
-        """Class with the highest mean probability, shape (n_samples,)."""
+        """Class with the highest mean probability, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, Xp = self._X_for_predict(X)
         return _backend.labels_like(X, self.classes_, xp.argmax(self._mean_values(xp, Xp)[:, 0, :], axis=1))
 
@@ -497,7 +534,13 @@ class _ForestRegressor(RegressorMixin, _BaseForest):
         self.oob_score_ = r2_score(y_enc[seen], pred[seen])
 
     def predict(self, X):
-        """Mean of the trees' predictions, shape (n_samples,) or (n_samples, n_outputs)."""
+        """Mean of the trees' predictions, shape (n_samples,) or (n_samples, n_outputs).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         xp, Xp = self._X_for_predict(X)
         out = self._mean_values(xp, Xp)[:, :, 0]
         if self._y_ndim == 1:
@@ -551,6 +594,15 @@ _FOREST_DOC = """
         and by the NumPy fallback kernels (``GPUTREES_KERNELS``).
     batch_size : int or None, default=None
         Trees grown together; overrides the budget above.
+    verbose : int, default=0
+        Above 0, show the batches of trees done and the time left: a tqdm
+        progress bar when tqdm is installed, else a line every ``verbose``
+        batches.
+    callbacks : list or None, default=None
+        Objects with ``on_iteration(env) -> bool`` called after every batch
+        of trees with a :class:`gputrees.callbacks.IterationEnv`; True stops
+        the fit, keeping the trees grown (``len(estimators_)`` then is
+        below ``n_estimators``; see :mod:`gputrees.callbacks`).
     {class_weight}
     Attributes
     ----------
@@ -584,6 +636,8 @@ def _forest_init(self, criterion, max_features, bootstrap, class_weight=None, **
     self.memory_limit = kw["memory_limit"]
     self.n_jobs = kw["n_jobs"]
     self.batch_size = kw["batch_size"]
+    self.verbose = kw["verbose"]
+    self.callbacks = kw["callbacks"]
 
 
 class RandomForestClassifier(_ForestClassifier):
@@ -620,6 +674,8 @@ class RandomForestClassifier(_ForestClassifier):
         memory_limit=DEFAULT_MEMORY_LIMIT,
         n_jobs=None,
         batch_size=None,
+        verbose=0,
+        callbacks=None,
     ):
         _forest_init(**locals())
         self.class_weight = class_weight
@@ -660,6 +716,8 @@ class ExtraTreesClassifier(_ForestClassifier):
         memory_limit=DEFAULT_MEMORY_LIMIT,
         n_jobs=None,
         batch_size=None,
+        verbose=0,
+        callbacks=None,
     ):
         _forest_init(**locals())
         self.class_weight = class_weight
@@ -695,6 +753,8 @@ class RandomForestRegressor(_ForestRegressor):
         memory_limit=DEFAULT_MEMORY_LIMIT,
         n_jobs=None,
         batch_size=None,
+        verbose=0,
+        callbacks=None,
     ):
         _forest_init(**locals())
 
@@ -730,5 +790,7 @@ class ExtraTreesRegressor(_ForestRegressor):
         memory_limit=DEFAULT_MEMORY_LIMIT,
         n_jobs=None,
         batch_size=None,
+        verbose=0,
+        callbacks=None,
     ):
         _forest_init(**locals())

@@ -63,17 +63,7 @@ class Tree:
         self.n_classes = np.full(self.n_outputs, self.value.shape[2], dtype=np.int64)
         self.max_depth = int(to_numpy(batch.depth)[t, :n].max()) if n else 0
         self.n_leaves = int(np.sum(self.children_left == TREE_LEAF))
-        cat_left = to_numpy(batch.cat_left)[t, :n]
-        self.categories_left = [None] * n
-        host_bins = bin_mapper.to_host()
-        for node in np.flatnonzero(self.is_categorical):
-            f = self.feature[node]
-            codes = np.flatnonzero(cat_left[node, : bin_mapper.n_bins - 1])
-            values = host_bins["category_values"][f][codes]
-            labels = categories[f] if categories is not None else None
-            if labels is not None:
-                values = np.asarray(labels)[values.astype(np.int64)]
-            self.categories_left[node] = values
+        self.categories_left = categories_left(batch, t, self.feature, self.is_categorical, bin_mapper, categories)
 
     def compute_feature_importances(self, n_features: int, normalize: bool = True) -> np.ndarray:
         """Total weighted impurity decrease brought by each feature (scikit-learn's definition)."""
@@ -94,6 +84,40 @@ class Tree:
             if total > 0:
                 imp /= total
         return imp
+
+
+def categories_left(batch, t, feature, is_categorical, bin_mapper, categories):
+    """Category labels (or values) each categorical split of tree ``t`` sends left.
+
+    Parameters
+    ----------
+    batch : TreeBatch
+    t : int
+        Tree index in the batch.
+    feature : ndarray of shape (n_nodes,), int64
+        The tree's split features (host).
+    is_categorical : ndarray of shape (n_nodes,), bool
+    bin_mapper : BinMapper
+    categories : list or None
+        Per-feature category labels of the fit (None: the values themselves).
+
+    Returns
+    -------
+    list of length n_nodes of (ndarray or None)
+    """
+    n = int(feature.shape[0])
+    cat_left = to_numpy(batch.cat_left)[t, :n]
+    out = [None] * n
+    host_bins = bin_mapper.to_host()
+    for node in np.flatnonzero(is_categorical):
+        f = feature[node]
+        codes = np.flatnonzero(cat_left[node, : bin_mapper.n_bins - 1])
+        values = host_bins["category_values"][f][codes]
+        labels = categories[f] if categories is not None else None
+        if labels is not None:
+            values = np.asarray(labels)[values.astype(np.int64)]
+        out[node] = values
+    return out
 
 
 def _as_xp(xp, a):

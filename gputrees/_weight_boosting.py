@@ -45,6 +45,8 @@ data with ``sample_weight``, exactly as scikit-learn's AdaBoost does.
 from __future__ import annotations
 
 import collections
+import copy
+import functools
 import math
 import numbers
 import warnings
@@ -62,6 +64,7 @@ from . import _backend
 from ._model_io import ModelFileMixin
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._predictor import apply_trees, gather_node_values
+from ._progress import _Monitor, _Step
 from ._validation import sample_weight_to_host, y_to_host
 
 __all__ = ["AdaBoostClassifier", "AdaBoostRegressor"]
@@ -132,6 +135,8 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "device": [StrOptions({"cpu", "cuda"}), None],
+        "verbose": ["verbose"],
+        "callbacks": [list, None],
     }
 
     def _template(self):
@@ -204,6 +209,19 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
             ensure_all_finite="allow-nan" if allow_nan else True,
         )
 
+    def _round_done(self, monitor, t, weights, errors) -> bool:
+        """Show round ``t`` (its learner, weight and error stored) and run the callbacks; True: stop."""
+        model = functools.partial(self._snapshot, weights, errors, len(weights))
+        return monitor.step(_Step(t, len(weights), -errors[-1], model=model))
+
+    def _snapshot(self, weights, errors, n):
+        """A fitted shallow copy holding the first ``n`` learners (``IterationEnv.model``)."""
+        est = copy.copy(self)
+        est.estimators_ = self.estimators_[:n]
+        est.estimator_weights_ = np.asarray(weights[:n], dtype=np.float64)
+        est.estimator_errors_ = np.asarray(errors[:n], dtype=np.float64)
+        return est
+
     def _next_estimator(self, data, rs):
         """A fresh weak learner for the next round (the first one was made by ``_start``)."""
         if data.first is not None:
@@ -259,7 +277,16 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
         return sum(wt * fi for wt, fi in zip(w, fis)) / w.sum()
 
     def score(self, X, y, sample_weight=None):
-        """Accuracy (classifier) or R^2 (regressor) of :meth:`predict` on (X, y), computed on the host."""
+        """Accuracy (classifier) or R^2 (regressor) of :meth:`predict` on (X, y), computed on the host.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        y : array-like of shape (n_samples,)
+            True labels (classifier) or targets (regressor).
+        sample_weight : array-like of shape (n_samples,), default=None
+        """
         return self._metric(
             np.asarray(_host(y)),
             _backend.to_numpy(self.predict(X)),
@@ -268,6 +295,14 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
 
     def staged_score(self, X, y, sample_weight=None):
         """Accuracy (classifier) or R^2 (regressor) after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        y : array-like of shape (n_samples,)
+            True labels (classifier) or targets (regressor).
+        sample_weight : array-like of shape (n_samples,), default=None
 
         Yields
         ------
@@ -345,6 +380,15 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         Set as the ``device`` of gputrees learners: None follows the input
         (CuPy arrays train on the GPU) or the learner's own ``device``.
         Ignored for other learners.
+    verbose : int, default=0
+        Above 0, show the rounds done, the round's weighted error (as "train
+        loss") and the time left: a tqdm progress bar when tqdm is
+        installed, else a line every ``verbose`` rounds.
+    callbacks : list or None, default=None
+        Objects with ``on_iteration(env) -> bool`` called after every round
+        with a :class:`gputrees.callbacks.IterationEnv` (``train_score`` is
+        minus the round's weighted error); True stops the fit, keeping the
+        learners fitted (see :mod:`gputrees.callbacks`).
 
     Attributes
     ----------
@@ -373,12 +417,24 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
     _metric = staticmethod(accuracy_score)
     _is_classifier = True
 
-    def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0, random_state=None, device=None):
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        n_estimators=50,
+        learning_rate=1.0,
+        random_state=None,
+        device=None,
+        verbose=0,
+        callbacks=None,
+    ):
         self.estimator = estimator
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.random_state = random_state
         self.device = device
+        self.verbose = verbose
+        self.callbacks = callbacks
 
     def _default_estimator(self):
         return DecisionTreeClassifier(max_depth=1)
@@ -424,6 +480,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         self.estimators_ = []
         weights, errors = [], []
         w = data.w
+        monitor = _Monitor(self, self.n_estimators, 0, "round")
         for t in range(self.n_estimators):
             w = _clip_weights(xp, w, data.zero)
             est = self._next_estimator(data, rs)
@@ -439,6 +496,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             if err <= 0.0:  # perfect learner: scikit-learn's weight 1 (1/2 here), stop
                 weights.append(0.5)
                 errors.append(0.0)
+                self._round_done(monitor, t, weights, errors)
                 break
             if err >= 1.0 - 1.0 / k:  # no better than chance: drop it and stop
                 self.estimators_.pop()
@@ -451,7 +509,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             w_t = self.learning_rate * 0.5 * (math.log((1.0 - err) / err) + math.log(k - 1.0))
             weights.append(w_t)
             errors.append(err)
-            if t == self.n_estimators - 1:
+            if self._round_done(monitor, t, weights, errors) or t == self.n_estimators - 1:
                 break
             # course: misclassified * e^{w_t}, correct * e^{-w_t}, normalise;
             # computed as misclassified * e^{2 w_t}, normalise (the same weights)
@@ -460,6 +518,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
                 break
         self.estimator_weights_ = np.asarray(weights, dtype=np.float64)
         self.estimator_errors_ = np.asarray(errors, dtype=np.float64)
+        monitor.close()
         return self
 
     # -- prediction ---------------------------------------------------------------
@@ -493,6 +552,11 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
 
     def staged_decision_function(self, X):
         """Decision function after each round (see :meth:`decision_function`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
 
         Yields
         ------
@@ -548,6 +612,11 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
     def staged_predict(self, X):
         """Predictions after each round (see :meth:`predict`).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+
         Yields
         ------
         y : array of shape (n_samples,)
@@ -587,6 +656,11 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
     def staged_predict_proba(self, X):
         """Class probabilities after each round (see :meth:`predict_proba`).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+
         Yields
         ------
         proba : array of shape (n_samples, n_classes), float64
@@ -595,7 +669,13 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             yield _backend.output_like(X, self._proba(xp, dec))
 
     def predict_log_proba(self, X):
-        """Log of :meth:`predict_proba`, shape (n_samples, n_classes)."""
+        """Log of :meth:`predict_proba`, shape (n_samples, n_classes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
+        """
         return _backend.log_like(self.predict_proba(X))
 
     def staged_sample_weight(self, X, y, sample_weight=None):
@@ -700,8 +780,8 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
     loss : {"linear", "square", "exponential"}, default="linear"
     random_state : int, RandomState instance or None, default=None
         Seeds the bootstrap draws and the learners' ``random_state``.
-    device : {None, "cpu", "cuda"}, default=None
-        As for :class:`AdaBoostClassifier`.
+    device, verbose, callbacks
+        As for :class:`AdaBoostClassifier` (the error shown is ``err_t``).
 
     Attributes
     ----------
@@ -725,7 +805,16 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
     _is_classifier = False
 
     def __init__(
-        self, estimator=None, *, n_estimators=50, learning_rate=1.0, loss="linear", random_state=None, device=None
+        self,
+        estimator=None,
+        *,
+        n_estimators=50,
+        learning_rate=1.0,
+        loss="linear",
+        random_state=None,
+        device=None,
+        verbose=0,
+        callbacks=None,
     ):
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -733,6 +822,8 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         self.loss = loss
         self.random_state = random_state
         self.device = device
+        self.verbose = verbose
+        self.callbacks = callbacks
 
     def _default_estimator(self):
         return DecisionTreeRegressor(max_depth=3)
@@ -775,6 +866,7 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         weights, errors = [], []
         w = data.w
         ones = xp.ones(w.shape, dtype=xp.float64)
+        monitor = _Monitor(self, self.n_estimators, 0, "round")
         for t in range(self.n_estimators):
             w = _clip_weights(xp, w, data.zero)
             est = self._next_estimator(data, rs)
@@ -800,6 +892,7 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
             if err <= 0.0:  # perfect fit: scikit-learn's weight 1, stop
                 weights.append(1.0)
                 errors.append(0.0)
+                self._round_done(monitor, t, weights, errors)
                 break
             if err >= 0.5:  # drop it, unless it is the only one (then weight 0)
                 if len(self.estimators_) > 1:
@@ -807,17 +900,19 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
                 else:
                     weights.append(0.0)
                     errors.append(err)
+                    self._round_done(monitor, t, weights, errors)
                 break
             beta = err / (1.0 - err)
             weights.append(self.learning_rate * math.log(1.0 / beta))
             errors.append(err)
-            if t == self.n_estimators - 1:
+            if self._round_done(monitor, t, weights, errors) or t == self.n_estimators - 1:
                 break
             w = _normalised(xp, xp.where(live, w * beta ** ((1.0 - loss) * self.learning_rate), w), t)
             if w is None:
                 break
         self.estimator_weights_ = np.asarray(weights, dtype=np.float64)
         self.estimator_errors_ = np.asarray(errors, dtype=np.float64)
+        monitor.close()
         return self
 
     def _weighted_median(self, xp, outputs):
@@ -852,6 +947,11 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
 
     def staged_predict(self, X):
         """Weighted median of the first t learners, for t = 1, 2, ...
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NumPy, pandas, CuPy or any array-API array.
 
         Yields
         ------

@@ -281,7 +281,10 @@ def test_missing_values_and_categories_natively():
     assert list(m.is_categorical_) == [False, True, False, False, True]
 
 
-def test_verbose_prints_losses(capsys):
+def test_verbose_prints_losses(capsys, monkeypatch):
+    import gputrees._progress as progress
+
+    monkeypatch.setattr(progress, "_tqdm_class", lambda: None)  # plain lines, as without tqdm
     X, y = load_diabetes(return_X_y=True)
     GradientBoostingRegressor(n_estimators=4, verbose=2, early_stopping=False).fit(X, y, eval_set=[(X, y)])
     lines = capsys.readouterr().out.strip().splitlines()

@@ -135,3 +135,19 @@ def test_boosting_example(tmp_path, capsys):
     assert out["validation_loss"][out["n_iter"]] == pytest.approx(out["validation_loss"][1:].min())
     assert out["auc"] > 0.85
     _saved(tmp_path, "boosting_learning_curve.png")
+
+
+def test_overfitting_regions(tmp_path):
+    out = _run("overfitting", tmp_path)
+    train = [out["depth"][d][0] for d in (1, 2, 3, 5, 10)]
+    test = [out["depth"][d][1] for d in (1, 2, 3, 5, 10)]
+    assert np.all(np.diff(train) <= 0) and train[-1] < 0.05
+    assert out["best_depth"] < 10 and test[-1] > min(test)
+    _saved(tmp_path, "overfitting_regions.png")
+
+
+def test_displays(tmp_path):
+    out = _run("displays", tmp_path)
+    assert all(a > 0.9 for a in out["auc"].values())
+    assert out["confusion_matrix"].sum() == 143  # a quarter of the 569 rows
+    _saved(tmp_path, "displays.png")

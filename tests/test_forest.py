@@ -773,7 +773,7 @@ def test_forest_parameters():
         "min_weight_fraction_leaf", "max_features", "max_leaf_nodes", "min_impurity_decrease",
         "bootstrap", "oob_score", "random_state", "warm_start", "ccp_alpha", "max_samples",
         "max_bins", "categorical_features", "device", "max_features_per_tree", "memory_limit",
-        "batch_size", "n_jobs",
+        "batch_size", "n_jobs", "verbose", "callbacks",
     }  # fmt: skip
     for Forest in FORESTS:
         params = set(Forest().get_params())
