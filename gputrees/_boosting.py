@@ -29,9 +29,11 @@ from ._criteria import Newton
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, TreeBatch, grow
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
 from ._predictor import apply_trees, gather_node_values
+from ._state import transactional_fit
 from ._validation import (
     check_finite_x,
     holdout_split,
+    check_target_scale,
     regression_target,
     resolve_max_features,
     sample_weight_to_host,
@@ -189,6 +191,7 @@ class _BaseGradientBoosting(BaseEstimator):
         return bool(self.early_stopping)
 
     # -- fit ----------------------------------------------------------------
+    @transactional_fit
     def fit(self, X, y, sample_weight=None, eval_set=None):
         """Boost trees.
 
@@ -786,6 +789,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
             raise ValueError("loss='poisson' needs y >= 0 and a positive sum of y")
         if self.loss == "gamma" and np.any(y <= 0):
             raise ValueError("loss='gamma' needs y > 0")
+        check_target_scale(y, sw)
         return y, sw
 
     def _encode_eval_y(self, y):

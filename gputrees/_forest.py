@@ -31,6 +31,7 @@ from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, grow
 from ._predictor import apply_trees, gather_node_values
+from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import drop_zero_weight_rows, sample_weight_to_host, y_to_host
 from .kernels import get_kernels
@@ -148,6 +149,7 @@ class _BaseForest(BaseEstimator):
         return int(max(1, min(n_trees, self.memory_limit // max(per_tree, 1))))
 
     # -- fit ---------------------------------------------------------------
+    @transactional_fit
     def fit(self, X, y, sample_weight=None):
         """Grow the forest.
 
