@@ -32,9 +32,11 @@ from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, TreeBatch
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
 from ._predictor import apply_trees, gather_node_values
 from ._progress import _Monitor, _Step
+from ._state import transactional_fit
 from ._validation import (
     check_finite_x,
     holdout_split,
+    check_target_scale,
     regression_target,
     resolve_max_features,
     sample_weight_to_host,
@@ -194,6 +196,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         return bool(self.early_stopping)
 
     # -- fit ----------------------------------------------------------------
+    @transactional_fit
     def fit(self, X, y, sample_weight=None, eval_set=None):
         """Boost trees.
 
@@ -842,6 +845,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
             raise ValueError("loss='poisson' needs y >= 0 and a positive sum of y")
         if self.loss == "gamma" and np.any(y <= 0):
             raise ValueError("loss='gamma' needs y > 0")
+        check_target_scale(y, sw)
         return y, sw
 
     def _encode_eval_y(self, y):

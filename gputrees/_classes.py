@@ -21,11 +21,13 @@ from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
 from ._predictor import apply_trees, gather_node_values
 from ._pruning import ccp_path, prune_ccp, prune_reduced_error
+from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import (
     check_finite_x,
     drop_zero_weight_rows,
     holdout_split,
+    check_target_scale,
     regression_target,
     resolve_max_features,
     sample_weight_to_host,
@@ -631,6 +633,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
         crit = CLASSIFICATION_CRITERIA[self.criterion](n_outputs=1, n_classes=self.n_classes_)
         return y_enc.astype(np.int64), crit, sw
 
+    @transactional_fit
     def fit(self, X, y, sample_weight=None):
         """Grow the tree.
 
@@ -763,6 +766,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
 
     def _encode_target(self, y, sw):
         y = regression_target(y)
+        check_target_scale(y, sw)
         y2 = y[:, None] if y.ndim == 1 else y
         self._y_ndim = y.ndim
         if self.criterion == "poisson":
@@ -773,6 +777,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
         crit = REGRESSION_CRITERIA[self.criterion](n_outputs=y2.shape[1], n_classes=1)
         return np.ascontiguousarray(y2), crit, sw
 
+    @transactional_fit
     def fit(self, X, y, sample_weight=None):
         """Grow the tree.
 

@@ -33,6 +33,7 @@ from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, grow
 from ._predictor import apply_trees, gather_node_values
 from ._progress import _Monitor, _Step
+from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import drop_zero_weight_rows, sample_weight_to_host, y_to_host
 from .kernels import get_kernels
@@ -153,6 +154,7 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         return int(max(1, min(n_trees, self.memory_limit // max(per_tree, 1))))
 
     # -- fit ---------------------------------------------------------------
+    @transactional_fit
     def fit(self, X, y, sample_weight=None):
         """Grow the forest.
 

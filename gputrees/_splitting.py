@@ -409,6 +409,10 @@ def split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next):
     """
     width = bin_mapper.thresholds.shape[1]
     base = xp.clip(feature, 0, None) * width
+    # ``position`` / ``next_bin`` may be the missing-value bin (== width) where
+    # no value bin follows (``has_next`` False, threshold inf): clip the lookups
+    position = xp.clip(position, 0, width - 1)
+    next_bin = xp.clip(next_bin, 0, width - 1)
     edge = xp.take(xp.reshape(bin_mapper.thresholds, (-1,)), base + position)
     values = xp.reshape(bin_mapper.bin_values, (-1,))
     lo = xp.take(values, base + position)

@@ -17,6 +17,17 @@ from sklearn.model_selection import train_test_split
 from . import _backend
 
 
+# Ranges that keep the criteria's arithmetic finite and normal in float64
+# (normal numbers span 2**-1022 .. 2**1024). The criteria square weighted
+# sums (gini: sum_k c_k**2 / w**2; squared error: S**2 / w) and Friedman's
+# score multiplies up to four of them ((w_r S_l - w_l S_r)**2 / (w_l w_r)), so
+# total weights stay below 2**200 (4th power 2**800), positive weights above
+# 2**-200 (squares stay normal) and max|y| * max(1, W)**2 below 2**400.
+MAX_TOTAL_WEIGHT = 2.0**200
+MIN_POSITIVE_WEIGHT = 2.0**-200
+MAX_TARGET_SCALE = 2.0**400
+
+
 def _is_sparse(X) -> bool:
     return hasattr(X, "tocsr") or hasattr(X, "sparse") and hasattr(X, "format")
 
@@ -281,7 +292,39 @@ def sample_weight_to_host(sample_weight, n_samples: int) -> np.ndarray:
         raise ValueError("sample_weight contains negative values")
     if not np.any(sw > 0):
         raise ValueError("sample_weight is zero for every sample: nothing to fit")
+    with np.errstate(over="ignore"):  # a sum past float64's range is inf, refused below
+        total = float(np.sum(sw))
+    smallest = float(np.min(sw[sw > 0]))
+    if total > MAX_TOTAL_WEIGHT:
+        raise ValueError(
+            f"sample_weight sums to {total:.3g}, more than 2**200 (~1.6e60): the criteria square "
+            "weighted sums, which would overflow float64; rescale sample_weight"
+        )
+    if smallest < MIN_POSITIVE_WEIGHT:
+        raise ValueError(
+            f"sample_weight has a positive value {smallest:.3g} below 2**-200 (~6.2e-61): its square "
+            "would underflow float64; rescale sample_weight (or set such rows to 0 to drop them)"
+        )
     return sw
+
+
+def check_target_scale(y: np.ndarray, sw: np.ndarray) -> None:
+    """Refuse regression targets whose weighted squared sums overflow float64.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,) or (n_samples, n_outputs), float64, finite
+    sw : ndarray of shape (n_samples,), float64, the sample weights
+    """
+    big = float(np.max(np.abs(y))) if y.size else 0.0
+    with np.errstate(over="ignore"):
+        total = max(1.0, float(np.sum(sw)))
+    if big * total * total > MAX_TARGET_SCALE:
+        raise ValueError(
+            f"y has values up to {big:.3g} in magnitude: with total sample weight {total:.3g} the "
+            "squared sums the criteria form would overflow float64 (need max|y| * "
+            "max(1, sum(sample_weight))**2 <= 2**400, ~2.6e120); rescale y"
+        )
 
 
 def drop_zero_weight_rows(xp, Xd, y_enc, sw):

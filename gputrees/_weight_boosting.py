@@ -65,6 +65,7 @@ from ._model_io import ModelFileMixin
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._predictor import apply_trees, gather_node_values
 from ._progress import _Monitor, _Step
+from ._state import transactional_fit
 from ._validation import sample_weight_to_host, y_to_host
 
 __all__ = ["AdaBoostClassifier", "AdaBoostRegressor"]
@@ -449,6 +450,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         pos = np.clip(np.searchsorted(self.classes_, pred), 0, self.n_classes_ - 1)
         return np.where(self.classes_[pos] == pred, pos, -1).astype(np.int64)
 
+    @transactional_fit
     def fit(self, X, y, sample_weight=None):
         """Boost weak learners on (X, y).
 
@@ -834,6 +836,7 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
     def _host_output(self, pred):
         return np.asarray(pred, dtype=np.float64).reshape(-1)
 
+    @transactional_fit
     def fit(self, X, y, sample_weight=None):
         """Boost regressors on (X, y).
 

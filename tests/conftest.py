@@ -7,8 +7,23 @@ reported as *skipped* (with the reason) everywhere else.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property-based tests that do not set ``max_examples`` themselves run under
+# the profile named by GPUTREES_HYPOTHESIS_PROFILE (or hypothesis' own
+# ``--hypothesis-profile``): "ci" (default, bounded so the suite stays within
+# CI's time) or "long" (by hand: many more examples).
+settings.register_profile(
+    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "long", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("GPUTREES_HYPOTHESIS_PROFILE", "ci"))
 
 
 def _cupy_available():

@@ -1,0 +1,117 @@
+#!/usr/bin/env python
+"""Peak memory of fitting each estimator family vs docs/memory.md's formula, and vs XGBoost / LightGBM.
+
+Each fit runs in its own child process (forkserver), which resets the peak-RSS
+mark (``PeakRSS`` of bench_forest.py) after receiving the data, so the figure
+is the extra resident memory of that fit alone. Run from the repository root::
+
+    python bench/bench_memory.py --rows 200000 --features 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SCAN_FACTOR = 7  # gputrees._grower.SCAN_FACTOR: split-scan working arrays per histogram byte
+MiB = 1 << 20
+
+
+def formula(family: str, n: int, f: int, n_bins: int, depth: int, k: int = 2, trees: int = 1) -> int:
+    """docs/memory.md's peak extra bytes of a NumPy fit (bincount kernels), classification, k classes."""
+    code_bytes = 1 if n_bins <= 256 else 2
+    c = 1 + k  # channels: count + one weighted count per class
+    hist_level = min(1 << 30, (1 << max(depth - 2, 0)) * f * n_bins * c * 8 * (1 + SCAN_FACTOR))
+    x64 = 8 * n * f  # float64 copy of X
+    codes = code_bytes * n * f
+    if family == "tree":
+        return x64 + codes + 8 * n * c + 24 * n + 24 * n * f + hist_level
+    if family == "forest":
+        inbag = int(0.632 * n * trees)
+        return x64 + codes + 8 * n * c + trees * n * (96 + 16 * c) + 24 * inbag * f + trees * hist_level
+    if family == "gboost":
+        kt = 1 if k == 2 else k
+        return 2 * x64 + codes + kt * n * (3 * 8 + 4 * 8) + 24 * n * kt * f + kt * hist_level
+    if family == "adaboost":
+        return 2 * x64 + codes + 8 * n * c + 24 * n + 24 * n * f
+    raise ValueError(family)
+
+
+def _make(family, depth, trees):
+    import gputrees
+
+    if family == "tree":
+        return gputrees.DecisionTreeClassifier(max_depth=depth, random_state=0)
+    if family == "forest":
+        return gputrees.RandomForestClassifier(n_estimators=trees, max_depth=depth, random_state=0)
+    if family == "gboost":
+        return gputrees.GradientBoostingClassifier(n_estimators=20, max_depth=depth, early_stopping=False)
+    if family == "adaboost":
+        return gputrees.AdaBoostClassifier(n_estimators=20, random_state=0)
+    if family == "xgboost":
+        import xgboost
+
+        return xgboost.XGBClassifier(n_estimators=20, max_depth=depth, tree_method="hist", n_jobs=2)
+    if family == "lightgbm":
+        import lightgbm
+
+        return lightgbm.LGBMClassifier(n_estimators=20, max_depth=depth, num_leaves=2**depth, verbose=-1, n_jobs=2)
+    raise ValueError(family)
+
+
+def _child(family, X, y, depth, trees, queue):
+    from bench_forest import PeakRSS
+
+    est = _make(family, depth, trees)
+    peak = PeakRSS()
+    est.fit(X, y)
+    queue.put(peak.delta())
+
+
+def measure(family, X, y, depth, trees):
+    ctx = mp.get_context("forkserver")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(family, X, y, depth, trees, q))
+    p.start()
+    out = q.get()
+    p.join()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--features", type=int, default=20)
+    ap.add_argument("--depth", type=int, default=6)
+    ap.add_argument("--trees", type=int, default=10)
+    a = ap.parse_args()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(a.rows, a.features))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=a.rows) > 0).astype(int)
+    print(f"{a.rows} x {a.features} float64 (X itself {X.nbytes / MiB:.0f} MiB), depth {a.depth}, binary")
+    print(f"{'fit':<26}{'peak RSS MiB':>14}{'formula MiB':>13}{'ratio':>8}")
+    for family in ["tree", "forest", "gboost", "adaboost", "xgboost", "lightgbm"]:
+        try:
+            got = measure(family, X, y, a.depth, a.trees)
+        except ImportError as exc:
+            print(f"{family:<26}{'skipped: ' + str(exc)}")
+            continue
+        label = {"forest": f"forest ({a.trees} trees)", "gboost": "gboost (20 rounds)",
+                 "adaboost": "adaboost (20 stumps)", "xgboost": "XGBoost hist (20 rounds)",
+                 "lightgbm": "LightGBM (20 rounds)"}.get(family, family)
+        if family in ("xgboost", "lightgbm"):
+            print(f"{label:<26}{got / MiB:>14.0f}{'':>13}{'':>8}")
+            continue
+        pred = formula(family, a.rows, a.features, 256, a.depth if family != "adaboost" else 1, trees=a.trees)
+        print(f"{label:<26}{got / MiB:>14.0f}{pred / MiB:>13.0f}{got / pred:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
