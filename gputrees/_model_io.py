@@ -68,7 +68,15 @@ class ModelFormatError(ValueError):
     Raised by :func:`gputrees.load_model` for every problem with the file's
     contents; the message names the problem. (A path that cannot be opened
     raises the usual ``OSError``.)
+
+    Parameters
+    ----------
+    message : str
+        What is wrong with the file, and where.
     """
+
+    def __init__(self, message: str):
+        super().__init__(message)
 
 
 class ModelFileMixin:
@@ -189,6 +197,10 @@ class _Encoder:
         if kind == "estimator":
             params = v.get_params(deep=False)
             state = {k: x for k, x in vars(v).items() if k not in params}
+            if "callbacks" in params:
+                # callbacks are code run during fit, not part of the model: a
+                # file stores None (documented in docs/model_format.md)
+                params["callbacks"] = None
             return {
                 "type": "estimator",
                 "class": name,
