@@ -9,7 +9,8 @@ bins + missing for gputrees and scikit-learn, ``max_bin=256`` for XGBoost,
 255 for LightGBM), learning rate 0.1, L2 1.0, minimum hessian 1.0 per leaf,
 no minimum row count, no early stopping, ``--threads`` threads
 (``n_jobs`` for XGBoost and LightGBM, threadpoolctl for scikit-learn's
-OpenMP; gputrees' NumPy kernels use one thread). LightGBM grows best-first
+OpenMP; ``n_jobs`` for gputrees' Numba kernels, whose set
+``GPUTREES_KERNELS`` picks). LightGBM grows best-first
 with ``num_leaves=64, max_depth=6``; scikit-learn with ``max_depth=6,
 max_leaf_nodes=64``.
 
@@ -58,7 +59,7 @@ def make_model(library, task, args):
         return cls(
             n_estimators=args.rounds, max_depth=kw_depth, learning_rate=lr, max_bins=255,
             l2_regularization=l2, min_child_weight=mch, min_samples_leaf=1, early_stopping=False,
-            random_state=0, device=args.device,
+            random_state=0, device=args.device, n_jobs=args.threads,
         )  # fmt: skip
     if library == "xgboost":
         import xgboost as xgb

@@ -339,6 +339,7 @@ class Grower:
             node=self.act_node,
             mult=self.act_mult,
             wmult=self.act_wmult,
+            key=self.act_key,
         )
 
     def _slot_table(self, sorted_ids):
@@ -696,9 +697,12 @@ class Grower:
         k = int(ids.shape[0])
         base = self._n_created
         # 1. route rows of the chosen nodes
-        self.act_node = self.inp.kernels.route_rows(
+        routed = self.inp.kernels.route_rows(
             xp, self.inp.codes, self._active(), self._slot_table(ids), rec, base, self.missing
         )
+        # the kernels may regroup the pairs (by node): take every array back
+        self.act_row, self.act_node, self.act_key = routed.row, routed.node, routed.key
+        self.act_mult, self.act_wmult = routed.mult, routed.wmult
         # 2. record the children, their statistics summed from their rows (not
         # parent - sibling: rounding would leave absent classes a -1e-14 weight
         # and pure nodes a non-zero impurity)

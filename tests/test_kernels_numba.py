@@ -8,6 +8,8 @@ bincount composition) and the Numba kernels give every output to one thread.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -137,18 +139,44 @@ def _split(seed, k, n_features, n_bins, categorical):
 @pytest.mark.parametrize("n_bins", [2, 12, 300])
 def test_route_rows_equals_reference(categorical, n_bins):
     n = 500
-    active, _ = _active(4, n=n, m=1200, n_nodes=8)
+    active, _ = _active(4, n=n, m=1200, n_nodes=8, mult="both")
+    active = dataclasses.replace(active, key=np.arange(1200, dtype=np.int64))
     codes = _codes(5, n, n_bins=n_bins)
     split = _split(6, 3, codes.shape[1], n_bins, categorical)
     table = np.array([-1, 0, -1, -1, 2, 1, -1, -1], dtype=np.int64)
     want = _reference.route_rows(NP, codes, active, table, split, 8, n_bins - 1)
+    assert want.row is active.row  # the reference keeps the order
     for threads in (1, 2):
         got = _numba.route_rows(NP, codes, active, table, split, 8, n_bins - 1, n_threads=threads)
-        assert got.dtype == np.int64
-        assert np.array_equal(got, want)
+        assert got.node.dtype == np.int64
+        # grouped by node, each node's pairs in their former order
+        assert (np.diff(got.node) >= 0).all()
+        order = np.lexsort((got.key, got.node))
+        assert np.array_equal(order, np.arange(1200))
+        back = np.argsort(got.key)
+        for name in ("row", "chan_index", "node", "mult", "wmult"):
+            assert np.array_equal(getattr(got, name)[back], getattr(want, name)), name
     moved = table[active.node] >= 0
-    assert np.array_equal(want[~moved], active.node[~moved])
-    assert ((want[moved] >= 8) & (want[moved] < 14)).all()
+    assert np.array_equal(want.node[~moved], active.node[~moved])
+    assert ((want.node[moved] >= 8) & (want.node[moved] < 14)).all()
+
+
+def test_grouped_and_scattered_rows_give_the_same_histograms():
+    """The run-based histogram (rows grouped by node) equals the scan over all rows."""
+    n = 400
+    active, _ = _active(11, n=n, m=900, n_nodes=6, mult="mult")
+    order = np.argsort(active.node, kind="stable")
+    grouped = ActiveRows(*(None if a is None else a[order] for a in
+                           (active.row, active.chan_index, active.node, active.mult, active.wmult, active.key)))
+    codes = _codes(12, n, n_bins=20)
+    chan = _chan(13, n, "float")
+    table = np.array([3, -1, 0, 2, -1, 1], dtype=np.int64)
+    scattered = _numba.node_histograms(NP, codes, active, chan, table, 4, 20, n_threads=2)
+    for threads in (1, 2, 3):
+        runs = _numba.node_histograms(NP, codes, grouped, chan, table, 4, 20, n_threads=threads)
+        assert np.array_equal(runs, scattered)
+    start, end, ok = _numba._runs(grouped.node, table, 4)
+    assert ok and not _numba._runs(active.node, table, 4)[2]
 
 
 def test_route_rows_hand_made():
@@ -159,7 +187,8 @@ def test_route_rows_hand_made():
     split = SplitRecord(**{**split.__dict__, "feature": np.array([0]), "bin": np.array([2]),
                            "missing_left": np.array([True])})
     got = _numba.route_rows(NP, codes, active, np.array([0]), split, 1, 9)
-    assert got.tolist() == [1, 2, 1]  # 0 <= 2 left, 3 > 2 right, missing -> left
+    # 0 <= 2 left, 3 > 2 right, missing -> left; regrouped: rows 0, 2 then 1
+    assert got.node.tolist() == [1, 1, 2] and got.row.tolist() == [0, 2, 1]
 
 
 def _random_batch(seed, n_trees, depth, n_features, categorical, n_bins=6):

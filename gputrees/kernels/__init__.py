@@ -119,7 +119,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             _numba.segment_max,
             _numba.segment_min,
             functools.partial(_numba.node_histograms, n_threads=threads),
-            _numba.node_sums,
+            functools.partial(_numba.node_sums, n_threads=threads),
             functools.partial(_numba.route_rows, n_threads=threads),
             functools.partial(_numba.apply_trees, n_threads=threads),
         )

@@ -210,19 +210,49 @@ def _i64(a):
 
 
 def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.node_histograms`, in one pass over the rows."""
+    """Same contract as :func:`gputrees.kernels._reference.node_histograms`.
+
+    When every built node's rows are contiguous (the grower's rows are grouped
+    by node, see :func:`route_rows`), one task per (node, block of features)
+    reads that node's run of rows; otherwise one task per block of features
+    scans all rows. Either way each output is one thread's row-order sum.
+    """
     mult, wmult, mode = _mults(active, active.row.shape[0])
+    node = _i64(active.node)
+    table = _i64(slot_of_node)
+    threads = min(n_threads, numba.config.NUMBA_NUM_THREADS)
+    start, end, grouped = _runs(node, table, int(n_slots))
+    if grouped:
+        present = max(1, int((start >= 0).sum()))
+        # enough tasks for every thread; one block (each row read once) when
+        # the nodes alone give each thread two or more tasks
+        blocks = 1 if present >= 2 * threads else max(1, min(codes.shape[1], -(-2 * threads // present)))
+        with _Threads(threads):
+            return _run_histograms(
+                codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode,
+                np.ascontiguousarray(chan, dtype=np.float64), start, end, int(n_bins), blocks,
+            )
     blocks = max(1, min(n_threads, codes.shape[1]))
-    with _Threads(min(n_threads, numba.config.NUMBA_NUM_THREADS)):
+    with _Threads(threads):
         return _node_histograms(
             codes, _i64(active.row), _i64(active.chan_index), _i64(active.node), mult, wmult, mode,
             np.ascontiguousarray(chan, dtype=np.float64), _i64(slot_of_node), int(n_slots), int(n_bins), blocks,
         )
 
 
-def node_sums(xp, active, chan, slot_of_node, n_slots: int):
-    """Same contract as :func:`gputrees.kernels._reference.node_sums` (sums in row order)."""
+def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, n_threads: int = 1):
+    """Same contract as :func:`gputrees.kernels._reference.node_sums` (sums in row order).
+
+    With rows grouped by node, one task per node sums its run; otherwise one
+    sequential scan.
+    """
     mult, wmult, mode = _mults(active, active.row.shape[0])
+    start, end, grouped = _runs(_i64(active.node), _i64(slot_of_node), int(n_slots))
+    if grouped:
+        with _Threads(min(n_threads, numba.config.NUMBA_NUM_THREADS)):
+            return _run_sums(
+                _i64(active.chan_index), mult, wmult, mode, np.ascontiguousarray(chan, dtype=np.float64), start, end
+            )
     return _node_sums(
         _i64(active.chan_index), _i64(active.node), mult, wmult, mode,
         np.ascontiguousarray(chan, dtype=np.float64), _i64(slot_of_node), int(n_slots),
@@ -230,9 +260,13 @@ def node_sums(xp, active, chan, slot_of_node, n_slots: int):
 
 
 def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing_bin: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.route_rows`."""
+    """Same contract as :func:`gputrees.kernels._reference.route_rows`; the pairs come back grouped by node.
+
+    The regrouping is a stable counting sort by node id, so each node's pairs
+    keep their relative order (and row-order sums stay the same).
+    """
     with _Threads(min(n_threads, numba.config.NUMBA_NUM_THREADS)):
-        return _route(
+        node = _route(
             codes, _i64(active.row), _i64(active.node), _i64(slot_of_node),
             _i64(split.feature), _i64(split.bin),
             np.ascontiguousarray(split.missing_left, dtype=np.bool_),
@@ -240,6 +274,15 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
             np.ascontiguousarray(split.cat_left, dtype=np.bool_),
             int(first_child), int(missing_bin),
         )
+    order = _group(node, int(first_child) + 2 * int(split.feature.shape[0]))
+
+    def take(a):
+        return None if a is None else np.asarray(a)[order]
+
+    return ActiveRows(
+        row=take(active.row), chan_index=take(active.chan_index), node=node[order],
+        mult=take(active.mult), wmult=take(active.wmult), key=take(active.key),
+    )
 
 
 # -- prediction -----------------------------------------------------------------
@@ -285,3 +328,84 @@ def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
             np.ascontiguousarray(batch.is_categorical, dtype=np.bool_),
             cat_left, int(batch.max_depth), int(missing_bin),
         )
+
+
+# -- rows grouped by node -------------------------------------------------------
+# The grower keeps its active rows grouped by node (``route_rows`` regroups
+# them after every split, stably, so each node's rows keep their order): a
+# node's histogram then reads one contiguous run of rows and writes one node's
+# histogram, which stays in the core's cache.
+@numba.njit(**_JIT)
+def _runs(node, slot_of_node, n_slots):
+    """First and end position of every slot's run, or ok=False if a slot's rows are not contiguous."""
+    start = np.full(n_slots, -1, dtype=np.int64)
+    end = np.zeros(n_slots, dtype=np.int64)
+    count = np.zeros(n_slots, dtype=np.int64)
+    for i in range(node.shape[0]):
+        s = slot_of_node[node[i]]
+        if s < 0:
+            continue
+        if start[s] < 0:
+            start[s] = i
+        end[s] = i + 1
+        count[s] += 1
+    ok = True
+    for s in range(n_slots):
+        if start[s] >= 0 and end[s] - start[s] != count[s]:
+            ok = False
+    return start, end, ok
+
+
+@numba.njit(parallel=True, **_JIT)
+def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_blocks):
+    n_slots = start.shape[0]
+    n_features = codes.shape[1]
+    n_channels = chan.shape[1]
+    out = np.zeros((n_slots, n_features, n_bins, n_channels), dtype=np.float64)
+    # one task per (slot, block of features): each output is summed by one
+    # thread, in row order
+    for task in prange(n_slots * n_blocks):
+        s = task // n_blocks
+        blk = task % n_blocks
+        if start[s] < 0:
+            continue
+        f0 = blk * n_features // n_blocks
+        f1 = (blk + 1) * n_features // n_blocks
+        for i in range(start[s], end[s]):
+            r = row[i]
+            ci = chan_index[i]
+            for f in range(f0, f1):
+                b = codes[r, f]
+                for c in range(n_channels):
+                    out[s, f, b, c] += _weight(chan, ci, c, i, mult, wmult, mode)
+    return out
+
+
+@numba.njit(**_JIT)
+def _group(node, n_ids):
+    """Stable order of the pairs by node id (a counting sort)."""
+    count = np.zeros(n_ids + 1, dtype=np.int64)
+    for i in range(node.shape[0]):
+        count[node[i] + 1] += 1
+    for k in range(n_ids):
+        count[k + 1] += count[k]
+    order = np.empty(node.shape[0], dtype=np.int64)
+    for i in range(node.shape[0]):
+        order[count[node[i]]] = i
+        count[node[i]] += 1
+    return order
+
+
+@numba.njit(parallel=True, **_JIT)
+def _run_sums(chan_index, mult, wmult, mode, chan, start, end):
+    n_slots = start.shape[0]
+    n_channels = chan.shape[1]
+    out = np.zeros((n_slots, n_channels), dtype=np.float64)
+    for s in prange(n_slots):
+        if start[s] < 0:
+            continue
+        for i in range(start[s], end[s]):
+            ci = chan_index[i]
+            for c in range(n_channels):
+                out[s, c] += _weight(chan, ci, c, i, mult, wmult, mode)
+    return out

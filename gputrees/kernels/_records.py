@@ -24,6 +24,12 @@ class ActiveRows:
     wmult : (m,) float64 or None
         Multiplicity applied to the other channels (class-weighted bootstrap). None
         means ``mult``.
+    key : (m,) int64 or None
+        Identity of the pair, ``tree * n + row`` (None: ``row``, one tree).
+
+    A kernel set may return the pairs in another order (``route_rows`` of the
+    Numba set groups them by node); the pairs of one node always keep their
+    relative order, so sums over a node's rows are made in the same order.
     """
 
     row: object
@@ -31,3 +37,4 @@ class ActiveRows:
     node: object
     mult: object = None
     wmult: object = None
+    key: object = None

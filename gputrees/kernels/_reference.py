@@ -9,6 +9,8 @@ weights, one-hot classes), and otherwise equal to float rounding of the bin.
 
 from __future__ import annotations
 
+import dataclasses
+
 
 def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int):
     """Histograms of a batch of nodes.
@@ -191,8 +193,9 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
 
     Returns
     -------
-    node : array of shape (m,), int64
-        The new node of every active pair (unchanged for pairs in other nodes).
+    ActiveRows
+        The same pairs with their new node (unchanged for pairs in other
+        nodes), here in the same order.
     """
     n_features = codes.shape[1]
     slot = xp.take(slot_of_node, active.node)
@@ -207,4 +210,4 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
         go_left = xp.where(xp.take(split.is_categorical, slot), cat_go, go_left)
     go_left = xp.where(code == missing_bin, xp.take(split.missing_left, slot), go_left)
     child = first_child + 2 * slot + xp.astype(~go_left, xp.int64)
-    return xp.where(hit, child, active.node)
+    return dataclasses.replace(active, node=xp.where(hit, child, active.node))
