@@ -69,6 +69,9 @@ def _make(family, depth, trees):
 def _child(family, X, y, depth, trees, queue):
     from bench_forest import PeakRSS
 
+    # a small fit first: imports, Numba's compiled-code loading (llvmlite,
+    # a one-off per process) and library start-up are not the fit's memory
+    _make(family, depth, trees).fit(X[:500], y[:500])
     est = _make(family, depth, trees)
     peak = PeakRSS()
     est.fit(X, y)
