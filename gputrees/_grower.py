@@ -229,14 +229,19 @@ def _lookup(xp, sorted_ids, query):
     return pos, xp.take(sorted_ids, pos) == query
 
 
+def _slot_table(xp, sorted_ids, n_ids: int):
+    """Position of every node id ``0 .. n_ids - 1`` in ``sorted_ids``, or -1 (int64, length ``n_ids``)."""
+    pos, hit = _lookup(xp, sorted_ids, xp.arange(n_ids, dtype=xp.int64))
+    return xp.where(hit, pos, xp.asarray(-1, dtype=xp.int64))
+
+
 def _dense_lookup(xp, sorted_ids, query, n_ids: int):
     """Like :func:`_lookup` for a long ``query`` of node ids in ``[0, n_ids)``.
 
     Builds a node -> slot table (size ``n_ids``, the nodes created so far) with
     one small search, then answers every query with one ``take``.
     """
-    pos, hit = _lookup(xp, sorted_ids, xp.arange(n_ids, dtype=xp.int64))
-    slot = xp.take(xp.where(hit, pos, xp.asarray(-1, dtype=xp.int64)), query)
+    slot = xp.take(_slot_table(xp, sorted_ids, n_ids), query)
     return xp.clip(slot, 0, None), slot >= 0
 
 
@@ -344,10 +349,7 @@ class Grower:
 
     def _slot_table(self, sorted_ids):
         """Slot of every node created so far in ``sorted_ids`` (int64, -1 if absent)."""
-        xp = self.xp
-        n_ids = max(self._n_created, self.n_trees)
-        pos, hit = _lookup(xp, sorted_ids, xp.arange(n_ids, dtype=xp.int64))
-        return xp.where(hit, pos, xp.asarray(-1, dtype=xp.int64))
+        return _slot_table(self.xp, sorted_ids, max(self._n_created, self.n_trees))
 
     def _build(self, build_ids):
         """Histograms of the nodes ``build_ids`` (sorted, device int64) from their rows."""

@@ -8,53 +8,28 @@ the same order, so in practice they are equal bit for bit).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 import gputrees
+from estimator_zoo import fitted_arrays
 
 pytest.importorskip("numba")
 
 
-def _arrays(obj, prefix="", out=None, seen=None):
-    """Every NumPy array reachable from ``obj``'s fitted state, by path."""
-    out = {} if out is None else out
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return out
-    seen.add(id(obj))
-    if isinstance(obj, np.ndarray):
-        if obj.dtype != object:
-            out[prefix] = obj
-        else:
-            for i, v in enumerate(obj.ravel()):
-                _arrays(v, f"{prefix}[{i}]", out, seen)
-    elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            _arrays(v, f"{prefix}[{i}]", out, seen)
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            _arrays(v, f"{prefix}[{k!r}]", out, seen)
-    elif isinstance(obj, (np.floating, float)):
-        out[prefix] = np.asarray(obj)
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        for f in dataclasses.fields(obj):
-            _arrays(getattr(obj, f.name), f"{prefix}.{f.name}", out, seen)
-    elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("gputrees"):
-        for k, v in vars(obj).items():
-            if k.endswith("_") or k.startswith("_"):
-                _arrays(v, f"{prefix}.{k}", out, seen)
-    return out
-
-
 def _assert_same_model(a, b):
-    arrays_a, arrays_b = _arrays(a), _arrays(b)
+    arrays_a, arrays_b = fitted_arrays(a), fitted_arrays(b)
     assert arrays_a.keys() == arrays_b.keys()
-    assert len(arrays_a) > 5
+    assert sum(isinstance(x, np.ndarray) for x in arrays_a.values()) > 5
     for k, x in arrays_a.items():
         y = arrays_b[k]
+        if not isinstance(x, np.ndarray):
+            assert type(x) is type(y), k
+            if isinstance(x, (float, np.floating)):
+                np.testing.assert_allclose(x, y, rtol=1e-10, atol=0, equal_nan=True, err_msg=k)
+            else:
+                assert x == y, k
+            continue
         assert x.shape == y.shape and x.dtype == y.dtype, k
         if x.dtype.kind == "f":
             np.testing.assert_allclose(x, y, rtol=1e-10, atol=0, equal_nan=True, err_msg=k)

@@ -46,10 +46,10 @@ def thread_count(n_jobs: int | None) -> int:
 
 
 class _Threads:
-    """Context manager setting Numba's thread count for this thread."""
+    """Context manager setting Numba's thread count for this thread (capped at the cores Numba sees)."""
 
     def __init__(self, n: int):
-        self.n = n
+        self.n = max(1, min(int(n), numba.config.NUMBA_NUM_THREADS))
 
     def __enter__(self):
         self.before = numba.get_num_threads()
@@ -125,7 +125,7 @@ def segment_min(xp, values, seg, max_len: int):
 
 
 # -- row-level operations of the grower ---------------------------------------
-def _mults(active, m):
+def _mults(active):
     """(mult, wmult, mode): empty arrays stand for None; mode 0 none, 1 mult, 2 both."""
     empty = np.empty(0, dtype=np.float64)
     if active.mult is None:
@@ -146,6 +146,22 @@ def _weight(chan, ci, c, i, mult, wmult, mode):
     return w
 
 
+@numba.njit(inline="always")
+def _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode):
+    """Add pair ``i`` (row ``r``, channel row ``ci``) to slot ``s``'s histogram, features ``f0:f1``."""
+    for f in range(f0, f1):
+        b = codes[r, f]
+        for c in range(chan.shape[1]):
+            out[s, f, b, c] += _weight(chan, ci, c, i, mult, wmult, mode)
+
+
+@numba.njit(inline="always")
+def _add_sums(out, s, chan, ci, i, mult, wmult, mode):
+    """Add pair ``i``'s channels (channel row ``ci``) to slot ``s``'s sums."""
+    for c in range(chan.shape[1]):
+        out[s, c] += _weight(chan, ci, c, i, mult, wmult, mode)
+
+
 @numba.njit(parallel=True, **_JIT)
 def _node_histograms(codes, row, chan_index, node, mult, wmult, mode, chan, slot_of_node, n_slots, n_bins, n_blocks):
     m = row.shape[0]
@@ -159,14 +175,8 @@ def _node_histograms(codes, row, chan_index, node, mult, wmult, mode, chan, slot
         f1 = (blk + 1) * n_features // n_blocks
         for i in range(m):
             s = slot_of_node[node[i]]
-            if s < 0:
-                continue
-            r = row[i]
-            ci = chan_index[i]
-            for f in range(f0, f1):
-                b = codes[r, f]
-                for c in range(n_channels):
-                    out[s, f, b, c] += _weight(chan, ci, c, i, mult, wmult, mode)
+            if s >= 0:
+                _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
     return out
 
 
@@ -176,11 +186,8 @@ def _node_sums(chan_index, node, mult, wmult, mode, chan, slot_of_node, n_slots)
     out = np.zeros((n_slots, n_channels), dtype=np.float64)
     for i in range(node.shape[0]):
         s = slot_of_node[node[i]]
-        if s < 0:
-            continue
-        ci = chan_index[i]
-        for c in range(n_channels):
-            out[s, c] += _weight(chan, ci, c, i, mult, wmult, mode)
+        if s >= 0:
+            _add_sums(out, s, chan, chan_index[i], i, mult, wmult, mode)
     return out
 
 
@@ -217,7 +224,7 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     reads that node's run of rows; otherwise one task per block of features
     scans all rows. Either way each output is one thread's row-order sum.
     """
-    mult, wmult, mode = _mults(active, active.row.shape[0])
+    mult, wmult, mode = _mults(active)
     node = _i64(active.node)
     table = _i64(slot_of_node)
     threads = min(n_threads, numba.config.NUMBA_NUM_THREADS)
@@ -246,10 +253,10 @@ def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, n_threads: int = 
     With rows grouped by node, one task per node sums its run; otherwise one
     sequential scan.
     """
-    mult, wmult, mode = _mults(active, active.row.shape[0])
+    mult, wmult, mode = _mults(active)
     start, end, grouped = _runs(_i64(active.node), _i64(slot_of_node), int(n_slots))
     if grouped:
-        with _Threads(min(n_threads, numba.config.NUMBA_NUM_THREADS)):
+        with _Threads(n_threads):
             return _run_sums(
                 _i64(active.chan_index), mult, wmult, mode, np.ascontiguousarray(chan, dtype=np.float64), start, end
             )
@@ -265,7 +272,7 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
     The regrouping is a stable counting sort by node id, so each node's pairs
     keep their relative order (and row-order sums stay the same).
     """
-    with _Threads(min(n_threads, numba.config.NUMBA_NUM_THREADS)):
+    with _Threads(n_threads):
         node = _route(
             codes, _i64(active.row), _i64(active.node), _i64(slot_of_node),
             _i64(split.feature), _i64(split.bin),
@@ -319,7 +326,7 @@ def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
     cat_left = np.ascontiguousarray(batch.cat_left, dtype=np.bool_)
     if cat_left.ndim != 3 or cat_left.shape[-1] == 0:
         cat_left = np.zeros((n_trees, 1, 0), dtype=np.bool_)
-    with _Threads(min(n_threads, numba.config.NUMBA_NUM_THREADS)):
+    with _Threads(n_threads):
         return _apply_trees(
             np.ascontiguousarray(X, dtype=np.float64),
             _i64(batch.left), _i64(batch.right), _i64(batch.feature),
@@ -372,12 +379,7 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
         f0 = blk * n_features // n_blocks
         f1 = (blk + 1) * n_features // n_blocks
         for i in range(start[s], end[s]):
-            r = row[i]
-            ci = chan_index[i]
-            for f in range(f0, f1):
-                b = codes[r, f]
-                for c in range(n_channels):
-                    out[s, f, b, c] += _weight(chan, ci, c, i, mult, wmult, mode)
+            _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
     return out
 
 
@@ -405,7 +407,5 @@ def _run_sums(chan_index, mult, wmult, mode, chan, start, end):
         if start[s] < 0:
             continue
         for i in range(start[s], end[s]):
-            ci = chan_index[i]
-            for c in range(n_channels):
-                out[s, c] += _weight(chan, ci, c, i, mult, wmult, mode)
+            _add_sums(out, s, chan, chan_index[i], i, mult, wmult, mode)
     return out

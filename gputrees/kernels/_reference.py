@@ -168,9 +168,10 @@ def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, build=None):
     build = build or build_histograms
     slot = xp.take(slot_of_node, active.node)
     hit = slot >= 0
+    slot = slot[hit]
     one = xp.zeros((1, 1), dtype=xp.uint8)
-    rows = xp.zeros(slot[hit].shape, dtype=xp.int64)
-    h = build(xp, one, rows, slot[hit], active_weights(xp, active, chan, hit), n_slots, 1)
+    rows = xp.zeros(slot.shape, dtype=xp.int64)
+    h = build(xp, one, rows, slot, active_weights(xp, active, chan, hit), n_slots, 1)
     return xp.reshape(h, (n_slots, chan.shape[1]))
 
 
