@@ -46,7 +46,6 @@ import gc
 import json
 import math
 import multiprocessing as mp
-import os
 import statistics
 import sys
 import time
@@ -69,6 +68,7 @@ from bench_tree import (  # noqa: E402  (shared data, machine info and helpers)
     load_adult,
     machine_info,
     make_synthetic,
+    print_aligned,
 )
 
 QUICK_ROWS = 100_000
@@ -491,18 +491,7 @@ def print_table(rows, gpu):
         return cells
 
     body = [fmt(r) for r in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
-              for i, h in enumerate(headers)]
-    left = {0, 1, 2, 3}
-
-    def line(cells):
-        return "  ".join(c.ljust(w) if i in left else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths)))
-
-    print(line(headers))
-    print("  ".join("-" * w for w in widths))
-    for b in body:
-        print(line(b))
+    print_aligned(headers, body)
 
 
 def _x(ratio):

@@ -347,9 +347,13 @@ def print_table(rows):
                 "ERROR" if r.get("predict_error") else num(r["acc"], ".4f"), num(r["depth"], "d"), num(r["leaves"], "d")]
 
     body = [fmt(r) for r in rows]
+    print_aligned(headers, body)
+
+
+def print_aligned(headers, body, left=(0, 1, 2, 3)):
+    """Print ``body`` (rows of strings) under ``headers``; columns ``left`` left-aligned, others right."""
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(headers)]
-    left = {0, 1, 2, 3}
 
     def line(cells):
         return "  ".join(c.ljust(w) if i in left else c.rjust(w)

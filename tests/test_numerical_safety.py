@@ -3,7 +3,6 @@ and float64 accumulation of histograms over many rows."""
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
@@ -29,15 +28,12 @@ def test_root_sums_of_ten_million_equal_gradients(kernels):
     codes = np.zeros((n, 1), dtype=np.uint8)
     w = np.empty((n, 3))
     w[:, 0], w[:, 1], w[:, 2] = 1.0, g, h
-    t0 = time.perf_counter()
     hist = k.build_histograms(np, codes, np.arange(n), np.zeros(n, dtype=np.int64), w, 1, 2)
-    elapsed = time.perf_counter() - t0
     sums = hist.sum(axis=(0, 1, 2))
     assert hist.dtype == np.float64
     assert sums[0] == n
     np.testing.assert_allclose(sums[1], n * g, rtol=1e-9)
     np.testing.assert_allclose(sums[2], n * h, rtol=1e-9)
-    assert elapsed < 30  # a guard, not a benchmark
 
 
 def test_boosting_root_gradient_sum_ten_million_rows():
