@@ -15,6 +15,11 @@ A *round* expands a set of frontier nodes of every tree of the batch:
 4. keep the splittable new nodes as the next frontier; rows of nodes that
    became leaves leave the active set.
 
+The grower is the *node side*: it sees node statistics and histograms only.
+Every pass over rows (steps 1, 2 and the leaf of every row) goes through a
+row set (:mod:`gputrees._rows`): :class:`~gputrees._rows.LocalRows` beside
+the data, or the workers of a Dask cluster (:mod:`gputrees.dask`).
+
 Depth-wise growth (the default) expands the whole frontier each round, so a
 round is a tree level. Best-first growth (``max_leaf_nodes``, as in
 scikit-learn) expands, each round, the frontier nodes that can still be among
@@ -50,8 +55,7 @@ import numpy as np
 from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._splitting import SplitConstraints, find_best_splits
-from .kernels import ActiveRows
-from .kernels._reference import active_weights
+from ._rows import LeafLayout, LocalRows
 
 #: Working arrays of the split scan per byte of histogram (cumulative sums,
 #: left/right statistics for both missing-value directions, proxies, masks).
@@ -235,16 +239,6 @@ def _slot_table(xp, sorted_ids, n_ids: int):
     return xp.where(hit, pos, xp.asarray(-1, dtype=xp.int64))
 
 
-def _dense_lookup(xp, sorted_ids, query, n_ids: int):
-    """Like :func:`_lookup` for a long ``query`` of node ids in ``[0, n_ids)``.
-
-    Builds a node -> slot table (size ``n_ids``, the nodes created so far) with
-    one small search, then answers every query with one ``take``.
-    """
-    slot = xp.take(_slot_table(xp, sorted_ids, n_ids), query)
-    return xp.clip(slot, 0, None), slot >= 0
-
-
 def _take_record(xp, rec, idx):
     """Rows ``idx`` of every array of a SplitRecord."""
     from ._splitting import SplitRecord
@@ -265,30 +259,31 @@ def _concat_records(xp, recs):
 class Grower:
     """Grow a batch of trees. Use :func:`grow`."""
 
-    def __init__(self, xp, inputs: GrowerInputs, params: GrowerParams):
+    def __init__(self, xp, inputs: GrowerInputs, params: GrowerParams, rows=None):
         self.xp = xp
         self.inp = inputs
         self.params = params
-        codes = inputs.codes
-        self.n, self.n_features = codes.shape
+        if rows is None:
+            rows = LocalRows(
+                xp,
+                inputs.codes,
+                inputs.channels,
+                inputs.kernels,
+                inputs.multiplicity,
+                inputs.weight_multiplicity,
+                inputs.record_leaves,
+            )
+        self.rows = rows
+        self.n_features = int(inputs.bin_mapper.is_categorical.shape[0])
+        self.n_trees = rows.n_trees
         self.n_bins = inputs.bin_mapper.n_bins
         self.missing = self.n_bins - 1
-        self.n_channels = inputs.channels.shape[-1]
-        self.per_tree_channels = inputs.channels.ndim == 3
-        if self.per_tree_channels and inputs.multiplicity is not None:
-            raise ValueError("per-tree channels (3-D) cannot be combined with a multiplicity")
-        # channels looked up by key = tree * n + row (3-D) or by row (2-D)
-        self._chan = (
-            xp.reshape(inputs.channels, (-1, self.n_channels)) if self.per_tree_channels else inputs.channels
-        )
+        self.n_channels = rows.n_channels
         mono = inputs.monotonic_cst
         self.mono = None
         if mono is not None and np.any(np.asarray(mono) != 0):
             self.mono = from_numpy(xp, np.asarray(mono, dtype=np.float64))
         self.record_leaves = inputs.record_leaves
-        if self.record_leaves and inputs.multiplicity is not None:
-            raise ValueError("record_leaves needs every (tree, row) pair active (multiplicity None)")
-        self._leaf_keys, self._leaf_nodes = [], []
         self.is_cat = inputs.bin_mapper.is_categorical
         self.any_cat = bool(self.is_cat.any())
         self.cons = SplitConstraints(params.min_samples_leaf, params.min_weight_leaf)
@@ -309,59 +304,14 @@ class Grower:
         self._improvement = {}
         self._children = {}
 
-    # -- rows ---------------------------------------------------------------
-    def _init_rows(self):
-        xp = self.xp
-        mult = self.inp.multiplicity
-        self.act_wmult = None
-        if mult is None and self.per_tree_channels:
-            self.n_trees = int(self.inp.channels.shape[0])
-            self.act_key = xp.arange(self.n_trees * self.n, dtype=xp.int64)
-            self.act_row = self.act_key % self.n
-            self.act_node = self.act_key // self.n
-            self.act_mult = None
-        elif mult is None:
-            self.n_trees = 1
-            self.act_row = xp.arange(self.n, dtype=xp.int64)
-            self.act_key = self.act_row
-            self.act_node = xp.zeros(self.n, dtype=xp.int64)
-            self.act_mult = None
-        else:
-            self.n_trees = mult.shape[0]
-            flat = xp.reshape(mult, (-1,))
-            sel = xp.astype(xp.nonzero(flat > 0)[0], xp.int64)
-            self.act_key = sel
-            self.act_row = sel % self.n
-            self.act_node = sel // self.n
-            self.act_mult = xp.take(flat, sel)
-            if self.inp.weight_multiplicity is not None:
-                self.act_wmult = xp.take(xp.reshape(self.inp.weight_multiplicity, (-1,)), sel)
-
-    def _active(self) -> ActiveRows:
-        return ActiveRows(
-            row=self.act_row,
-            chan_index=self.act_key if self.per_tree_channels else self.act_row,
-            node=self.act_node,
-            mult=self.act_mult,
-            wmult=self.act_wmult,
-            key=self.act_key,
-        )
-
+    # -- rows (through the row set) ----------------------------------------
     def _slot_table(self, sorted_ids):
         """Slot of every node created so far in ``sorted_ids`` (int64, -1 if absent)."""
         return _slot_table(self.xp, sorted_ids, max(self._n_created, self.n_trees))
 
     def _build(self, build_ids):
         """Histograms of the nodes ``build_ids`` (sorted, device int64) from their rows."""
-        return self.inp.kernels.node_histograms(
-            self.xp,
-            self.inp.codes,
-            self._active(),
-            self._chan,
-            self._slot_table(build_ids),
-            int(build_ids.shape[0]),
-            self.n_bins,
-        )
+        return self.rows.histograms(self._slot_table(build_ids), int(build_ids.shape[0]), self.n_bins)
 
     def _node_sums(self, first: int, count: int):
         """Channel sums of the nodes ``first .. first + count - 1`` from their active rows.
@@ -371,7 +321,7 @@ class Grower:
         xp = self.xp
         table = xp.arange(max(self._n_created, self.n_trees, first + count), dtype=xp.int64) - first
         table = xp.where((table >= 0) & (table < count), table, xp.asarray(-1, dtype=xp.int64))
-        return self.inp.kernels.node_sums(xp, self._active(), self._chan, table, count)
+        return self.rows.sums(table, count)
 
     # -- nodes --------------------------------------------------------------
     def _new_nodes(self, parent, depth, tree, stats, bounds=None):
@@ -535,14 +485,12 @@ class Grower:
             sel = xp.arange(start, stop, dtype=xp.int64)
             cid = xp.take(ids, sel)
             cst = xp.take(st, sel, axis=0)
-            slot, hit = _dense_lookup(xp, cid, self.act_node, self._n_created)
-            rows = self.act_row[hit]
-            w = active_weights(xp, self._active(), self._chan, hit)
+            rows, slot, w = self.rows.rows_of(self._slot_table(cid))
             rec = find_best_splits_sorted(
                 xp,
-                self.inp.codes,
+                self.rows.codes,
                 rows,
-                slot[hit],
+                slot,
                 w,
                 cst,
                 self.inp.criterion,
@@ -699,12 +647,7 @@ class Grower:
         k = int(ids.shape[0])
         base = self._n_created
         # 1. route rows of the chosen nodes
-        routed = self.inp.kernels.route_rows(
-            xp, self.inp.codes, self._active(), self._slot_table(ids), rec, base, self.missing
-        )
-        # the kernels may regroup the pairs (by node): take every array back
-        self.act_row, self.act_node, self.act_key = routed.row, routed.node, routed.key
-        self.act_mult, self.act_wmult = routed.mult, routed.wmult
+        self.rows.route(self._slot_table(ids), rec, base, self.missing)
         # 2. record the children, their statistics summed from their rows (not
         # parent - sibling: rounding would leave absent classes a -1e-14 weight
         # and pure nodes a non-zero impurity)
@@ -726,30 +669,7 @@ class Grower:
         return ids, child_ids, new
 
     def _drop_finished_rows(self, front):
-        xp = self.xp
-        if front is None:
-            if self.record_leaves:
-                self._leaf_keys.append(self.act_key)
-                self._leaf_nodes.append(self.act_node)
-            self.act_row = self.act_row[:0]
-            self.act_key = self.act_key[:0]
-            self.act_node = self.act_node[:0]
-            if self.act_mult is not None:
-                self.act_mult = self.act_mult[:0]
-            if self.act_wmult is not None:
-                self.act_wmult = self.act_wmult[:0]
-            return
-        _, hit = _dense_lookup(xp, front.ids, self.act_node, self._n_created)
-        if self.record_leaves:
-            self._leaf_keys.append(self.act_key[~hit])
-            self._leaf_nodes.append(self.act_node[~hit])
-        self.act_row = self.act_row[hit]
-        self.act_key = self.act_key[hit]
-        self.act_node = self.act_node[hit]
-        if self.act_mult is not None:
-            self.act_mult = self.act_mult[hit]
-        if self.act_wmult is not None:
-            self.act_wmult = self.act_wmult[hit]
+        self.rows.retire(None if front is None else self._slot_table(front.ids))
 
     def _remaining(self, front, chosen):
         """Frontier without the positions ``chosen``."""
@@ -809,7 +729,6 @@ class Grower:
     # -- main loop ----------------------------------------------------------
     def grow(self) -> TreeBatch:
         xp = self.xp
-        self._init_rows()
         t = self.n_trees
         roots = xp.arange(t, dtype=xp.int64)
         hist = self._build(roots)
@@ -857,10 +776,6 @@ class Grower:
             front = self._merge([rest, new])
             self._drop_finished_rows(front)
         selected = self._simulate(root_list)[0] if best_first else None
-        if self.record_leaves:
-            # rows of nodes never expanded (best-first stop, unsplittable root)
-            self._leaf_keys.append(self.act_key)
-            self._leaf_nodes.append(self.act_node)
         return self._finalize(selected)
 
     def _finalize(self, selected) -> TreeBatch:
@@ -962,7 +877,7 @@ class Grower:
         max_depth = int(to_numpy(xp.max(depth[kidx]))) if kidx.shape[0] else 0
         row_leaf = None
         if self.record_leaves:
-            row_leaf = self._row_leaves(parent, keep, new_id, local_of_new)
+            row_leaf = self.rows.row_leaves(LeafLayout(parent, keep, new_id, local_of_new, len(self._depth)))
         lower = upper = None
         if self._bounds:
             bnd = xp.concat(self._bounds, axis=0)
@@ -986,29 +901,8 @@ class Grower:
             upper=upper,
         )
 
-    def _row_leaves(self, parent, keep, new_id, local_of_new):
-        """Leaf of every (tree, row), (n_trees, n) int64, in the final node numbering.
 
-        Rows recorded in a node that was not kept (a speculative best-first
-        child) belong to its nearest kept ancestor.
-        """
-        xp = self.xp
-        keys = xp.concat(self._leaf_keys)
-        nodes = xp.concat(self._leaf_nodes)
-        total = self.n_trees * self.n
-        if int(keys.shape[0]) != total:
-            raise RuntimeError(f"recorded {int(keys.shape[0])} row leaves, expected {total}")
-        nodes = xp.take(nodes, xp.argsort(keys))
-        for _ in range(len(self._depth) + 1):  # at most one step per round
-            kept = xp.take(keep, nodes)
-            if bool(xp.all(kept)):
-                break
-            nodes = xp.where(kept, nodes, xp.take(parent, nodes))
-        local = xp.take(local_of_new, xp.take(new_id, nodes))
-        return xp.reshape(local, (self.n_trees, self.n))
-
-
-def grow(xp, inputs: GrowerInputs, params: GrowerParams) -> TreeBatch:
+def grow(xp, inputs: GrowerInputs, params: GrowerParams, rows=None) -> TreeBatch:
     """Grow the trees of a batch.
 
     Parameters
@@ -1016,9 +910,13 @@ def grow(xp, inputs: GrowerInputs, params: GrowerParams) -> TreeBatch:
     xp : array namespace
     inputs : GrowerInputs
     params : GrowerParams
+    rows : row set or None
+        Where the rows live (see :mod:`gputrees._rows`); None builds a
+        :class:`~gputrees._rows.LocalRows` from ``inputs`` (codes, channels,
+        multiplicities). A distributed row set lets ``inputs`` leave those None.
 
     Returns
     -------
     TreeBatch
     """
-    return Grower(xp, inputs, params).grow()
+    return Grower(xp, inputs, params, rows).grow()

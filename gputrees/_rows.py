@@ -1,0 +1,194 @@
+"""The grower's row side: the (tree, row) pairs still in growing nodes.
+
+The grower (:mod:`gputrees._grower`) decides splits from node statistics and
+histograms only; everything that touches rows goes through a *row set*:
+
+* ``histograms(slots, n_slots, n_bins)``: histograms of some nodes;
+* ``sums(slots, n_slots)``: channel sums of some nodes;
+* ``route(slots, split, base, missing_bin)``: send the rows of split nodes to
+  their children;
+* ``retire(slots)``: rows of nodes that will not be split again leave the
+  active set (their leaf is recorded when leaves are recorded);
+* ``row_leaves(finish)``: the leaf of every row once the trees are laid out.
+
+``slots`` is always a node table (int64, one entry per node id created so
+far): the position of the node among the nodes asked about, or -1. The node
+side computes it once and every row set reads it the same way.
+
+:class:`LocalRows` keeps the pairs as arrays next to the data (this module);
+:mod:`gputrees.dask` implements the same methods over the workers of a Dask
+cluster, each holding a :class:`LocalRows` of its own partitions, and sums
+their histograms and sums: only node-sized arrays travel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .kernels import ActiveRows
+from .kernels._reference import active_weights
+
+
+@dataclass(frozen=True)
+class LeafLayout:
+    """How the grower renumbered its nodes at the end (for the rows' leaves).
+
+    Attributes
+    ----------
+    parent : array of shape (n_created,), int64
+        Parent of every created node (-1 for roots).
+    keep : array of shape (n_created,), bool
+        Whether the node is in the final trees (best-first growth discards
+        speculative children).
+    new_id : array of shape (n_created,), int64
+        Global id of each kept node after dropping the others.
+    local_of_new : array of shape (n_kept,), int64
+        Position of each kept node inside its tree.
+    n_rounds : int
+        Rounds grown; bounds the walk up to a kept ancestor.
+    """
+
+    parent: object
+    keep: object
+    new_id: object
+    local_of_new: object
+    n_rounds: int
+
+
+class LocalRows:
+    """The active (tree, row) pairs of one fit, as device arrays beside the data.
+
+    Parameters
+    ----------
+    xp : array namespace
+    codes : array of shape (n_samples, n_features), uint8/uint16
+    channels : array of shape (n_samples, C) or (n_trees, n_samples, C), float64
+    kernels : Kernels
+    multiplicity, weight_multiplicity : arrays of shape (n_trees, n_samples), float64, or None
+        See :class:`gputrees._grower.GrowerInputs`.
+    record_leaves : bool
+        Record the node every pair leaves the active set in.
+    """
+
+    def __init__(self, xp, codes, channels, kernels, multiplicity=None, weight_multiplicity=None,
+                 record_leaves=False):
+        self.xp = xp
+        self.codes = codes
+        self.kernels = kernels
+        self.n = int(codes.shape[0])
+        self.n_channels = int(channels.shape[-1])
+        self.per_tree_channels = channels.ndim == 3
+        if self.per_tree_channels and multiplicity is not None:
+            raise ValueError("per-tree channels (3-D) cannot be combined with a multiplicity")
+        if record_leaves and multiplicity is not None:
+            raise ValueError("record_leaves needs every (tree, row) pair active (multiplicity None)")
+        self.record_leaves = record_leaves
+        # channels looked up by key = tree * n + row (3-D) or by row (2-D)
+        self.chan = xp.reshape(channels, (-1, self.n_channels)) if self.per_tree_channels else channels
+        self._leaf_keys, self._leaf_nodes = [], []
+        self.wmult = None
+        if multiplicity is None and self.per_tree_channels:
+            self.n_trees = int(channels.shape[0])
+            self.key = xp.arange(self.n_trees * self.n, dtype=xp.int64)
+            self.row = self.key % self.n
+            self.node = self.key // self.n
+            self.mult = None
+        elif multiplicity is None:
+            self.n_trees = 1
+            self.row = xp.arange(self.n, dtype=xp.int64)
+            self.key = self.row
+            self.node = xp.zeros(self.n, dtype=xp.int64)
+            self.mult = None
+        else:
+            self.n_trees = int(multiplicity.shape[0])
+            flat = xp.reshape(multiplicity, (-1,))
+            sel = xp.astype(xp.nonzero(flat > 0)[0], xp.int64)
+            self.key = sel
+            self.row = sel % self.n
+            self.node = sel // self.n
+            self.mult = xp.take(flat, sel)
+            if weight_multiplicity is not None:
+                self.wmult = xp.take(xp.reshape(weight_multiplicity, (-1,)), sel)
+
+    def active(self) -> ActiveRows:
+        return ActiveRows(
+            row=self.row,
+            chan_index=self.key if self.per_tree_channels else self.row,
+            node=self.node,
+            mult=self.mult,
+            wmult=self.wmult,
+            key=self.key,
+        )
+
+    def histograms(self, slots, n_slots: int, n_bins: int):
+        """Histograms (n_slots, n_features, n_bins, C), float64, of the nodes with a slot."""
+        return self.kernels.node_histograms(self.xp, self.codes, self.active(), self.chan, slots, n_slots, n_bins)
+
+    def sums(self, slots, n_slots: int):
+        """Channel sums (n_slots, C), float64, of the nodes with a slot."""
+        return self.kernels.node_sums(self.xp, self.active(), self.chan, slots, n_slots)
+
+    def route(self, slots, split, base: int, missing_bin: int) -> None:
+        """Send the pairs of the split nodes (those with a slot) to their children.
+
+        The children of the node in slot ``s`` are ``base + 2 s`` (left) and
+        ``base + 2 s + 1``; ``split`` is the nodes' SplitRecord, by slot.
+        """
+        routed = self.kernels.route_rows(self.xp, self.codes, self.active(), slots, split, base, missing_bin)
+        # the kernels may regroup the pairs (by node): take every array back
+        self.row, self.node, self.key = routed.row, routed.node, routed.key
+        self.mult, self.wmult = routed.mult, routed.wmult
+
+    def retire(self, slots) -> None:
+        """Keep only the pairs whose node has a slot (``slots`` None: none is kept)."""
+        xp = self.xp
+        if slots is None:
+            hit = xp.zeros(self.node.shape, dtype=xp.bool)
+        else:
+            hit = xp.take(slots, self.node) >= 0
+        if self.record_leaves:
+            self._leaf_keys.append(self.key[~hit])
+            self._leaf_nodes.append(self.node[~hit])
+        self.row, self.key, self.node = self.row[hit], self.key[hit], self.node[hit]
+        if self.mult is not None:
+            self.mult = self.mult[hit]
+        if self.wmult is not None:
+            self.wmult = self.wmult[hit]
+
+    def rows_of(self, slots):
+        """Rows, slots and weighted channels of the pairs whose node has a slot.
+
+        For the sort-based split search of small nodes (which reads rows).
+
+        Returns
+        -------
+        rows : (m,) int64
+        slot : (m,) int64
+        weights : (m, C) float64
+        """
+        xp = self.xp
+        slot = xp.take(slots, self.node)
+        hit = slot >= 0
+        return self.row[hit], slot[hit], active_weights(xp, self.active(), self.chan, hit)
+
+    def row_leaves(self, layout: LeafLayout):
+        """Leaf of every (tree, row), (n_trees, n) int64, in the final node numbering.
+
+        Rows recorded in a node that was not kept (a speculative best-first
+        child) belong to its nearest kept ancestor.
+        """
+        xp = self.xp
+        self.retire(None)  # rows still active (best-first stop, unsplittable root)
+        keys = xp.concat(self._leaf_keys)
+        nodes = xp.concat(self._leaf_nodes)
+        total = self.n_trees * self.n
+        if int(keys.shape[0]) != total:
+            raise RuntimeError(f"recorded {int(keys.shape[0])} row leaves, expected {total}")
+        nodes = xp.take(nodes, xp.argsort(keys))
+        for _ in range(layout.n_rounds + 1):  # at most one step per round
+            kept = xp.take(layout.keep, nodes)
+            if bool(xp.all(kept)):
+                break
+            nodes = xp.where(kept, nodes, xp.take(layout.parent, nodes))
+        local = xp.take(layout.local_of_new, xp.take(layout.new_id, nodes))
+        return xp.reshape(local, (self.n_trees, self.n))
