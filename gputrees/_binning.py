@@ -208,11 +208,7 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
     if n_samples > BIN_SUBSAMPLE:
         idx = np.random.default_rng(BIN_SUBSAMPLE_SEED).choice(n_samples, BIN_SUBSAMPLE, replace=False)
         sample = from_numpy(xp, np.sort(idx).astype(np.int64))
-    edges_per_feature = []
-    values_per_feature = []
-    is_exact = np.zeros(n_features, dtype=bool)
-    category_values = []
-    n_value_bins = np.ones(n_features, dtype=np.int64)
+    features = []
     for f in range(n_features):
         x = X[:, f]
         s, distinct = _sorted_distinct(xp, x if sample is None else xp.take(x, sample))
@@ -220,38 +216,87 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
             # few distinct values in the sample: exact only if the sample saw them all
             if not _covers(xp, distinct, x):
                 s, distinct = _sorted_distinct(xp, x)
-        n_valid = s.shape[0]
-        n_distinct = int(distinct.shape[0])
-        if is_categorical[f]:
-            if n_distinct > max_bins:
-                raise ValueError(
-                    f"categorical feature {f} has {n_distinct} categories, more than "
-                    f"max_bins={max_bins}; raise max_bins or encode it as numerical"
-                )
-            category_values.append(distinct)
-            n_value_bins[f] = max(n_distinct, 1)
-            edges_per_feature.append(xp.zeros(0, dtype=xp.float64))
-            values_per_feature.append(xp.zeros(0, dtype=xp.float64))
+        features.append(_feature_bins(xp, f, s, distinct, bool(is_categorical[f]), max_bins))
+    return _assemble(xp, features, is_categorical)
+
+
+def bin_mapper_from_summaries(xp, distinct, sample, is_categorical, max_bins: int) -> BinMapper:
+    """Bin edges from per-feature summaries (data spread over several machines).
+
+    Parameters
+    ----------
+    distinct : list of (array of shape (k_f,), float64, sorted) or None
+        Every distinct non-missing value of feature ``f`` over all the data,
+        when there are at most ``max_bins`` of them (then the feature is binned
+        exactly, as :func:`fit_bin_mapper` would); None when there are more.
+    sample : array of shape (n_sample, n_features), float64
+        Rows sampled uniformly from all the data; quantile edges of the
+        features with ``distinct[f]`` None are placed on it.
+    is_categorical : ndarray of shape (n_features,), bool
+    max_bins : int
+
+    Returns
+    -------
+    BinMapper
+        The same edges as :func:`fit_bin_mapper` on the whole data for every
+        exactly binned feature; quantile edges of the sample otherwise.
+    """
+    if not 2 <= max_bins <= MAX_BINS_LIMIT:
+        raise ValueError(f"max_bins must be in [2, {MAX_BINS_LIMIT}], got {max_bins}")
+    features = []
+    for f, d in enumerate(distinct):
+        if d is not None:
+            features.append(_feature_bins(xp, f, d, d, bool(is_categorical[f]), max_bins))
             continue
-        category_values.append(None)
-        if n_distinct <= max_bins:
-            edges = _midpoints(xp, distinct) if n_distinct > 1 else xp.zeros(0, dtype=xp.float64)
-            values_per_feature.append(distinct)
-            is_exact[f] = True
-        else:
-            values_per_feature.append(xp.zeros(0, dtype=xp.float64))
-            k = np.arange(1, max_bins, dtype=np.float64)
-            pos = k * (n_valid - 1) / max_bins
-            lo = from_numpy(xp, np.floor(pos).astype(np.int64))
-            hi = from_numpy(xp, np.ceil(pos).astype(np.int64))
-            cand = xp.take(s, lo) / 2.0 + xp.take(s, hi) / 2.0
-            cand = xp.sort(cand)
-            keep = xp.concat([xp.ones(1, dtype=xp.bool), cand[1:] != cand[:-1]])
-            edges = cand[keep]
-            # an edge at (or above) the largest value would leave an empty last bin
-            edges = edges[edges < s[-1]]
-        edges_per_feature.append(edges)
-        n_value_bins[f] = int(edges.shape[0]) + 1
+        if is_categorical[f]:
+            raise ValueError(f"categorical feature {f} has more than max_bins={max_bins} categories")
+        s, _ = _sorted_distinct(xp, sample[:, f])
+        features.append(_feature_bins(xp, f, s, None, False, max_bins))
+    return _assemble(xp, features, is_categorical)
+
+
+def _feature_bins(xp, f, s, distinct, is_categorical: bool, max_bins: int):
+    """Edges of feature ``f``: (edges, bin values, exact, category values, n value bins).
+
+    ``s`` holds the feature's sorted non-missing values (or a sample of them),
+    ``distinct`` its sorted distinct values, or None to force quantile bins.
+    """
+    n_valid = s.shape[0]
+    n_distinct = max_bins + 1 if distinct is None else int(distinct.shape[0])
+    empty = xp.zeros(0, dtype=xp.float64)
+    if is_categorical:
+        if n_distinct > max_bins:
+            raise ValueError(
+                f"categorical feature {f} has {n_distinct} categories, more than "
+                f"max_bins={max_bins}; raise max_bins or encode it as numerical"
+            )
+        return empty, empty, False, distinct, max(n_distinct, 1)
+    if n_distinct <= max_bins:
+        edges = _midpoints(xp, distinct) if n_distinct > 1 else empty
+        return edges, distinct, True, None, int(edges.shape[0]) + 1
+    if n_valid == 0:
+        return empty, empty, False, None, 1
+    k = np.arange(1, max_bins, dtype=np.float64)
+    pos = k * (n_valid - 1) / max_bins
+    lo = from_numpy(xp, np.floor(pos).astype(np.int64))
+    hi = from_numpy(xp, np.ceil(pos).astype(np.int64))
+    cand = xp.take(s, lo) / 2.0 + xp.take(s, hi) / 2.0
+    cand = xp.sort(cand)
+    keep = xp.concat([xp.ones(1, dtype=xp.bool), cand[1:] != cand[:-1]])
+    edges = cand[keep]
+    # an edge at (or above) the largest value would leave an empty last bin
+    edges = edges[edges < s[-1]]
+    return edges, empty, False, None, int(edges.shape[0]) + 1
+
+
+def _assemble(xp, features, is_categorical) -> BinMapper:
+    """A BinMapper from the per-feature results of :func:`_feature_bins`."""
+    n_features = len(features)
+    edges_per_feature = [ft[0] for ft in features]
+    values_per_feature = [ft[1] for ft in features]
+    is_exact = np.asarray([ft[2] for ft in features], dtype=bool)
+    category_values = [ft[3] for ft in features]
+    n_value_bins = np.asarray([ft[4] for ft in features], dtype=np.int64)
     n_bins = int(n_value_bins.max()) + 1 if n_features else 2
     width = n_bins - 1
     rows = []

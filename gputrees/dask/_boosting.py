@@ -1,0 +1,260 @@
+"""Data-parallel gradient boosting on a Dask cluster."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .. import _backend
+from .._boosting import GradientBoostingClassifier, GradientBoostingRegressor, _Round
+from .._criteria import Newton
+from .._grower import GrowerInputs, grow
+from .._progress import _Monitor, _Step
+from .._state import transactional_fit
+from ..kernels import get_kernels
+from ._cluster import DaskRows, make_shards
+from ._common import check_shards, dask_signature, fit_bins, get_client, is_dask_collection, map_predict
+
+
+class _DaskBoosting:
+    """The Dask fit shared by the classifier and the regressor.
+
+    Every worker keeps its rows, their gradients and raw predictions; per
+    tree level the client receives the summed channel sums and histograms of
+    the new nodes (all trees of a round in one exchange), finds the splits and
+    sends them back. The fitted estimator is the same model as the
+    single-machine one (:meth:`to_local` returns that plain estimator).
+    """
+
+    _local_class = None
+
+    def _check_dask_params(self):
+        name = type(self).__name__
+        if self.early_stopping not in (False,):
+            raise ValueError(
+                f"{name} has no early stopping (early_stopping={self.early_stopping!r}): "
+                "it would need a validation split of the distributed rows; use early_stopping=False"
+            )
+        if self.warm_start:
+            raise ValueError(f"{name} does not support warm_start")
+        if self.categorical_features is not None:
+            raise ValueError(f"{name} does not support categorical_features yet: encode them as numbers")
+        if getattr(self, "class_weight", None) is not None:
+            raise ValueError(f"{name} does not support class_weight: pass sample_weight instead")
+
+    @transactional_fit
+    def fit(self, X, y, sample_weight=None):
+        """Boost trees on the workers holding ``X``.
+
+        Parameters
+        ----------
+        X : dask array of shape (n_samples, n_features), or dask dataframe
+            Numeric; NaN marks missing values. NumPy or CuPy chunks. The rows
+            stay on the workers that hold them.
+        y : dask array of shape (n_samples,) or dask Series
+        sample_weight : dask array of shape (n_samples,) or dask Series, optional
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        self._check_dask_params()
+        client = get_client()
+        shards, n, n_features, names = make_shards(client, X, y, sample_weight, self.n_jobs)
+        try:
+            return self._fit_shards(shards, n, n_features, names)
+        finally:
+            self.exchanges_ = shards.log
+            shards.close()
+
+    def _fit_shards(self, shards, n, n_features, names):
+        xp = _backend.namespace_for(np.empty(0), None)
+        check_shards(shards)
+        self.n_features_in_ = n_features
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        kernels = get_kernels(xp, n_jobs=self.n_jobs)
+        baseline_y, baseline_w = self._targets(shards)
+        loss = self._make_loss(kernels)
+        if loss.needs_leaf_update:
+            raise ValueError(
+                f"loss={self.loss!r} re-estimates leaves from row quantiles, which {type(self).__name__} "
+                "does not do; use squared_error, poisson or gamma"
+            )
+        self._baseline = loss.baseline(xp, kernels, baseline_y, baseline_w)
+        self._categories = None
+        rng = _backend.host_rng(self.random_state)
+        seed = int(rng.integers(0, 2**31 - 1))
+        bin_mapper = fit_bins(shards, n, self.max_bins, n_features)
+        self._bin_mapper = bin_mapper
+        self.is_categorical_ = np.zeros(n_features, dtype=bool)
+        shards.call("set_bins", bin_mapper)
+        mono = self._monotonic(n_features, self.is_categorical_, getattr(self, "feature_names_in_", None))
+        k = loss.n_trees_per_round
+        sums = shards.call("boost_start", loss, _backend.to_numpy(self._baseline))
+        train_scores = [-_mean_loss(sums)]
+        params = self._grower_params(n_features)
+        criterion = Newton(self.l2_regularization)
+        n_sub = max(1, int(self.subsample * n)) if self.subsample < 1.0 else n
+        n_col = max(1, int(self.colsample_bytree * n_features))
+        rounds = []
+        monitor = _Monitor(self, self.n_estimators, 0, "round")
+        for it in range(self.n_estimators):
+            round_rng = np.random.default_rng([seed, it])
+            if n_sub < n:
+                round_rng.choice(n, size=n_sub, replace=False)  # the draw the shards make: same stream after it
+            shards.call("boost_round", seed, it, n_sub, n)
+            tree_features = None
+            if n_col < n_features:
+                tree_features = np.zeros((k, n_features), dtype=bool)
+                for t in range(k):
+                    tree_features[t, round_rng.choice(n_features, size=n_col, replace=False)] = True
+            inputs = GrowerInputs(
+                codes=None,
+                channels=None,
+                multiplicity=None,
+                bin_mapper=bin_mapper,
+                criterion=criterion,
+                kernels=kernels,
+                rng=round_rng,
+                tree_features=tree_features,
+                record_leaves=True,
+                monotonic_cst=mono,
+            )
+            batch = grow(xp, inputs, params, rows=DaskRows(shards, k, 3))
+            values = self._leaf_values(xp, kernels, loss, criterion, batch, None, None, None)
+            values = self.learning_rate * values
+            sums = shards.call("boost_update", _backend.to_numpy(values))
+            train_scores.append(-_mean_loss(sums))
+            rounds.append(_Round(batch=batch, values=values))
+            model = functools.partial(self._snapshot, xp, k, rounds, train_scores, [], len(rounds))
+            if monitor.step(_Step(it, len(rounds), train_scores[-1], None, model)):
+                break
+        monitor.close()
+        return self._finish(xp, k, rounds, train_scores, [])
+
+    # -- the model ---------------------------------------------------------------
+    def to_local(self):
+        """The fitted model as the plain single-machine estimator (predict anywhere, save, load)."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "_rounds")
+        own = self.get_params()
+        local = self._local_class(**{k: v for k, v in own.items() if k in self._local_class().get_params()})
+        for key, value in vars(self).items():
+            if key not in own and key != "exchanges_":
+                setattr(local, key, value)
+        return local
+
+    def save_model(self, path):
+        """Save as the plain single-machine model (``gputrees.load_model`` returns that estimator)."""
+        return self.to_local().save_model(path)
+
+    def _dask_or_local(self, method, X, n_out=None, dtype=np.float64, columns=None):
+        if not is_dask_collection(X):
+            return getattr(super(), method)(X)
+        local = self.to_local()
+        return map_predict(X, getattr(local, method), n_out, dtype, columns)
+
+    def predict(self, X):
+        """Predictions; lazily partition by partition for dask input (a dask array, or a Series for a dataframe)."""
+        dtype = getattr(self, "classes_", np.zeros(0)).dtype if hasattr(self, "classes_") else np.float64
+        return self._dask_or_local("predict", X, None, dtype)
+
+
+def _mean_loss(sums):
+    """Weighted mean loss from the shards' (sum of w * loss, sum of w)."""
+    total = sum(s[0] for s in sums)
+    weight = sum(s[1] for s in sums)
+    return total / weight
+
+
+class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
+    """Gradient-boosted trees for classification, trained data-parallel on a Dask cluster.
+
+    The parameters are those of :class:`gputrees.GradientBoostingClassifier`
+    (``early_stopping`` defaults to False and must stay so; ``warm_start``,
+    ``class_weight`` and ``categorical_features`` are not supported). Call
+    ``fit`` with dask collections while a ``distributed.Client`` is active.
+    With the same bin edges (features with at most ``max_bins`` distinct
+    values are binned exactly on both) and ``early_stopping=False``, the trees
+    equal those of the single-machine estimator on the concatenated data
+    (values to float rounding: histograms are summed across workers).
+
+    Attributes
+    ----------
+    exchanges_ : list of Exchange
+        Every request of the fit to the workers: bytes received, wall and
+        compute time (:mod:`gputrees.dask._cluster`).
+
+    Examples
+    --------
+    >>> from distributed import Client                           # doctest: +SKIP
+    >>> client = Client(n_workers=2)                             # doctest: +SKIP
+    >>> clf = DaskGradientBoostingClassifier().fit(X_dask, y_dask)  # doctest: +SKIP
+    >>> clf.predict_proba(X_dask).compute()                      # doctest: +SKIP
+    """
+
+    _local_class = GradientBoostingClassifier
+    __init__ = dask_signature(GradientBoostingClassifier, defaults={"early_stopping": False})
+
+    def _targets(self, shards):
+        """Global classes from the shards' labels; the class weights for the baseline."""
+        per = shards.call("label_weights")
+        classes = np.unique(np.concatenate([p[0] for p in per]))
+        if classes.shape[0] < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 classes in y, got {classes.shape[0]} class")
+        weights = np.zeros(classes.shape[0], dtype=np.float64)
+        for labels, w in per:
+            weights[np.searchsorted(classes, labels)] += w
+        if not np.any(weights > 0):
+            raise ValueError("every training row has sample_weight 0")
+        self.classes_ = classes
+        self.n_classes_ = int(classes.shape[0])
+        shards.call("encode_labels", classes)
+        # the weighted class frequencies give the baseline exactly as the rows would
+        return np.arange(classes.shape[0], dtype=np.float64), weights
+
+    def predict_proba(self, X):
+        """Class probabilities (n, n_classes); lazily for dask input."""
+        return self._dask_or_local("predict_proba", X, self.n_classes_, np.float64, list(self.classes_))
+
+    def decision_function(self, X):
+        """Raw scores; lazily for dask input."""
+        k = 1 if self.n_classes_ == 2 else self.n_classes_
+        return self._dask_or_local("decision_function", X, None if k == 1 else k)
+
+
+class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
+    """Gradient-boosted trees for regression, trained data-parallel on a Dask cluster.
+
+    The parameters are those of :class:`gputrees.GradientBoostingRegressor`
+    with the restrictions of :class:`DaskGradientBoostingClassifier`; the
+    losses whose leaves are row quantiles (absolute_error, quantile, huber)
+    are refused.
+    """
+
+    _local_class = GradientBoostingRegressor
+    __init__ = dask_signature(GradientBoostingRegressor, defaults={"early_stopping": False})
+
+    def _targets(self, shards):
+        per = shards.call("target_sums")
+        if sum(p[4] for p in per):
+            raise ValueError("y contains NaN or infinity")
+        wy = sum(p[0] for p in per)
+        w = sum(p[1] for p in per)
+        if not w > 0:
+            raise ValueError("every training row has sample_weight 0")
+        lo, hi = min(p[2] for p in per), max(p[3] for p in per)
+        if self.loss == "poisson" and (lo < 0 or not wy > 0):
+            raise ValueError("loss='poisson' needs y >= 0 and a positive sum of y")
+        if self.loss == "gamma" and lo <= 0:
+            raise ValueError("loss='gamma' needs y > 0")
+        if max(abs(lo), abs(hi)) > 1e150:
+            raise ValueError("y has values too large to square in float64 (|y| > 1e150)")
+        # the weighted mean as one row of weight 1
+        return np.asarray([wy / w], dtype=np.float64), np.ones(1, dtype=np.float64)

@@ -1,0 +1,258 @@
+"""Placing the data on the workers and talking to them.
+
+:func:`make_shards` turns a dask array or dataframe (and its targets and
+weights) into one :class:`~gputrees.dask._shard.Shard` actor per worker that
+holds partitions, created on that worker so that no row moves.
+:class:`Shards` sends a request to every shard and gathers the answers,
+watching the workers: a worker lost in the middle of a fit raises
+:class:`WorkerLostError` within :data:`LIVENESS_POLL_S` seconds instead of
+hanging the client. :class:`DaskRows` is the grower's row set over the shards
+(see :mod:`gputrees._rows`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._shard import Shard
+
+#: How often (seconds) a client waiting for a shard checks that its worker is
+#: still alive; also the longest a lost worker goes unnoticed.
+LIVENESS_POLL_S = 1.0
+
+
+class WorkerLostError(RuntimeError):
+    """A worker holding training rows left the cluster during a fit.
+
+    The fit is abandoned (no partial model is kept: the estimator stays as it
+    was before ``fit``); persist the data again and refit.
+    """
+
+
+@dataclass
+class Exchange:
+    """One request to every shard and its answers.
+
+    Attributes
+    ----------
+    kind : str
+        The shard method (``"histograms"``, ``"sums"``, ...).
+    bytes_received : int
+        Bytes of the arrays the shards sent back (all shards).
+    wall_s : float
+        Time from sending the request to having every answer.
+    compute_s : float
+        Longest time a shard spent computing its answer; ``wall_s - compute_s``
+        is the time spent in communication and scheduling.
+    """
+
+    kind: str
+    bytes_received: int
+    wall_s: float
+    compute_s: float
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    return 0
+
+
+@dataclass
+class Shards:
+    """The shard actors of one fit, in a fixed order (sums are made in that order)."""
+
+    client: object
+    futures: list
+    actors: list
+    addresses: list
+    n_rows: list
+    log: list = field(default_factory=list)
+
+    def call(self, method: str, *args):
+        """``method(*args)`` on every shard; their answers in shard order."""
+        return self.call_each(method, [args] * len(self.actors))
+
+    def call_each(self, method: str, args_per_shard):
+        """``method(*args_per_shard[i])`` on shard ``i``; their answers in shard order."""
+        t0 = time.perf_counter()
+        pending = [a.timed(method, *args) for a, args in zip(self.actors, args_per_shard)]
+        out, compute = [], 0.0
+        for addr, fut in zip(self.addresses, pending):
+            value, seconds = self._wait(addr, fut, method)
+            out.append(value)
+            compute = max(compute, seconds)
+        self.log.append(Exchange(method, _nbytes(out), time.perf_counter() - t0, compute))
+        return out
+
+    def _wait(self, addr, fut, method):
+        while True:
+            try:
+                return fut.result(timeout=LIVENESS_POLL_S)
+            except TimeoutError:
+                if addr not in self.client.scheduler_info(n_workers=-1)["workers"]:
+                    raise WorkerLostError(self._lost(addr, method)) from None
+            except OSError as exc:  # the actor's worker cannot be reached
+                raise WorkerLostError(self._lost(addr, method)) from exc
+
+    def _lost(self, addr, method):
+        i = self.addresses.index(addr)
+        return (
+            f"worker {addr} holding {self.n_rows[i]} training rows was lost during the fit "
+            f"(while answering {method!r}); the fit was abandoned and no model was kept. "
+            "Persist the data again and refit."
+        )
+
+    def close(self):
+        """Release the actors (their rows stay in the user's persisted collection)."""
+        self.client.cancel(self.futures, force=True)
+        self.actors, self.futures = [], []
+
+
+class _TimedShard(Shard):
+    """A shard whose methods are called through :meth:`timed` (answer, compute seconds)."""
+
+    def timed(self, method, *args):
+        t0 = time.perf_counter()
+        value = getattr(self, method)(*args)
+        return value, time.perf_counter() - t0
+
+
+def _pack(start, x, y, w):
+    return (start, x, y, w)
+
+
+def _as_dask_array(obj, what: str, ndim: int):
+    import dask.array as da
+    import dask.dataframe as dd
+
+    names = None
+    if isinstance(obj, dd.DataFrame):
+        bad = [str(c) for c, t in obj.dtypes.items() if not (np.issubdtype(t, np.number) or t == bool)]
+        if bad:
+            raise ValueError(
+                f"{what} has non-numeric columns {bad}; gputrees.dask trains on numeric columns "
+                "(encode categories as numbers first)"
+            )
+        names = np.asarray([str(c) for c in obj.columns], dtype=object)
+        obj = obj.to_dask_array(lengths=True)
+    elif isinstance(obj, dd.Series):
+        obj = obj.to_dask_array(lengths=True)
+    elif not isinstance(obj, da.Array):
+        raise TypeError(
+            f"{what} must be a dask array or dask dataframe, got {type(obj).__name__}; "
+            "for in-memory data use the gputrees estimators directly"
+        )
+    if obj.ndim != ndim:
+        raise ValueError(f"{what} must be {ndim}-D, got {obj.ndim}-D")
+    if any(np.isnan(c) for c in obj.chunks[0]):
+        obj = obj.compute_chunk_sizes()
+    return obj, names
+
+
+def make_shards(client, X, y, sample_weight, n_jobs):
+    """One shard per worker holding partitions of ``X`` (and ``y``, ``sample_weight``).
+
+    Returns
+    -------
+    shards : Shards
+    n_samples, n_features : int
+    feature_names : ndarray of str or None
+    """
+    import dask
+
+    X, names = _as_dask_array(X, "X", 2)
+    if X.numblocks[1] > 1:
+        X = X.rechunk({1: -1})
+    n, n_features = int(X.shape[0]), int(X.shape[1])
+    if n == 0:
+        raise ValueError("X has 0 rows")
+    blocks = [None] * X.numblocks[0]
+    ys, ws = list(blocks), list(blocks)
+    if y is not None:
+        y, _ = _as_dask_array(y, "y", 1)
+        if int(y.shape[0]) != n:
+            raise ValueError(f"y has {int(y.shape[0])} rows, X has {n}")
+        ys = list(y.rechunk((X.chunks[0],)).to_delayed().ravel())
+    if sample_weight is not None:
+        sample_weight, _ = _as_dask_array(sample_weight, "sample_weight", 1)
+        if int(sample_weight.shape[0]) != n:
+            raise ValueError(f"sample_weight has {int(sample_weight.shape[0])} rows, X has {n}")
+        ws = list(sample_weight.rechunk((X.chunks[0],)).to_delayed().ravel())
+    starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
+    xs = list(X.to_delayed().ravel())
+    parts = [dask.delayed(_pack)(int(s), xb, yb, wb) for s, xb, yb, wb in zip(starts, xs, ys, ws)]
+    from distributed import wait
+
+    futures = client.compute(parts)
+    wait(futures)
+    for fut in futures:
+        if fut.status == "error":
+            fut.result()  # raises the error of the user's graph here
+    who = client.who_has(futures)
+    by_worker = {}
+    for fut, size in zip(futures, X.chunks[0]):
+        holders = who.get(fut.key) or ()
+        if not holders:
+            raise WorkerLostError(f"partition {fut.key} has no worker holding it")
+        by_worker.setdefault(sorted(holders)[0], []).append((fut, int(size)))
+    addresses = sorted(by_worker)
+    actor_futures = [
+        client.submit(
+            _TimedShard, [f for f, _ in by_worker[a]], n_jobs, workers=[a], actor=True, pure=False
+        )
+        for a in addresses
+    ]
+    actors = [f.result() for f in actor_futures]
+    n_rows = [sum(s for _, s in by_worker[a]) for a in addresses]
+    # the partition futures die with this frame: the shards hold the rows now
+    # (cancelling them would cancel the actors, which depend on them)
+    return Shards(client, actor_futures, actors, addresses, n_rows), n, n_features, names
+
+
+class DaskRows:
+    """The grower's row set over the shards (see :mod:`gputrees._rows`).
+
+    Routing and retiring are deferred and sent with the next request, so a
+    tree level costs two exchanges: the children's sums and their histograms.
+    Histograms and sums are added up on the client in shard order.
+    """
+
+    def __init__(self, shards: Shards, n_trees: int, n_channels: int):
+        self.shards = shards
+        self.n_trees = n_trees
+        self.n_channels = n_channels
+        self.pending = []
+
+    def _flush(self):
+        ops, self.pending = self.pending, []
+        return ops
+
+    @staticmethod
+    def _total(parts):
+        total = parts[0].copy()
+        for p in parts[1:]:
+            total += p
+        return total
+
+    def histograms(self, slots, n_slots: int, n_bins: int):
+        return self._total(self.shards.call("histograms", self._flush(), np.asarray(slots), n_slots, n_bins))
+
+    def sums(self, slots, n_slots: int):
+        return self._total(self.shards.call("sums", self._flush(), np.asarray(slots), n_slots))
+
+    def route(self, slots, split, base: int, missing_bin: int) -> None:
+        self.pending.append(("route", (np.asarray(slots), split, int(base), int(missing_bin))))
+
+    def retire(self, slots) -> None:
+        self.pending.append(("retire", (None if slots is None else np.asarray(slots),)))
+
+    def row_leaves(self, layout):
+        """Every shard keeps its rows' leaves; nothing comes back (returns None)."""
+        self.shards.call("row_leaves", self._flush(), layout)
+        return None

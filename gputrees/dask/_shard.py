@@ -1,0 +1,248 @@
+"""The rows one Dask worker holds: a long-lived actor pinned to that worker.
+
+A :class:`Shard` is created on the worker that already holds its partitions
+(nothing moves), keeps them for the whole fit, and answers the driver's
+per-level requests with node-sized arrays: histograms, channel sums, loss
+sums. Rows, gradients and raw predictions never leave it.
+
+Row-set requests carry the driver's deferred operations (routing, retiring)
+so that a tree level costs two round trips: one for the children's channel
+sums (after the routing it carries) and one for the histograms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import _backend
+from .._predictor import gather_node_values
+from .._rows import LocalRows
+from ..kernels import get_kernels
+
+
+def _to_ns(xp, a):
+    """A driver (NumPy) array, or a dataclass of them, in the shard's namespace."""
+    if a is None or isinstance(a, (int, float, bool)):
+        return a
+    if dataclasses.is_dataclass(a):
+        return dataclasses.replace(a, **{f.name: _to_ns(xp, getattr(a, f.name)) for f in dataclasses.fields(a)})
+    if isinstance(a, np.ndarray):
+        return _backend.from_numpy(xp, a)
+    return a
+
+
+class Shard:
+    """Partitions of one worker, in the order of the global row index.
+
+    Parameters
+    ----------
+    parts : list of tuples (start, X, y, w)
+        ``start`` is the global index of the partition's first row; ``X`` an
+        array (n_i, n_features) (NumPy or CuPy), ``y`` (n_i,) or None, ``w``
+        (n_i,) or None.
+    n_jobs : int or None
+        Threads of the CPU kernels on this worker.
+    """
+
+    def __init__(self, parts, n_jobs=None):
+        parts = sorted(parts, key=lambda p: p[0])
+        xs = [p[1] for p in parts]
+        self.xp = _backend.namespace_for(xs[0], None) if xs else _backend.namespace_for(np.empty(0), None)
+        xp = self.xp
+        self.X = xp.concat([xp.astype(xp.asarray(x), xp.float64) for x in xs], axis=0) if xs else None
+        self.n = int(self.X.shape[0]) if xs else 0
+        self.index = np.concatenate([np.arange(p[0], p[0] + p[1].shape[0], dtype=np.int64) for p in parts])
+        self.y = None if parts[0][2] is None else np.concatenate([np.asarray(p[2]) for p in parts])
+        if parts[0][3] is None:
+            self.w = np.ones(self.n, dtype=np.float64)
+        else:
+            self.w = np.concatenate([np.asarray(p[3], dtype=np.float64) for p in parts])
+        self.kernels = get_kernels(xp, n_jobs=n_jobs)
+        self.rows = None
+        self.ops_applied = 0
+
+    # -- data summaries -------------------------------------------------------
+    def describe(self):
+        """(rows, non-finite-value count of X, rows with a non-positive weight, bad weights)."""
+        xp = self.xp
+        inf = int(xp.sum(xp.astype(xp.isinf(self.X), xp.int64))) if self.n else 0
+        bad_w = int(np.sum(~np.isfinite(self.w) | (self.w < 0)))
+        return self.n, inf, bad_w
+
+    def label_weights(self):
+        """Distinct labels of y (sorted) and their summed weights."""
+        labels, inv = np.unique(self.y, return_inverse=True)
+        return labels, np.bincount(inv, weights=self.w, minlength=labels.shape[0])
+
+    def encode_labels(self, classes):
+        """Class index of every row (float64), from the global sorted ``classes``."""
+        self.y_enc = np.searchsorted(classes, self.y).astype(np.float64)
+
+    def target_sums(self):
+        """(sum w*y, sum w, min y, max y, count of non-finite y) for regression targets."""
+        y = np.asarray(self.y, dtype=np.float64)
+        self.y_enc = y
+        finite = np.isfinite(y)
+        return (
+            float(np.sum(self.w[finite] * y[finite])),
+            float(np.sum(self.w)),
+            float(y[finite].min()) if finite.any() else np.inf,
+            float(y[finite].max()) if finite.any() else -np.inf,
+            int(np.sum(~finite)),
+        )
+
+    def bin_summary(self, max_bins: int, sample_rows: int, seed: int):
+        """Per-feature distinct values (None when more than ``max_bins``) and a row sample.
+
+        Returns
+        -------
+        distinct : list of (ndarray of shape (k_f,), float64) or None
+        sample : ndarray of shape (min(sample_rows, n), n_features), float64
+        """
+        X = _backend.to_numpy(self.X)
+        distinct = []
+        for f in range(X.shape[1]):
+            x = X[:, f]
+            u = np.unique(x[~np.isnan(x)])
+            distinct.append(u if u.shape[0] <= max_bins else None)
+        m = min(sample_rows, self.n)
+        pick = np.sort(np.random.default_rng(seed).choice(self.n, m, replace=False))
+        return distinct, X[pick]
+
+    def set_bins(self, bin_mapper):
+        """Bin the rows once with the global edges."""
+        bm = bin_mapper.to_namespace(self.xp)
+        self.codes = bm.transform(self.xp, self.X)
+        self.pred_codes = bm.encode_for_predict(self.xp, self.X)
+        return True
+
+    # -- the row set of the tree being grown -----------------------------------
+    def _apply(self, ops):
+        for name, args in ops:
+            getattr(self.rows, name)(*[_to_ns(self.xp, a) for a in args])
+
+    def histograms(self, ops, slots, n_slots: int, n_bins: int):
+        self._apply(ops)
+        return _backend.to_numpy(self.rows.histograms(_to_ns(self.xp, slots), n_slots, n_bins))
+
+    def sums(self, ops, slots, n_slots: int):
+        self._apply(ops)
+        return _backend.to_numpy(self.rows.sums(_to_ns(self.xp, slots), n_slots))
+
+    def row_leaves(self, ops, layout):
+        """Leaf of every (tree, local row), kept here for the raw-prediction update."""
+        self._apply(ops)
+        self.row_leaf = self.rows.row_leaves(_to_ns(self.xp, layout))
+        self.rows = None
+        return True
+
+    # -- boosting ----------------------------------------------------------------
+    def boost_start(self, loss, baseline):
+        """Raw predictions at the baseline (n, K) for ``loss``."""
+        xp = self.xp
+        self.loss = loss
+        self.y_dev = _backend.from_numpy(xp, self.y_enc)
+        self.w_dev = _backend.from_numpy(xp, self.w)
+        base = _backend.from_numpy(xp, baseline)
+        self.raw = xp.asarray(xp.broadcast_to(base[None, :], (self.n, int(base.shape[0]))), copy=True)
+        return self._loss_sums()
+
+    def _loss_sums(self):
+        xp = self.xp
+        pw = self.loss.pointwise(xp, self.raw, self.y_dev)
+        return float(xp.sum(pw * self.w_dev)), float(xp.sum(self.w_dev))
+
+    def boost_round(self, seed: int, it: int, n_sub: int, n_total: int):
+        """Gradients of this round and a fresh row set of K trees over the local rows.
+
+        With row subsampling, the in-bag rows are those the single-machine fit
+        draws (the same generator over the global row index), so the Dask fit
+        grows the same trees.
+        """
+        xp = self.xp
+        g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
+        k = int(g.shape[1])
+        count = xp.ones(self.n, dtype=xp.float64)
+        if n_sub < n_total:
+            inbag = np.zeros(n_total, dtype=np.float64)
+            inbag[np.random.default_rng([seed, it]).choice(n_total, size=n_sub, replace=False)] = 1.0
+            count = _backend.from_numpy(xp, inbag[self.index])
+            g, h = g * count[:, None], h * count[:, None]
+        channels = xp.stack(
+            [xp.broadcast_to(count[None, :], (k, self.n)), xp.permute_dims(g, (1, 0)), xp.permute_dims(h, (1, 0))],
+            axis=2,
+        )
+        self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True)
+        return True
+
+    def boost_update(self, values):
+        """Add the round's leaf values (K, n_nodes) to the raw predictions; the new loss sums."""
+        xp = self.xp
+        values = _backend.from_numpy(xp, values)
+        leaves = xp.permute_dims(self.row_leaf, (1, 0))
+        self.raw = self.raw + gather_node_values(xp, values, leaves)
+        self.row_leaf = None
+        return self._loss_sums()
+
+    # -- forests -----------------------------------------------------------------
+    def forest_channels(self, criterion):
+        """Per-row channels of a forest's criterion (from the encoded targets)."""
+        xp = self.xp
+        y = _backend.from_numpy(xp, self.y_enc)
+        self.channels = criterion.row_channels(xp, y, _backend.from_numpy(xp, self.w))
+        return True
+
+    def forest_batch(self, forest, first: int, stop: int, n_total: int):
+        """A row set for trees ``first .. stop - 1`` with the single-machine bootstrap draws.
+
+        ``forest`` is the (unfitted) estimator carrying the sampling parameters
+        and ``_seed``; every shard draws the trees' samples over the global row
+        index and keeps its rows' counts, so the trees equal those grown on the
+        concatenated data.
+        """
+        xp = self.xp
+        n_features = int(self.codes.shape[1])
+        draws = np.stack([forest._tree_sample(t, n_total, n_features)[0][self.index] for t in range(first, stop)])
+        mult = (draws > 0).astype(np.float64)
+        self.rows = LocalRows(
+            xp,
+            self.codes,
+            self.channels,
+            self.kernels,
+            multiplicity=_backend.from_numpy(xp, mult),
+            weight_multiplicity=_backend.from_numpy(xp, draws),
+        )
+        return True
+
+    def forest_local(self, forest, first: int, stop: int, criterion, bin_mapper, params):
+        """Grow trees ``first .. stop - 1`` on this worker's rows alone (local bootstraps).
+
+        Returns the TreeBatch on the host (NumPy arrays).
+        """
+        from .._grower import GrowerInputs, grow
+
+        xp = self.xp
+        n_features = int(self.codes.shape[1])
+        samples = [forest._tree_sample(t, self.n, n_features) for t in range(first, stop)]
+        draws = np.stack([s[0] for s in samples])
+        feats = None if samples[0][1] is None else np.stack([s[1] for s in samples])
+        inputs = GrowerInputs(
+            codes=self.codes,
+            channels=self.channels,
+            multiplicity=_backend.from_numpy(xp, (draws > 0).astype(np.float64)),
+            bin_mapper=bin_mapper.to_namespace(xp),
+            criterion=criterion,
+            kernels=self.kernels,
+            rng=np.random.default_rng([forest._seed, first, 1]),
+            weight_multiplicity=_backend.from_numpy(xp, draws),
+            tree_features=feats,
+            random_splits=forest._random_splits,
+        )
+        batch = grow(xp, inputs, params)
+        host = {
+            f.name: _backend.to_numpy(getattr(batch, f.name)) if hasattr(getattr(batch, f.name), "shape") else getattr(batch, f.name)
+            for f in dataclasses.fields(batch)
+        }
+        return dataclasses.replace(batch, **host)
