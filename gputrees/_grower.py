@@ -224,6 +224,28 @@ class _Frontier:
     bounds: object = None  # (p, 2) float64 value bounds (monotonic constraints) or None
 
 
+@dataclass(frozen=True)
+class _Draws:
+    """Host random draws of a set of nodes (rows in node order).
+
+    mask : ndarray of shape (m, F), bool, or None
+        Features each node may split on (``max_features``); None: all.
+    u : ndarray of shape (m, F), float64, or None
+        Uniforms of the extremely randomised thresholds; None: best splits.
+    """
+
+    mask: object
+    u: object
+
+    def take(self, idx) -> "_Draws":
+        """The draws of the nodes at positions ``idx`` (host ints or a device array)."""
+        idx = to_numpy(idx)
+        return _Draws(
+            None if self.mask is None else self.mask[idx],
+            None if self.u is None else self.u[idx],
+        )
+
+
 def _lookup(xp, sorted_ids, query):
     """Position of each ``query`` in ``sorted_ids`` and whether it is there."""
     if sorted_ids.shape[0] == 0:
@@ -370,15 +392,25 @@ class Grower:
             ok = ok & (depth < p.max_depth)
         return ok
 
-    def _feature_mask(self, tree):
-        """Features drawn for each node of a batch (None: all).
+    def _draw(self, tree) -> "_Draws":
+        """Random draws of nodes (host), made once per round for all its new nodes.
 
-        ``max_features`` of the features the node's tree may use (all, or its
-        ``tree_features`` subset), drawn without replacement on the host.
+        Drawing for every new node of a round at once, in node order, makes
+        the draws of a node independent of how its split is searched
+        (histogram or sort-based, which depends on its row count) and of
+        where its rows live (one machine or a Dask cluster).
 
         tree : (m,) tree index of each node.
         """
         m = int(tree.shape[0])
+        return _Draws(self._feature_mask(tree, m), self._random_u(m))
+
+    def _feature_mask(self, tree, m):
+        """Features drawn for each node (ndarray (m, F) bool, host; None: all).
+
+        ``max_features`` of the features the node's tree may use (all, or its
+        ``tree_features`` subset), drawn without replacement on the host.
+        """
         k = self.params.max_features
         tf = self.inp.tree_features
         if m == 0 or ((k is None or k >= self.n_features) and tf is None):
@@ -390,15 +422,15 @@ class Grower:
         keep = rank < (self.n_features if k is None else k)
         if tf is not None:
             keep &= np.isfinite(u)
-        return from_numpy(self.xp, keep)
+        return keep
 
     def _random_u(self, m):
-        """Uniform draws (m, F) for extremely randomised splits, or None."""
+        """Uniform draws (m, F) (host) for extremely randomised splits, or None."""
         if not self.inp.random_splits or m == 0:
             return None
-        return from_numpy(self.xp, self.inp.rng.random((m, self.n_features)))
+        return self.inp.rng.random((m, self.n_features))
 
-    def _split(self, hist, stats, depth, tree, bounds=None):
+    def _split(self, hist, stats, depth, tree, draws, bounds=None):
         """Split records, improvements and the 'ok' mask for nodes with histograms.
 
         With ``max_features``, numerical data and the same number of drawn
@@ -407,11 +439,11 @@ class Grower:
         """
         xp = self.xp
         m = int(stats.shape[0])
-        mask = self._feature_mask(tree)
+        mask = draws.mask
         feature_ids = None
         is_cat = self.is_cat
         if mask is not None and not self.any_cat:
-            host = to_numpy(mask)
+            host = mask
             per_node = host.sum(axis=1)
             if m and per_node.min() == per_node.max():
                 cols = np.nonzero(host)[1].reshape(m, int(per_node[0]))
@@ -425,7 +457,9 @@ class Grower:
                 )
                 is_cat = np.zeros(int(per_node[0]), dtype=bool)
                 mask = None
-        u = self._random_u(m)
+        u = None if draws.u is None else from_numpy(xp, draws.u)
+        if mask is not None:
+            mask = from_numpy(xp, mask)
         if u is not None and feature_ids is not None:
             u = u[:, : int(feature_ids.shape[1])]
         rec = find_best_splits(
@@ -472,7 +506,7 @@ class Grower:
             bounds=None if bounds is None else xp.take(bounds, good, axis=0),
         )
 
-    def _sorted_parts(self, ids, st, dp, tr):
+    def _sorted_parts(self, ids, st, dp, tr, draws):
         """Splits of small nodes by the sort-based search, batched under the memory bound."""
         xp = self.xp
         counts = to_numpy(st[:, 0])
@@ -485,6 +519,7 @@ class Grower:
             sel = xp.arange(start, stop, dtype=xp.int64)
             cid = xp.take(ids, sel)
             cst = xp.take(st, sel, axis=0)
+            dr = draws.take(np.arange(start, stop))
             rows, slot, w = self.rows.rows_of(self._slot_table(cid))
             rec = find_best_splits_sorted(
                 xp,
@@ -498,8 +533,8 @@ class Grower:
                 self.inp.bin_mapper,
                 max_rows=int(counts[start:stop].max()),
                 kernels=self.inp.kernels,
-                feature_mask=self._feature_mask(xp.take(tr, sel)),
-                random_u=self._random_u(stop - start),
+                feature_mask=None if dr.mask is None else from_numpy(xp, dr.mask),
+                random_u=None if dr.u is None else from_numpy(xp, dr.u),
             )
             cdp, ctr = xp.take(dp, sel), xp.take(tr, sel)
             imp, ok = self._improvement_ok(rec, cst, ctr)
@@ -507,7 +542,7 @@ class Grower:
             start = stop
         return parts
 
-    def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, parent_hist, keep_hist, bounds=None):
+    def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, parent_hist, keep_hist, draws, bounds=None):
         """Splits of sibling pairs by histograms, in chunks under the memory bound.
 
         ``parent_hist`` (len(pairs), F, B, C) holds the pairs' parent histograms
@@ -545,10 +580,11 @@ class Grower:
                 hist = self._build(xp.take(ids, idx))
             ids = xp.take(ids, idx)
             st = xp.take(st, idx, axis=0)
-            dp = xp.take(depth, xp.take(both, idx))
-            tr = xp.take(tree, xp.take(both, idx))
-            bd = None if bounds is None else xp.take(bounds, xp.take(both, idx), axis=0)
-            rec, imp, ok = self._split(hist, st, dp, tr, bd)
+            where = xp.take(both, idx)
+            dp = xp.take(depth, where)
+            tr = xp.take(tree, where)
+            bd = None if bounds is None else xp.take(bounds, where, axis=0)
+            rec, imp, ok = self._split(hist, st, dp, tr, draws.take(where), bd)
             parts.append(self._part(ids, st, dp, tr, rec, imp, ok, hist if keep_hist else None, bd))
         return parts
 
@@ -563,6 +599,7 @@ class Grower:
         can = self._can_split(depth, stats)
         can2 = xp.reshape(can, (k, 2))
         pair_any = xp.any(can2, axis=1)
+        draws = self._draw(tree)
         parts = []
         if self.sorted_below > 0:
             small2 = xp.reshape((stats[:, 0] < self.sorted_below) | ~can, (k, 2))
@@ -575,6 +612,7 @@ class Grower:
                     xp.take(stats, pos, axis=0),
                     xp.take(depth, pos),
                     xp.take(tree, pos),
+                    draws.take(pos),
                 )
         pairs = xp.astype(xp.nonzero(pair_any)[0], xp.int64)
         n_pairs = int(pairs.shape[0])
@@ -588,11 +626,13 @@ class Grower:
                 if int(with_p.shape[0]):
                     ph = xp.take(parent_hist, xp.take(pidx, with_p), axis=0)
                     parts += self._hist_parts(
-                        child_ids, depth, tree, stats, can, xp.take(pairs, with_p), ph, keep_hist, bounds
+                        child_ids, depth, tree, stats, can, xp.take(pairs, with_p), ph, keep_hist, draws, bounds
                     )
                 pairs = xp.take(pairs, without)
             if int(pairs.shape[0]):
-                parts += self._hist_parts(child_ids, depth, tree, stats, can, pairs, None, keep_hist, bounds)
+                parts += self._hist_parts(
+                    child_ids, depth, tree, stats, can, pairs, None, keep_hist, draws, bounds
+                )
         return self._merge(parts)
 
     def _improvement_ok(self, rec, stats, tree, bounds=None):
@@ -749,7 +789,7 @@ class Grower:
             ids = xp.take(roots, idx)
             dp = xp.take(depth, idx)
             bd = None if bounds is None else xp.take(bounds, idx, axis=0)
-            rec, imp, ok = self._split(h, st, dp, ids, bd)
+            rec, imp, ok = self._split(h, st, dp, ids, self._draw(ids), bd)
             front = self._part(ids, st, dp, ids, rec, imp, ok, h, bd)
         del hist
         best_first = self.params.max_leaf_nodes is not None

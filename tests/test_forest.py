@@ -500,9 +500,13 @@ def test_extra_trees_split_at_random_thresholds(task, cancer, diabetes):
 def test_extra_trees_quality(cancer, diabetes):
     X, y = cancer
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    clf = ExtraTreesClassifier(n_estimators=20, random_state=0).fit(Xtr, ytr)
-    assert clf.score(Xte, yte) > 0.93
-    assert clf.score(Xtr, ytr) == 1.0  # fully grown, no bootstrap
+    # one seed's score moves by a test row or two (1/171 each): average five
+    ours = [ExtraTreesClassifier(n_estimators=20, random_state=s).fit(Xtr, ytr) for s in range(5)]
+    theirs = [SkExtraTreesClassifier(n_estimators=20, random_state=s).fit(Xtr, ytr) for s in range(5)]
+    mean_ours = np.mean([c.score(Xte, yte) for c in ours])
+    assert mean_ours > 0.93
+    assert mean_ours > np.mean([c.score(Xte, yte) for c in theirs]) - 0.02
+    assert all(c.score(Xtr, ytr) == 1.0 for c in ours)  # fully grown, no bootstrap
     X, y = diabetes
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
     reg = ExtraTreesRegressor(n_estimators=20, min_samples_leaf=5, random_state=0).fit(Xtr, ytr)
@@ -719,9 +723,8 @@ def _expected_failed_checks(estimator):
         )
     if isinstance(estimator, ExtraTreesClassifier):
         failed["check_sample_weight_equivalence_on_dense_data"] = (
-            "gputrees bug: with max_features below n_features the per-node draws depend on how many "
-            "rows a node has (histogram or sort-based search), so repeated rows and integer weights "
-            "give different extra trees"
+            "min_samples_split counts rows: a repeated row can make a node splittable whose weighted "
+            "twin is not, which changes the tree's nodes and so every later node's random thresholds"
         )
     return failed
 

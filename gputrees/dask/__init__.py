@@ -18,10 +18,13 @@ the workers.
 
 from ._boosting import DaskGradientBoostingClassifier, DaskGradientBoostingRegressor
 from ._cluster import Exchange, WorkerLostError
+from ._forest import DaskRandomForestClassifier, DaskRandomForestRegressor
 
 __all__ = [
     "DaskGradientBoostingClassifier",
     "DaskGradientBoostingRegressor",
+    "DaskRandomForestClassifier",
+    "DaskRandomForestRegressor",
     "Exchange",
     "WorkerLostError",
 ]

@@ -187,12 +187,12 @@ class Shard:
         return self._loss_sums()
 
     # -- forests -----------------------------------------------------------------
-    def forest_channels(self, criterion):
-        """Per-row channels of a forest's criterion (from the encoded targets)."""
+    def forest_channels(self, criterion, classification: bool):
+        """Per-row channels of a forest's criterion (from the encoded targets); their number."""
         xp = self.xp
-        y = _backend.from_numpy(xp, self.y_enc)
-        self.channels = criterion.row_channels(xp, y, _backend.from_numpy(xp, self.w))
-        return True
+        y = self.y_enc.astype(np.int64) if classification else self.y_enc[:, None]
+        self.channels = criterion.row_channels(xp, _backend.from_numpy(xp, y), _backend.from_numpy(xp, self.w))
+        return int(self.channels.shape[1])
 
     def forest_batch(self, forest, first: int, stop: int, n_total: int):
         """A row set for trees ``first .. stop - 1`` with the single-machine bootstrap draws.
@@ -223,6 +223,8 @@ class Shard:
         """
         from .._grower import GrowerInputs, grow
 
+        if stop <= first:
+            return None
         xp = self.xp
         n_features = int(self.codes.shape[1])
         samples = [forest._tree_sample(t, self.n, n_features) for t in range(first, stop)]
