@@ -47,12 +47,15 @@ class Exchange:
     compute_s : float
         Longest time a shard spent computing its answer; ``wall_s - compute_s``
         is the time spent in communication and scheduling.
+    n_nodes : int
+        Nodes whose histograms or sums were asked for (0 for other requests).
     """
 
     kind: str
     bytes_received: int
     wall_s: float
     compute_s: float
+    n_nodes: int = 0
 
 
 def _nbytes(value) -> int:
@@ -72,6 +75,9 @@ class Shards:
     actors: list
     addresses: list
     n_rows: list
+    #: per address, the worker's scratch directory when the shard was made: a
+    #: worker restarted by its nanny (same address, maybe) has a new one
+    identity: dict = field(default_factory=dict)
     log: list = field(default_factory=list)
 
     def call(self, method: str, *args):
@@ -95,7 +101,8 @@ class Shards:
             try:
                 return fut.result(timeout=LIVENESS_POLL_S)
             except TimeoutError:
-                if addr not in self.client.scheduler_info(n_workers=-1)["workers"]:
+                now = self.client.scheduler_info(n_workers=-1)["workers"].get(addr)
+                if now is None or now.get("local_directory") != self.identity.get(addr):
                     raise WorkerLostError(self._lost(addr, method)) from None
             except OSError as exc:  # the actor's worker cannot be reached
                 raise WorkerLostError(self._lost(addr, method)) from exc
@@ -133,7 +140,9 @@ def _as_dask_array(obj, what: str, ndim: int):
 
     names = None
     if isinstance(obj, dd.DataFrame):
-        bad = [str(c) for c, t in obj.dtypes.items() if not (np.issubdtype(t, np.number) or t == bool)]
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        bad = [str(c) for c, t in obj.dtypes.items() if not (is_numeric_dtype(t) or is_bool_dtype(t))]
         if bad:
             raise ValueError(
                 f"{what} has non-numeric columns {bad}; gputrees.dask trains on numeric columns "
@@ -212,7 +221,9 @@ def make_shards(client, X, y, sample_weight, n_jobs):
     n_rows = [sum(s for _, s in by_worker[a]) for a in addresses]
     # the partition futures die with this frame: the shards hold the rows now
     # (cancelling them would cancel the actors, which depend on them)
-    return Shards(client, actor_futures, actors, addresses, n_rows), n, n_features, names
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    identity = {a: info.get(a, {}).get("local_directory") for a in addresses}
+    return Shards(client, actor_futures, actors, addresses, n_rows, identity), n, n_features, names
 
 
 class DaskRows:
@@ -241,10 +252,14 @@ class DaskRows:
         return total
 
     def histograms(self, slots, n_slots: int, n_bins: int):
-        return self._total(self.shards.call("histograms", self._flush(), np.asarray(slots), n_slots, n_bins))
+        parts = self.shards.call("histograms", self._flush(), np.asarray(slots), n_slots, n_bins)
+        self.shards.log[-1].n_nodes = n_slots
+        return self._total(parts)
 
     def sums(self, slots, n_slots: int):
-        return self._total(self.shards.call("sums", self._flush(), np.asarray(slots), n_slots))
+        parts = self.shards.call("sums", self._flush(), np.asarray(slots), n_slots)
+        self.shards.log[-1].n_nodes = n_slots
+        return self._total(parts)
 
     def route(self, slots, split, base: int, missing_bin: int) -> None:
         self.pending.append(("route", (np.asarray(slots), split, int(base), int(missing_bin))))

@@ -1,0 +1,241 @@
+"""gputrees.dask on a LocalCluster of two worker processes.
+
+The data-parallel estimators must grow the same trees as the single-machine
+ones on the concatenated data when the bin edges are the same (every feature
+here has fewer distinct values than ``max_bins``, so both bin exactly), with
+values equal to float rounding (histograms are summed across workers).
+"""
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+import gputrees  # noqa: E402
+from gputrees._binning import bin_mapper_from_summaries, fit_bin_mapper  # noqa: E402
+from gputrees._backend import namespace_for  # noqa: E402
+from gputrees.dask import (  # noqa: E402
+    DaskGradientBoostingClassifier,
+    DaskGradientBoostingRegressor,
+    DaskRandomForestClassifier,
+    DaskRandomForestRegressor,
+    WorkerLostError,
+)
+
+N, F = 2400, 5
+
+
+def _cluster():
+    return distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+    )
+
+
+@pytest.fixture(scope="module")
+def client():
+    with _cluster() as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(N, F)), 1)  # about 60 distinct values per feature
+    X[rng.random(X.shape) < 0.05] = np.nan
+    z = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 - 0.5 * np.nan_to_num(X[:, 2])
+    y_bin = (z + rng.normal(size=N) > 1).astype(np.int64)
+    y_multi = np.digitize(z + rng.normal(size=N), [0.0, 1.0, 2.0])
+    y_reg = z + 0.3 * rng.normal(size=N)
+    w = rng.integers(1, 4, size=N).astype(np.float64)
+    return X, y_bin, y_multi, y_reg, w
+
+
+def _dask(a, chunk=500):
+    return da.from_array(a, chunks=(chunk,) + a.shape[1:])
+
+
+def _same_trees(dask_model, local_model):
+    """The fitted trees: same structure and splits, values to float rounding."""
+    a, b = dask_model._forest(), local_model._forest()
+    for name in ("feature", "bin", "left", "right", "missing_left"):
+        np.testing.assert_array_equal(getattr(a[0], name), getattr(b[0], name), err_msg=name)
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["binary", "multiclass"])
+def test_booster_equals_single_machine(client, data, target):
+    X, y_bin, y_multi, _, w = data
+    y = y_bin if target == "binary" else y_multi
+    kw = dict(n_estimators=6, max_depth=4, subsample=0.8, colsample_bytree=0.8, random_state=3, early_stopping=False)
+    dm = DaskGradientBoostingClassifier(**kw).fit(_dask(X), _dask(y), sample_weight=_dask(w))
+    lm = gputrees.GradientBoostingClassifier(**kw).fit(X, y, sample_weight=w)
+    _same_trees(dm, lm)
+    np.testing.assert_allclose(dm.predict_proba(X), lm.predict_proba(X), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dm.train_score_, lm.train_score_, rtol=1e-10)
+    np.testing.assert_array_equal(dm.classes_, lm.classes_)
+    # only node-sized arrays came back: never more than a level's histograms
+    k = lm.n_trees_per_iteration_
+    most = max(e.bytes_received for e in dm.exchanges_)
+    assert most <= 2 * k * 2 ** 3 * F * dm._bin_mapper.n_bins * 3 * 8
+
+
+def test_regressor_equals_single_machine_and_predicts_on_dataframes(client, data):
+    X, _, _, y, _ = data
+    kw = dict(n_estimators=5, max_depth=3, random_state=0, early_stopping=False, max_features=0.6)
+    cols = [f"f{i}" for i in range(F)]
+    frame = pd.DataFrame(X, columns=cols)
+    ddf = dd.from_pandas(frame, npartitions=3)
+    dm = DaskGradientBoostingRegressor(**kw).fit(ddf, dd.from_pandas(pd.Series(y), npartitions=3))
+    lm = gputrees.GradientBoostingRegressor(**kw).fit(frame, y)
+    _same_trees(dm, lm)
+    assert list(dm.feature_names_in_) == cols
+    lazy = dm.predict(ddf)
+    assert isinstance(lazy, dd.Series)
+    np.testing.assert_allclose(lazy.compute().to_numpy(), lm.predict(frame), rtol=1e-12)
+    np.testing.assert_allclose(dm.predict(_dask(X)).compute(), lm.predict(X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("max_features", [None, "sqrt"])
+def test_forest_data_parallel_equals_single_machine(client, data, max_features):
+    X, _, y, _, w = data
+    kw = dict(n_estimators=4, max_depth=6, random_state=1, max_features=max_features)
+    dm = DaskRandomForestClassifier(**kw).fit(_dask(X, 700), _dask(y, 700), sample_weight=_dask(w, 700))
+    lm = gputrees.RandomForestClassifier(**kw).fit(X, y, sample_weight=w)
+    for a, b in zip(dm._batches, lm._batches):
+        for name in ("feature", "bin", "left", "right", "missing_left"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_allclose(dm.predict_proba(X), lm.predict_proba(X), rtol=1e-12, atol=1e-12)
+    proba = dm.predict_proba(dd.from_pandas(pd.DataFrame(X), npartitions=2)).compute()
+    assert list(proba.columns) == list(lm.classes_)
+    np.testing.assert_allclose(proba.to_numpy(), lm.predict_proba(X), rtol=1e-12, atol=1e-12)
+
+
+def test_forest_regressor_and_local_mode(client, data):
+    X, _, _, y, _ = data
+    kw = dict(n_estimators=4, max_depth=5, random_state=2)
+    dm = DaskRandomForestRegressor(**kw).fit(_dask(X), _dask(y))
+    lm = gputrees.RandomForestRegressor(**kw).fit(X, y)
+    np.testing.assert_allclose(dm.predict(X), lm.predict(X), rtol=1e-12)
+    # local bootstraps: each worker grows its share of the trees on its own rows
+    loc = DaskRandomForestRegressor(distribution="local", n_estimators=5, random_state=2).fit(_dask(X), _dask(y))
+    assert loc._n_trees_fitted == 5
+    assert len(loc._batches) == 2  # one batch per worker
+    assert not any(e.kind == "histograms" for e in loc.exchanges_)
+    assert loc.score(X, y) > 0.7
+
+
+def test_models_are_plain_gputrees_models(client, data, tmp_path):
+    X, y, _, _, _ = data
+    dm = DaskGradientBoostingClassifier(n_estimators=3, max_depth=3).fit(_dask(X), _dask(y))
+    local = dm.to_local()
+    assert type(local) is gputrees.GradientBoostingClassifier
+    dm.save_model(tmp_path / "m.gpt")
+    loaded = gputrees.load_model(tmp_path / "m.gpt")
+    assert type(loaded) is gputrees.GradientBoostingClassifier
+    np.testing.assert_array_equal(loaded.predict_proba(X), dm.predict_proba(X))
+    forest = DaskRandomForestClassifier(n_estimators=3, max_depth=3).fit(_dask(X), _dask(y))
+    forest.save_model(tmp_path / "f.gpt")
+    np.testing.assert_array_equal(gputrees.load_model(tmp_path / "f.gpt").predict(X), forest.predict(X))
+
+
+def test_quantile_bins_from_worker_summaries(client):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 3))  # all distinct: quantile bins
+    y = (X[:, 0] > 0).astype(int)
+    dm = DaskGradientBoostingClassifier(n_estimators=3, max_depth=2, max_bins=32).fit(_dask(X), _dask(y))
+    bm = dm._bin_mapper
+    assert not bm.is_exact.any() and bm.n_bins == 33
+    local = fit_bin_mapper(namespace_for(X, None), X, np.zeros(3, dtype=bool), 32)
+    # edges from the pooled sample track the exact quantiles closely
+    assert np.max(np.abs(bm.thresholds[:, :-1] - local.thresholds[:, :-1])) < 0.1
+    assert dm.score(X, y) > 0.95
+
+
+def test_bin_mapper_from_summaries_matches_exact_binning():
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(500, 4)), 1)
+    X[::7, 1] = np.nan
+    xp = namespace_for(X, None)
+    distinct = [np.unique(X[:, f][~np.isnan(X[:, f])]) for f in range(4)]
+    a = bin_mapper_from_summaries(xp, distinct, X[:10], np.zeros(4, dtype=bool), 255)
+    b = fit_bin_mapper(xp, X, np.zeros(4, dtype=bool), 255)
+    np.testing.assert_array_equal(a.thresholds, b.thresholds)
+    np.testing.assert_array_equal(a.bin_values, b.bin_values)
+    assert a.is_exact.all() and a.n_bins == b.n_bins
+
+
+def test_bad_input_gets_clear_errors(client, data):
+    X, y, _, _, _ = data
+    with pytest.raises(TypeError, match="dask array or dask dataframe"):
+        DaskGradientBoostingClassifier().fit(X, y)
+    with pytest.raises(ValueError, match="early stopping"):
+        DaskGradientBoostingClassifier(early_stopping=True).fit(_dask(X), _dask(y))
+    with pytest.raises(ValueError, match="row quantiles"):
+        DaskGradientBoostingRegressor(loss="huber").fit(_dask(X), _dask(y.astype(float)))
+    with pytest.raises(ValueError, match="distribution must be one of"):
+        DaskRandomForestClassifier(distribution="nope").fit(_dask(X), _dask(y))
+    with pytest.raises(ValueError, match="y has 10 rows"):
+        DaskGradientBoostingClassifier().fit(_dask(X), _dask(y[:10]))
+    bad = X.copy()
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        DaskGradientBoostingClassifier().fit(_dask(bad), _dask(y))
+    frame = dd.from_pandas(pd.DataFrame({"a": ["x", "y"] * 10, "b": np.arange(20.0)}), npartitions=2)
+    with pytest.raises(ValueError, match="non-numeric columns"):
+        DaskGradientBoostingClassifier().fit(frame, _dask(np.arange(20) % 2))
+
+
+def test_dask_estimators_follow_sklearn_params():
+    from sklearn.base import clone
+
+    est = DaskRandomForestClassifier(n_estimators=7, distribution="local")
+    params = est.get_params()
+    assert params["n_estimators"] == 7 and params["distribution"] == "local"
+    assert clone(est).get_params() == params
+    assert DaskGradientBoostingRegressor().early_stopping is False
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        DaskGradientBoostingClassifier(nonsense=1)
+
+
+class _KillWorker:
+    """A callback that kills the process of one worker after the first round."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def on_iteration(self, env):
+        if env.iteration == 0:
+            os.kill(self.pid, signal.SIGKILL)
+        return False
+
+
+def test_worker_lost_mid_fit_raises_and_keeps_no_model(data):
+    X, y, _, _, _ = data
+    with _cluster() as cluster, distributed.Client(cluster) as c:
+        pids = c.run(os.getpid)
+        victim = sorted(pids)[0]
+        est = DaskGradientBoostingClassifier(n_estimators=50, max_depth=3, callbacks=[_KillWorker(pids[victim])])
+        with pytest.raises(WorkerLostError, match="was lost during the fit"):
+            est.fit(_dask(X), _dask(y))
+        assert not hasattr(est, "_rounds")  # no partial model
+        with pytest.raises(Exception, match="not fitted"):
+            est.predict(X)
+
+
+@pytest.mark.gpu
+def test_cupy_chunks_on_dask_cuda(data):
+    cupy = pytest.importorskip("cupy")
+    dask_cuda = pytest.importorskip("dask_cuda")
+    X, y, _, _, _ = data
+    with dask_cuda.LocalCUDACluster(n_workers=1) as cluster, distributed.Client(cluster):
+        Xg = _dask(X).map_blocks(cupy.asarray)
+        yg = _dask(y).map_blocks(cupy.asarray)
+        dm = DaskGradientBoostingClassifier(n_estimators=4, max_depth=3).fit(Xg, yg)
+        lm = gputrees.GradientBoostingClassifier(n_estimators=4, max_depth=3, early_stopping=False).fit(X, y)
+        _same_trees(dm, lm)
