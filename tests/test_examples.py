@@ -151,3 +151,12 @@ def test_displays(tmp_path):
     assert all(a > 0.9 for a in out["auc"].values())
     assert out["confusion_matrix"].sum() == 143  # a quarter of the 569 rows
     _saved(tmp_path, "displays.png")
+
+
+def test_dask_example(tmp_path):
+    pytest.importorskip("distributed")
+    out = _run("dask_boosting", tmp_path)
+    assert out["auc"] > 0.8
+    # the saved model loads as the plain estimator and predicts what the Dask one does
+    X_test = out["X_test"]
+    np.testing.assert_array_equal(out["loaded"].predict_proba(X_test), out["model"].predict_proba(X_test))

@@ -54,11 +54,12 @@ class Shard:
         self.X = xp.concat([xp.astype(xp.asarray(x), xp.float64) for x in xs], axis=0) if xs else None
         self.n = int(self.X.shape[0]) if xs else 0
         self.index = np.concatenate([np.arange(p[0], p[0] + p[1].shape[0], dtype=np.int64) for p in parts])
-        self.y = None if parts[0][2] is None else np.concatenate([np.asarray(p[2]) for p in parts])
+        # targets and weights are small (one column): kept on the host, NumPy
+        self.y = None if parts[0][2] is None else np.concatenate([_backend.to_numpy(p[2]) for p in parts])
         if parts[0][3] is None:
             self.w = np.ones(self.n, dtype=np.float64)
         else:
-            self.w = np.concatenate([np.asarray(p[3], dtype=np.float64) for p in parts])
+            self.w = np.concatenate([_backend.to_numpy(p[3]).astype(np.float64) for p in parts])
         self.kernels = get_kernels(xp, n_jobs=n_jobs)
         self.rows = None
         self.ops_applied = 0
