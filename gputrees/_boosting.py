@@ -276,7 +276,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             self.train_score_ = []
             self.validation_score_ = []
             self._eval_scores = []
-        codes = bin_mapper.transform(xp, Xd)
+        codes = bin_mapper.transform(xp, Xd, kernels)
         k = loss.n_trees_per_round
         raw = self._raw_binned(xp, bin_mapper.encode_for_predict(xp, Xd), n)
         val = []
