@@ -1,7 +1,7 @@
 """Gradient boosting side by side: gputrees, XGBoost (hist), LightGBM, scikit-learn's HistGradientBoosting.
 
 Run:  python bench/bench_boost.py [--rows 1000000] [--rounds 100] [--repeats 1] [--threads 2]
-                                 [--data synthetic flights] [--device cpu|cuda] [--quick]
+                                 [--data synthetic flights bank] [--device cpu|cuda] [--quick]
 
 Every library fits, in this one process, the same training rows with the
 same settings: ``--rounds`` rounds of depth-6 trees, 256 bins (255 value
@@ -19,7 +19,9 @@ Data sets:
 * ``synthetic``: ``bench_tree.make_synthetic`` (seeded, 28 float32 features,
   binary with interactions and 10% flipped labels), 80/20 split;
 * ``flights``: NYC flights 2013, ``arr_delay`` regression on 13 columns
-  (``bench/boost_accuracy.py``'s loader), 75/25 split.
+  (``bench/boost_accuracy.py``'s loader), 75/25 split;
+* ``bank``: UCI Bank marketing (41,188 x 20, binary ``y``, categories as
+  ordinal codes; ``boost_accuracy.py``'s loader), 75/25 split.
 
 For each library: fit time (median of ``--repeats``), predict time on the
 test rows, test metric (ROC AUC or RMSE), extra peak RSS of the fit
@@ -44,7 +46,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_forest import PeakRSS  # noqa: E402
 from bench_tree import make_synthetic  # noqa: E402
-from boost_accuracy import load_flights  # noqa: E402
+from boost_accuracy import DATASETS, load_flights  # noqa: E402
 
 LIBRARIES = ("gputrees", "xgboost", "lightgbm", "sklearn")
 
@@ -92,6 +94,9 @@ def load(data, args):
     if data == "synthetic":
         X, y = make_synthetic(args.rows, 28, np.float32, 0)
         return "classification", train_test_split(X, y, test_size=0.2, random_state=0)
+    if data == "bank":
+        X, y = DATASETS["bank_marketing"][1](args.data_dir)
+        return "classification", train_test_split(np.asarray(X, dtype=np.float64), y, test_size=0.25, random_state=0)
     X, y = load_flights(args.data_dir)
     return "regression", train_test_split(X, y, test_size=0.25, random_state=0)
 
@@ -130,7 +135,7 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=100)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--data", nargs="+", default=["synthetic", "flights"], choices=["synthetic", "flights"])
+    p.add_argument("--data", nargs="+", default=["synthetic", "flights"], choices=["synthetic", "flights", "bank"])
     p.add_argument("--libraries", nargs="+", default=list(LIBRARIES), choices=list(LIBRARIES))
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--data-dir", default=str(HERE.parents[1] / "shared" / "data"))

@@ -25,6 +25,12 @@ from gputrees.kernels import _numba  # noqa: E402
 NP = namespace_of(np.empty(0))
 
 
+@pytest.fixture(autouse=True)
+def _threads_even_for_small_inputs(monkeypatch):
+    """The inputs here are small: split every pass over the threads asked for, as large inputs are."""
+    monkeypatch.setattr(_numba, "MIN_WORK_PER_THREAD", 1)
+
+
 def _active(seed, *, n=300, m=None, n_nodes=5, n_chan_rows=None, mult="none", empty_nodes=()):
     rng = np.random.default_rng(seed)
     m = n if m is None else m
@@ -252,6 +258,15 @@ def test_segmented_scans_equal_reference(max_len):
         got = getattr(_numba, name)(NP, vals, seg, n)
         want = getattr(_reference, name)(NP, vals, seg, n)
         assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_small_passes_run_on_one_thread(monkeypatch):
+    import numba
+
+    monkeypatch.setattr(_numba, "MIN_WORK_PER_THREAD", 1000)
+    assert _numba._threads_for(8, 999) == 1
+    assert _numba._threads_for(2, 2500) == min(2, numba.config.NUMBA_NUM_THREADS)
+    assert _numba._threads_for(1, 10**9) == 1
 
 
 def test_thread_count():

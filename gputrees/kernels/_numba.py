@@ -49,6 +49,19 @@ def thread_count(n_jobs: int | None) -> int:
     return max(1, min(int(n_jobs), available))
 
 
+#: Elementary updates (row x feature, row x tree level...) a thread should get
+#: before a pass is split over threads: at about 1 ns each, 2^16 of them take
+#: ~65 us, more than starting and joining a thread (tens of microseconds on
+#: an idle machine; a scheduler time slice, milliseconds, when the cores are
+#: shared), so smaller passes run on one thread.
+MIN_WORK_PER_THREAD = 1 << 16
+
+
+def _threads_for(n_threads: int, work: int) -> int:
+    """Threads for a pass of ``work`` elementary updates: at most ``n_threads``, each with enough work."""
+    return max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS, int(work) // MIN_WORK_PER_THREAD))
+
+
 class _Threads:
     """Context manager setting Numba's thread count for this thread (capped at the cores Numba sees)."""
 
@@ -166,7 +179,7 @@ def bin_codes(xp, X, mapper, *, n_threads: int = 1):
         cat_values[f, : n_cats[f]] = np.asarray(mapper.category_values[f], dtype=np.float64)
     n_edges = np.where(is_cat, 0, np.asarray(mapper.n_value_bins, dtype=np.int64) - 1)
     out = np.empty(X.shape, dtype=np.dtype(mapper.code_dtype_name))
-    threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS, int(X.shape[0])))
+    threads = _threads_for(n_threads, int(X.shape[0]) * n_features)
     with _Threads(threads):
         _bin_codes(
             X, np.ascontiguousarray(mapper.thresholds, dtype=np.float64), n_edges, is_cat, cat_values, n_cats,
@@ -382,7 +395,7 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     mult, wmult, mode = _mults(active)
     node = _i64(active.node)
     table = _i64(slot_of_node)
-    threads = min(n_threads, numba.config.NUMBA_NUM_THREADS)
+    threads = _threads_for(n_threads, int(node.shape[0]) * int(codes.shape[1]))
     start, end, grouped = _runs(node, table, int(n_slots))
     if grouped:
         present = max(1, int((start >= 0).sum()))
@@ -394,7 +407,7 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
                 codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode,
                 np.ascontiguousarray(chan, dtype=np.float64), start, end, int(n_bins), blocks, _row_bytes(codes),
             )
-    blocks = max(1, min(n_threads, codes.shape[1]))
+    blocks = max(1, min(threads, codes.shape[1]))
     with _Threads(threads):
         return _node_histograms(
             codes, _i64(active.row), _i64(active.chan_index), _i64(active.node), mult, wmult, mode,
@@ -413,7 +426,7 @@ def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, n_threads: int = 
     if grouped:
         # no more threads than nodes: an idle thread would only wait (OpenMP
         # spins while it waits, slowing the busy thread on a shared machine)
-        with _Threads(min(n_threads, max(1, int((start >= 0).sum())))):
+        with _Threads(min(_threads_for(n_threads, int(active.node.shape[0])), max(1, int((start >= 0).sum())))):
             return _run_sums(
                 _i64(active.chan_index), mult, wmult, mode, np.ascontiguousarray(chan, dtype=np.float64), start, end
             )
@@ -444,7 +457,7 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
             return empty
         return np.ascontiguousarray(a, dtype=dtype)
 
-    threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS, m))
+    threads = _threads_for(n_threads, m)
     # mean distance between consecutive rows of a node being split
     sparse = int(codes.shape[0]) * max(n_slots, 1) * _row_bytes(codes) > SPARSE_GAP_BYTES * max(m, 1)
     with _Threads(threads):
@@ -504,7 +517,7 @@ def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
     cat_left = np.ascontiguousarray(batch.cat_left, dtype=np.bool_)
     if cat_left.ndim != 3 or cat_left.shape[-1] == 0:
         cat_left = np.zeros((n_trees, 1, 0), dtype=np.bool_)
-    with _Threads(n_threads):
+    with _Threads(_threads_for(n_threads, int(X.shape[0]) * n_trees * max(1, int(batch.max_depth)))):
         return _apply_trees(
             np.ascontiguousarray(X, dtype=np.float64),
             _i64(batch.left), _i64(batch.right), _i64(batch.feature),
