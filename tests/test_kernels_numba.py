@@ -357,3 +357,27 @@ def test_bin_codes_equal_reference(max_bins):
             assert got.dtype == want.dtype == np.dtype(mapper.code_dtype_name)
             assert np.array_equal(got, want)
     assert (want[:, 3] == mapper.missing_bin).all()
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("categorical", [False, True])
+def test_predict_raw_equals_reference(k, categorical):
+    """Leaf values summed in one pass equal the walk + gather + round-by-round sums, bit for bit."""
+    n_features, n_bins = 4, 6
+    batch = _random_batch(51, 4 * k, 5, n_features, categorical, n_bins)
+    rng = np.random.default_rng(52)
+    n = 2 * _numba.ROWS_PER_BLOCK + 37  # two full blocks and a partial one
+    X = rng.standard_normal((n, n_features))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    if categorical:
+        X = np.where(np.isnan(X), np.nan, rng.integers(0, n_bins, X.shape).astype(np.float64))
+    values = rng.standard_normal(batch.left.shape) * np.exp(rng.uniform(-30, 30, batch.left.shape))
+    base = np.broadcast_to(rng.standard_normal(k)[None, :], (n, k))
+    want = _reference.predict_raw(NP, batch, values, X, n_bins - 1, base)
+    for threads in (1, 2):
+        got = _numba.predict_raw(NP, batch, values, X, n_bins - 1, base, n_threads=threads)
+        assert got.shape == (n, k) and got.dtype == np.float64
+        assert np.array_equal(got, want)
+    with_numba_walk = _reference.predict_raw(NP, batch, values, X, n_bins - 1, base,
+                                             apply_trees=_numba.apply_trees)
+    assert np.array_equal(with_numba_walk, want)

@@ -61,6 +61,10 @@ class Kernels:
     bin_codes : callable or None
         ``bin_codes(xp, X, mapper)``: the binned matrix of ``X``; see
         :func:`gputrees.kernels._reference.bin_codes`, which ``None`` means.
+    predict_raw : callable or None
+        ``predict_raw(xp, batch, values, X, missing_bin, base)``: boosting's raw
+        predictions; see :func:`gputrees.kernels._reference.predict_raw`,
+        which ``None`` means (with this set's ``apply_trees``).
     """
 
     name: str
@@ -73,6 +77,7 @@ class Kernels:
     route_rows: Callable
     apply_trees: Callable
     bin_codes: Callable | None = None
+    predict_raw: Callable | None = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,6 +132,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             functools.partial(_numba.route_rows, n_threads=threads),
             functools.partial(_numba.apply_trees, n_threads=threads),
             functools.partial(_numba.bin_codes, n_threads=threads),
+            functools.partial(_numba.predict_raw, n_threads=threads),
         )
     from . import _reference
 

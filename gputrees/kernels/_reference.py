@@ -96,6 +96,41 @@ def bin_codes(xp, X, mapper):
     return xp.stack(cols, axis=1)
 
 
+def predict_raw(xp, batch, values, X, missing_bin: int, base, *, apply_trees=None):
+    """Raw predictions: ``base`` plus the value of every row's leaf in every tree.
+
+    Parameters
+    ----------
+    batch : TreeBatch
+        ``n_rounds * K`` padded trees; tree ``r * K + c`` adds to column ``c``.
+    values : array of shape (n_trees, n_nodes), float64
+        Value each node adds (0 at internal nodes).
+    X : array of shape (n_samples, n_features), float64
+        As :func:`gputrees._predictor.apply_trees_reference` takes it.
+    missing_bin : int
+    base : array of shape (n_samples, K), float64
+    apply_trees : callable or None
+        The leaf walk to use (a kernel set's ``apply_trees``); None: the
+        reference walk.
+
+    Returns
+    -------
+    raw : array of shape (n_samples, K), float64
+        Added round after round (in tree order), so that the sums are
+        bit-identical to the raw predictions accumulated during the fit.
+    """
+    from .._predictor import apply_trees_reference, gather_node_values
+
+    n, k = int(base.shape[0]), int(base.shape[1])
+    n_trees = int(batch.left.shape[0])
+    leaves = (apply_trees or apply_trees_reference)(xp, batch, X, missing_bin)
+    contrib = xp.reshape(gather_node_values(xp, values, leaves), (n, n_trees // k, k))
+    acc = base
+    for r in range(n_trees // k):
+        acc = acc + contrib[:, r, :]
+    return xp.asarray(acc, copy=True)
+
+
 def _shift(xp, a, d, fill):
     """``a`` moved down by ``d`` rows, the first ``d`` rows set to ``fill``."""
     n = a.shape[0]
