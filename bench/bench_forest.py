@@ -62,6 +62,7 @@ if str(_BENCH_DIR) not in sys.path:
 from bench_tree import (  # noqa: E402  (shared data, machine info and helpers)
     ADULT_CATEGORICAL,
     DEFAULT_DATA_DIR,
+    _depth,
     _import_gputrees,
     _sync,
     _to_numpy,
@@ -82,15 +83,6 @@ MIB = 2**20
 # --------------------------------------------------------------------------
 # argument parsing
 # --------------------------------------------------------------------------
-def _depth(text):
-    if text.lower() in ("none", "full", "0"):
-        return None
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("--max-depth must be >= 1 or 'none'")
-    return value
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         description="Fit gputrees, scikit-learn and XGBoost random forests side by side "
@@ -131,7 +123,7 @@ def parse_args(argv=None):
                    help="seed for data generation, the train/test split and every "
                         "estimator's random_state (default 0)")
     p.add_argument("--n-jobs", type=int, default=-1,
-                   help="n_jobs of scikit-learn and XGBoost (default -1: all cores)")
+                   help="n_jobs of every library (default -1: all cores)")
     p.add_argument("--xgb-min-child-weight", type=float, default=1.0,
                    help="XGBoost min_child_weight (default 1.0, XGBoost's own default)")
     p.add_argument("--batch-size", type=int, default=None,
@@ -178,7 +170,7 @@ def estimator_params(library, args, n_features, n_estimators=None):
     n_estimators = args.trees if n_estimators is None else n_estimators
     if library == "gputrees":
         params = {"n_estimators": n_estimators, "max_depth": args.max_depth,
-                  "random_state": args.seed, "device": args.device}
+                  "random_state": args.seed, "device": args.device, "n_jobs": args.n_jobs}
         if args.batch_size is not None:
             params["batch_size"] = args.batch_size
         if args.memory_limit is not None:

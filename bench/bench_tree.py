@@ -64,6 +64,16 @@ QUICK_ROWS = 100_000
 # --------------------------------------------------------------------------
 # argument parsing
 # --------------------------------------------------------------------------
+def _depth(text):
+    """``--max-depth`` value: a positive integer, or None for ``none`` / ``full`` / ``0`` (no limit)."""
+    if text.lower() in ("none", "full", "0"):
+        return None
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("--max-depth must be >= 1 or 'none'")
+    return value
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         description="Fit gputrees and scikit-learn DecisionTreeClassifier side by side "
@@ -74,7 +84,8 @@ def parse_args(argv=None):
                         "(default 1,000,000; 100,000 with --quick)")
     p.add_argument("--features", type=int, default=28,
                    help="columns of the synthetic data set (default 28)")
-    p.add_argument("--max-depth", type=int, default=10, help="tree max_depth (default 10)")
+    p.add_argument("--max-depth", type=_depth, default=10,
+                   help="tree max_depth (default 10; 'none' grows full trees)")
     p.add_argument("--repeats", type=int, default=None,
                    help="timed fits per library and data set; the median is reported "
                         "(default 3; 1 with --quick)")

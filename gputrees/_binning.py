@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._backend import from_numpy, to_numpy
+from .kernels._reference import bin_codes as bin_codes_reference
 
 MAX_BINS_LIMIT = 65535
 #: Rows sampled to place quantile edges on large data (as LightGBM and
@@ -83,39 +84,23 @@ class BinMapper:
     def code_dtype_name(self) -> str:
         return "uint8" if self.n_bins <= 256 else "uint16"
 
-    def transform(self, xp, X):
+    def transform(self, xp, X, kernels=None):
         """Codes of ``X``.
 
         Parameters
         ----------
         X : array of shape (n_samples, n_features), float64, in namespace ``xp``
+        kernels : Kernels or None
+            The fit's kernel set: its ``bin_codes`` when it has one (the Numba
+            set's compiled pass), else the array-API reference
+            (:func:`gputrees.kernels._reference.bin_codes`). Same codes.
 
         Returns
         -------
         codes : array of shape (n_samples, n_features), uint8 or uint16
         """
-        dtype = getattr(xp, self.code_dtype_name)
-        missing = xp.asarray(self.missing_bin, dtype=xp.int64)
-        cols = []
-        for f in range(X.shape[1]):
-            x = X[:, f]
-            nan = xp.isnan(x)
-            if self.is_categorical[f]:
-                cv = self.category_values[f]
-                if cv.shape[0] == 0:
-                    code = xp.full(x.shape, self.missing_bin, dtype=xp.int64)
-                else:
-                    pos = xp.astype(xp.searchsorted(cv, x), xp.int64)
-                    pos_c = xp.clip(pos, 0, cv.shape[0] - 1)
-                    found = xp.take(cv, pos_c) == x
-                    code = xp.where(found & ~nan, pos_c, missing)
-            else:
-                nb = int(self.n_value_bins[f])
-                edges = self.thresholds[f, : nb - 1]
-                code = xp.astype(xp.searchsorted(edges, x, side="left"), xp.int64)
-                code = xp.where(nan, missing, code)
-            cols.append(xp.astype(code, dtype))
-        return xp.stack(cols, axis=1)
+        fast = None if kernels is None else kernels.bin_codes
+        return (fast or bin_codes_reference)(xp, X, self)
 
     def encode_for_predict(self, xp, X):
         """``X`` with categorical columns replaced by their codes (as float64).

@@ -44,6 +44,7 @@ from ._validation import (
     y_to_host,
 )
 from .kernels import get_kernels
+from .kernels._reference import predict_raw as predict_raw_reference
 
 __all__ = ["GradientBoostingClassifier", "GradientBoostingRegressor"]
 
@@ -276,7 +277,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             self.train_score_ = []
             self.validation_score_ = []
             self._eval_scores = []
-        codes = bin_mapper.transform(xp, Xd)
+        codes = bin_mapper.transform(xp, Xd, kernels)
         k = loss.n_trees_per_round
         raw = self._raw_binned(xp, bin_mapper.encode_for_predict(xp, Xd), n)
         val = []
@@ -429,20 +430,16 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             return xp.asarray(base, copy=True)
         batch, values = self._forest()
         n_trees = int(batch.left.shape[0])
-        k = int(self._baseline.shape[0])
+        kernels = get_kernels(xp, n_jobs=self.n_jobs)
+        # rounds added in training's order, so that the sums are bit-identical
+        # to the raw predictions of the fit (warm_start)
+        predict = kernels.predict_raw or functools.partial(predict_raw_reference, apply_trees=kernels.apply_trees)
         step = max(1, PREDICT_CHUNK // n_trees)
-        parts = []
-        for s in range(0, n, step):
-            stop = min(n, s + step)
-            leaves = apply_trees(xp, batch, Xp[s:stop, :], self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
-            contrib = gather_node_values(xp, values, leaves)  # (m, n_trees)
-            contrib = xp.reshape(contrib, (stop - s, n_trees // k, k))
-            # added round after round, in training's order, so that the sums
-            # are bit-identical to the raw predictions of the fit (warm_start)
-            acc = base[s:stop, :]
-            for r in range(n_trees // k):
-                acc = acc + contrib[:, r, :]
-            parts.append(acc)
+        parts = [
+            predict(xp, batch, values, Xp[s : min(n, s + step), :], self._bin_mapper.missing_bin,
+                    base[s : min(n, s + step), :])
+            for s in range(0, n, step)
+        ]  # fmt: skip
         if not parts:
             return xp.asarray(base, copy=True)
         return xp.concat(parts, axis=0)

@@ -137,7 +137,8 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
                 raise ValueError("every training row left after the validation hold-out has weight 0")
         Xd, y_enc, sw = drop_zero_weight_rows(xp, Xd, y_enc, sw)
         bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
-        codes = bin_mapper.transform(xp, Xd)
+        kernels = get_kernels(xp, n_jobs=self.n_jobs)
+        codes = bin_mapper.transform(xp, Xd, kernels)
         y_dev = _backend.from_numpy(xp, y_enc)
         w_dev = _backend.from_numpy(xp, sw)
         channels = criterion.row_channels(xp, y_dev, w_dev)
@@ -149,7 +150,7 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
             multiplicity=None,
             bin_mapper=bin_mapper,
             criterion=criterion,
-            kernels=get_kernels(xp, n_jobs=self.n_jobs),
+            kernels=kernels,
             rng=rng,
         )
         batch = grow(xp, inputs, params)
@@ -215,7 +216,7 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
         names = ("n_features_in_", "feature_names_in_", "classes_", "n_classes_", "_y_ndim")
         return Bunch(
             xp=xp,
-            codes=bin_mapper.transform(xp, Xd),
+            codes=bin_mapper.transform(xp, Xd, get_kernels(xp, n_jobs=self.n_jobs)),
             X_predict=bin_mapper.encode_for_predict(xp, Xd),
             y_dev=_backend.from_numpy(xp, y_enc),
             sample_weight=sw[kept],

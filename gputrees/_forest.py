@@ -219,12 +219,12 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         for attr in ("classes_", "n_classes_", "_y_ndim"):
             if hasattr(tmpl, attr):
                 setattr(self, attr, getattr(tmpl, attr))
-        codes = bin_mapper.transform(xp, Xd)
+        kernels = get_kernels(xp, n_jobs=self.n_jobs)
+        codes = bin_mapper.transform(xp, Xd, kernels)
         y_dev = _backend.from_numpy(xp, y_enc)
         channels = criterion.row_channels(xp, y_dev, _backend.from_numpy(xp, sw))
         params = tmpl._grower_params(n_samples, n_features, float(sw.sum()))
         k = params.max_features
-        kernels = get_kernels(xp, n_jobs=self.n_jobs)
         n_channels = int(channels.shape[1])
         step = self._batch_size(n_samples, n_channels, self.n_estimators - first)
         n_batches = len(self._batches) + -(-(self.n_estimators - first) // step)

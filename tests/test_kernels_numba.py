@@ -25,6 +25,12 @@ from gputrees.kernels import _numba  # noqa: E402
 NP = namespace_of(np.empty(0))
 
 
+@pytest.fixture(autouse=True)
+def _threads_even_for_small_inputs(monkeypatch):
+    """The inputs here are small: split every pass over the threads asked for, as large inputs are."""
+    monkeypatch.setattr(_numba, "MIN_WORK_PER_THREAD", 1)
+
+
 def _active(seed, *, n=300, m=None, n_nodes=5, n_chan_rows=None, mult="none", empty_nodes=()):
     rng = np.random.default_rng(seed)
     m = n if m is None else m
@@ -254,6 +260,15 @@ def test_segmented_scans_equal_reference(max_len):
         assert np.array_equal(got, want, equal_nan=True)
 
 
+def test_small_passes_run_on_one_thread(monkeypatch):
+    import numba
+
+    monkeypatch.setattr(_numba, "MIN_WORK_PER_THREAD", 1000)
+    assert _numba._threads_for(8, 999) == 1
+    assert _numba._threads_for(2, 2500) == min(2, numba.config.NUMBA_NUM_THREADS)
+    assert _numba._threads_for(1, 10**9) == 1
+
+
 def test_thread_count():
     import numba
 
@@ -264,3 +279,105 @@ def test_thread_count():
     assert _numba.thread_count(-(10**6)) == 1
     with pytest.raises(ValueError, match="n_jobs=0"):
         _numba.thread_count(0)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_route_rows_grouped_input_sparse_and_dense_passes(threads):
+    """Rows grouped by node (as the grower keeps them): the prefetching (sparse) and plain passes agree."""
+    n, n_bins = 700, 12
+    # every row once, grouped by node, increasing within a node (the grower's layout)
+    node = np.random.default_rng(21).integers(0, 6, n).astype(np.int64)
+    row = np.argsort(node, kind="stable").astype(np.int64)
+    grouped = ActiveRows(row=row, chan_index=row, node=node[row], key=row)
+    codes = _codes(22, n, n_bins=n_bins)
+    split = _split(23, 4, codes.shape[1], n_bins, False)
+    table = np.array([0, -1, 1, 2, -1, 3], dtype=np.int64)
+    want = _reference.route_rows(NP, codes, grouped, table, split, 6, n_bins - 1)
+    got = _numba.route_rows(NP, codes, grouped, table, split, 6, n_bins - 1, n_threads=threads)
+    # arrays that were the row array stay one array
+    assert got.chan_index is got.row and got.key is got.row and got.mult is None and got.wmult is None
+    by_key_got, by_key_want = np.argsort(got.key), np.argsort(grouped.key)
+    assert np.array_equal(got.node[by_key_got], want.node[by_key_want])
+    assert (np.diff(got.node) >= 0).all()
+    e_i, e_f = np.empty(0, dtype=np.int64), np.empty(0)
+    args = (codes, row, e_i, grouped.node, e_i, e_f, e_f, table, split.feature, split.bin, split.missing_left,
+            split.is_categorical, split.cat_left, 6, n_bins - 1, 14, threads)
+    sparse = _numba._route_group(*args, True)
+    dense = _numba._route_group(*args, False)
+    for a, b in zip(sparse, dense):
+        assert np.array_equal(a, b)
+    assert np.array_equal(sparse[0], got.row) and np.array_equal(sparse[2], got.node)
+
+
+@pytest.mark.parametrize("mult", MULTS)
+def test_histogram_prefetching_pass_equals_plain_pass(mult):
+    """The histogram pass over far-apart rows (prefetching) sums exactly like the plain one."""
+    n, n_bins = 600, 10
+    active, n_chan = _active(31, n=n, m=1500, n_nodes=5, mult=mult, n_chan_rows=2 * n)
+    order = np.argsort(active.node, kind="stable")
+    grouped = ActiveRows(*(None if a is None else a[order] for a in
+                           (active.row, active.chan_index, active.node, active.mult, active.wmult)))
+    codes = _codes(32, n, n_bins=n_bins)
+    chan = _chan(33, n_chan, "float")
+    table = np.array([1, -1, 0, 2, 3], dtype=np.int64)
+    start, end, ok = _numba._runs(grouped.node, table, 4)
+    assert ok
+    mu, wmu, mode = _numba._mults(grouped)
+    args = (codes, grouped.row, grouped.chan_index, mu, wmu, mode, chan, start, end, n_bins, 2)
+    never = _numba._run_histograms(*args, 0)  # a row takes no bytes: never sparse
+    always = _numba._run_histograms(*args, 10**9)  # always sparse
+    assert np.array_equal(never, always)
+    want = _reference.node_histograms(NP, codes, active, chan, table, 4, n_bins, build=_bincount.build_histograms)
+    assert np.array_equal(always, want)
+
+
+@pytest.mark.parametrize("max_bins", [8, 255, 400])
+def test_bin_codes_equal_reference(max_bins):
+    """Numerical (exact and quantile), categorical (with unseen and no categories), NaN; uint8 and uint16."""
+    from gputrees._binning import fit_bin_mapper
+
+    rng = np.random.default_rng(41)
+    n = 3000
+    X = np.column_stack([
+        rng.standard_normal(n),  # quantile bins
+        np.round(rng.standard_normal(n) * 2),  # few distinct values: exact bins
+        rng.integers(0, 7, n).astype(np.float64),  # categorical
+        np.full(n, np.nan),  # categorical, no category at fit
+        rng.standard_normal(n) * 1e3,
+    ])
+    X[rng.random(X.shape) < 0.07] = np.nan
+    is_cat = np.array([False, False, True, True, False])
+    mapper = fit_bin_mapper(NP, X, is_cat, max_bins)
+    Xt = X + np.where(rng.random(X.shape) < 0.2, 0.5, 0.0)  # unseen categories and values between edges
+    Xt[:5, 0] = [np.inf, -np.inf, 0.0, mapper.thresholds[0, 0], np.nan]
+    for data in (X, Xt):
+        want = _reference.bin_codes(NP, data, mapper)
+        for threads in (1, 2):
+            got = _numba.bin_codes(NP, data, mapper, n_threads=threads)
+            assert got.dtype == want.dtype == np.dtype(mapper.code_dtype_name)
+            assert np.array_equal(got, want)
+    assert (want[:, 3] == mapper.missing_bin).all()
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("categorical", [False, True])
+def test_predict_raw_equals_reference(k, categorical):
+    """Leaf values summed in one pass equal the walk + gather + round-by-round sums, bit for bit."""
+    n_features, n_bins = 4, 6
+    batch = _random_batch(51, 4 * k, 5, n_features, categorical, n_bins)
+    rng = np.random.default_rng(52)
+    n = 2 * _numba.ROWS_PER_BLOCK + 37  # two full blocks and a partial one
+    X = rng.standard_normal((n, n_features))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    if categorical:
+        X = np.where(np.isnan(X), np.nan, rng.integers(0, n_bins, X.shape).astype(np.float64))
+    values = rng.standard_normal(batch.left.shape) * np.exp(rng.uniform(-30, 30, batch.left.shape))
+    base = np.broadcast_to(rng.standard_normal(k)[None, :], (n, k))
+    want = _reference.predict_raw(NP, batch, values, X, n_bins - 1, base)
+    for threads in (1, 2):
+        got = _numba.predict_raw(NP, batch, values, X, n_bins - 1, base, n_threads=threads)
+        assert got.shape == (n, k) and got.dtype == np.float64
+        assert np.array_equal(got, want)
+    with_numba_walk = _reference.predict_raw(NP, batch, values, X, n_bins - 1, base,
+                                             apply_trees=_numba.apply_trees)
+    assert np.array_equal(with_numba_walk, want)

@@ -58,6 +58,13 @@ class Kernels:
         ``apply_trees(xp, batch, X, missing_bin)``: the leaf of every row in
         every tree of a padded batch; see
         :func:`gputrees._predictor.apply_trees_reference`.
+    bin_codes : callable or None
+        ``bin_codes(xp, X, mapper)``: the binned matrix of ``X``; see
+        :func:`gputrees.kernels._reference.bin_codes`, which ``None`` means.
+    predict_raw : callable or None
+        ``predict_raw(xp, batch, values, X, missing_bin, base)``: boosting's raw
+        predictions; see :func:`gputrees.kernels._reference.predict_raw`,
+        which ``None`` means (with this set's ``apply_trees``).
     """
 
     name: str
@@ -69,6 +76,8 @@ class Kernels:
     node_sums: Callable
     route_rows: Callable
     apply_trees: Callable
+    bin_codes: Callable | None = None
+    predict_raw: Callable | None = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -122,6 +131,8 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             functools.partial(_numba.node_sums, n_threads=threads),
             functools.partial(_numba.route_rows, n_threads=threads),
             functools.partial(_numba.apply_trees, n_threads=threads),
+            functools.partial(_numba.bin_codes, n_threads=threads),
+            functools.partial(_numba.predict_raw, n_threads=threads),
         )
     from . import _reference
 

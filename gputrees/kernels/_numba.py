@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange
+from llvmlite import ir
+from numba import prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ._records import ActiveRows
 
 __all__ = [
+    "bin_codes",
     "build_histograms",
+    "predict_raw",
     "segmented_cumsum",
     "segment_max",
     "segment_min",
@@ -45,6 +50,19 @@ def thread_count(n_jobs: int | None) -> int:
     return max(1, min(int(n_jobs), available))
 
 
+#: Elementary updates (row x feature, row x tree level...) a thread should get
+#: before a pass is split over threads: at about 1 ns each, 2^16 of them take
+#: ~65 us, more than starting and joining a thread (tens of microseconds on
+#: an idle machine; a scheduler time slice, milliseconds, when the cores are
+#: shared), so smaller passes run on one thread.
+MIN_WORK_PER_THREAD = 1 << 16
+
+
+def _threads_for(n_threads: int, work: int) -> int:
+    """Threads for a pass of ``work`` elementary updates: at most ``n_threads``, each with enough work."""
+    return max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS, int(work) // MIN_WORK_PER_THREAD))
+
+
 class _Threads:
     """Context manager setting Numba's thread count for this thread (capped at the cores Numba sees)."""
 
@@ -57,6 +75,50 @@ class _Threads:
 
     def __exit__(self, *exc):
         numba.set_num_threads(self.before)
+
+
+# -- software prefetch -----------------------------------------------------------
+#: Rows ahead whose data a sparse pass prefetches: a DRAM access (~100-200 ns
+#: on the development machine) takes about as long as 16 rows' histogram
+#: updates (28 features x 3 channels), so the line arrives as it is needed.
+PREFETCH_AHEAD = 16
+#: A node's rows are gathered with prefetching when consecutive rows lie more
+#: than this many bytes apart on average in the row-major matrix: closer rows
+#: fall on the same or the next cache line (64 bytes), which the hardware
+#: prefetcher already fetches, and explicit prefetches only cost instructions.
+SPARSE_GAP_BYTES = 128
+
+
+@intrinsic
+def _prefetch(typingctx, arr, i):
+    """Hint the CPU to load row ``i`` of the C-contiguous 2-D array ``arr`` into cache (``llvm.prefetch``)."""
+    if not isinstance(arr, types.Array) or arr.ndim != 2 or not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = context.cast(builder, args[1], sig.args[1], types.intp)
+        zero = context.get_constant(types.intp, 0)
+        ptr = cgutils.get_item_pointer2(
+            context, builder, data=ary.data, shape=cgutils.unpack_tuple(builder, ary.shape),
+            strides=cgutils.unpack_tuple(builder, ary.strides), layout=aryty.layout,
+            inds=[idx, zero], wraparound=False, boundscheck=False,
+        )
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch"
+        )
+        # read, keep in all cache levels, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, i), codegen
+
+
+def _row_bytes(codes) -> int:
+    return int(codes.shape[1]) * int(codes.dtype.itemsize)
 
 
 # -- histograms ---------------------------------------------------------------
@@ -72,6 +134,59 @@ def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int, 
     active = ActiveRows(row=rows, chan_index=np.arange(m, dtype=np.int64), node=node)
     table = np.arange(int(n_nodes), dtype=np.int64)
     return node_histograms(xp, codes, active, weights, table, n_nodes, n_bins, n_threads=n_threads)
+
+
+# -- binning ------------------------------------------------------------------
+@numba.njit(inline="always")
+def _search_left(edges, f, n, x):
+    """First ``b < n`` with ``x <= edges[f, b]``, or ``n`` (``numpy.searchsorted(side="left")``)."""
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if edges[f, mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(parallel=True, **_JIT)
+def _bin_codes(X, thresholds, n_edges, is_cat, cat_values, n_cats, missing_bin, out, n_chunks):
+    n, n_features = X.shape
+    for c in prange(n_chunks):
+        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            for f in range(n_features):
+                x = X[i, f]
+                if x != x:
+                    out[i, f] = missing_bin
+                elif is_cat[f]:
+                    pos = _search_left(cat_values, f, n_cats[f], x)
+                    out[i, f] = pos if pos < n_cats[f] and cat_values[f, pos] == x else missing_bin
+                else:
+                    out[i, f] = _search_left(thresholds, f, n_edges[f], x)
+
+
+def bin_codes(xp, X, mapper, *, n_threads: int = 1):
+    """Same contract as :func:`gputrees.kernels._reference.bin_codes`: rows in parallel, a binary search per value."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n_features = int(X.shape[1])
+    is_cat = np.ascontiguousarray(mapper.is_categorical, dtype=np.bool_)
+    n_cats = np.zeros(n_features, dtype=np.int64)
+    for f in np.flatnonzero(is_cat):
+        n_cats[f] = mapper.category_values[f].shape[0]
+    cat_values = np.zeros((n_features, max(1, int(n_cats.max(initial=0)))), dtype=np.float64)
+    for f in np.flatnonzero(is_cat):
+        cat_values[f, : n_cats[f]] = np.asarray(mapper.category_values[f], dtype=np.float64)
+    n_edges = np.where(is_cat, 0, np.asarray(mapper.n_value_bins, dtype=np.int64) - 1)
+    out = np.empty(X.shape, dtype=np.dtype(mapper.code_dtype_name))
+    threads = _threads_for(n_threads, int(X.shape[0]) * n_features)
+    with _Threads(threads):
+        _bin_codes(
+            X, np.ascontiguousarray(mapper.thresholds, dtype=np.float64), n_edges, is_cat, cat_values, n_cats,
+            int(mapper.missing_bin), out, threads,
+        )
+    return out
 
 
 # -- segmented scans (sort-based split search of small nodes) -----------------
@@ -191,25 +306,79 @@ def _node_sums(chan_index, node, mult, wmult, mode, chan, slot_of_node, n_slots)
     return out
 
 
+@numba.njit(inline="always")
+def _child(codes, r, s, feature, bin_, missing_left, is_cat, cat_left, any_cat, first_child, missing_bin):
+    """Node id of the child of split slot ``s`` that row ``r`` goes to."""
+    code = codes[r, feature[s]]
+    if code == missing_bin:
+        left = missing_left[s]
+    elif any_cat and is_cat[s]:
+        left = cat_left[s, code]
+    else:
+        left = code <= bin_[s]
+    return first_child + 2 * s + (0 if left else 1)
+
+
 @numba.njit(parallel=True, **_JIT)
-def _route(codes, row, node, slot_of_node, feature, bin_, missing_left, is_cat, cat_left, first_child, missing_bin):
+def _route_group(
+    codes, row, chan_index, node, key, mult, wmult, slot_of_node, feature, bin_, missing_left, is_cat, cat_left,
+    first_child, missing_bin, n_ids, n_chunks, sparse,
+):
+    """Route every pair and regroup the pairs by node id, stably, in one pass.
+
+    A parallel counting sort: chunk ``c`` of the pairs counts its pairs per
+    node id, an exclusive prefix over (node id, chunk) gives every chunk its
+    first position in each node's run, and each chunk writes its pairs there
+    in order. Empty ``chan_index`` / ``key`` / ``mult`` / ``wmult`` stand for
+    "the same as ``row``" (the first two) or None (the others).
+    """
     m = row.shape[0]
-    out = np.empty_like(node)
     any_cat = cat_left.shape[1] > 0
-    for i in prange(m):
-        s = slot_of_node[node[i]]
-        if s < 0:
-            out[i] = node[i]
-            continue
-        code = codes[row[i], feature[s]]
-        if code == missing_bin:
-            left = missing_left[s]
-        elif any_cat and is_cat[s]:
-            left = cat_left[s, code]
-        else:
-            left = code <= bin_[s]
-        out[i] = first_child + 2 * s + (0 if left else 1)
-    return out
+    new_node = np.empty(m, dtype=np.int64)
+    count = np.zeros((n_chunks, n_ids), dtype=np.int64)
+    for c in prange(n_chunks):
+        i0 = c * m // n_chunks
+        i1 = (c + 1) * m // n_chunks
+        for i in range(i0, i1):
+            if sparse and i + PREFETCH_AHEAD < i1:
+                _prefetch(codes, row[i + PREFETCH_AHEAD])
+            s = slot_of_node[node[i]]
+            nd = node[i]
+            if s >= 0:
+                nd = _child(codes, row[i], s, feature, bin_, missing_left, is_cat, cat_left, any_cat,
+                            first_child, missing_bin)
+            new_node[i] = nd
+            count[c, nd] += 1
+    total = 0
+    for k in range(n_ids):
+        for c in range(n_chunks):
+            here = count[c, k]
+            count[c, k] = total
+            total += here
+    row_o = np.empty(m, dtype=np.int64)
+    node_o = np.empty(m, dtype=np.int64)
+    ci_o = np.empty(m if chan_index.shape[0] else 0, dtype=np.int64)
+    key_o = np.empty(m if key.shape[0] else 0, dtype=np.int64)
+    mult_o = np.empty(m if mult.shape[0] else 0, dtype=np.float64)
+    wmult_o = np.empty(m if wmult.shape[0] else 0, dtype=np.float64)
+    for c in prange(n_chunks):
+        i0 = c * m // n_chunks
+        i1 = (c + 1) * m // n_chunks
+        for i in range(i0, i1):
+            nd = new_node[i]
+            p = count[c, nd]
+            count[c, nd] = p + 1
+            row_o[p] = row[i]
+            node_o[p] = nd
+            if ci_o.shape[0]:
+                ci_o[p] = chan_index[i]
+            if key_o.shape[0]:
+                key_o[p] = key[i]
+            if mult_o.shape[0]:
+                mult_o[p] = mult[i]
+            if wmult_o.shape[0]:
+                wmult_o[p] = wmult[i]
+    return row_o, ci_o, node_o, key_o, mult_o, wmult_o
 
 
 def _i64(a):
@@ -227,7 +396,7 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     mult, wmult, mode = _mults(active)
     node = _i64(active.node)
     table = _i64(slot_of_node)
-    threads = min(n_threads, numba.config.NUMBA_NUM_THREADS)
+    threads = _threads_for(n_threads, int(node.shape[0]) * int(codes.shape[1]))
     start, end, grouped = _runs(node, table, int(n_slots))
     if grouped:
         present = max(1, int((start >= 0).sum()))
@@ -237,9 +406,9 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
         with _Threads(threads):
             return _run_histograms(
                 codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode,
-                np.ascontiguousarray(chan, dtype=np.float64), start, end, int(n_bins), blocks,
+                np.ascontiguousarray(chan, dtype=np.float64), start, end, int(n_bins), blocks, _row_bytes(codes),
             )
-    blocks = max(1, min(n_threads, codes.shape[1]))
+    blocks = max(1, min(threads, codes.shape[1]))
     with _Threads(threads):
         return _node_histograms(
             codes, _i64(active.row), _i64(active.chan_index), _i64(active.node), mult, wmult, mode,
@@ -250,13 +419,15 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
 def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, n_threads: int = 1):
     """Same contract as :func:`gputrees.kernels._reference.node_sums` (sums in row order).
 
-    With rows grouped by node, one task per node sums its run; otherwise one
-    sequential scan.
+    With rows grouped by node, one task per node sums its run (at most one
+    thread per node); otherwise one sequential scan.
     """
     mult, wmult, mode = _mults(active)
     start, end, grouped = _runs(_i64(active.node), _i64(slot_of_node), int(n_slots))
     if grouped:
-        with _Threads(n_threads):
+        # no more threads than nodes: an idle thread would only wait (OpenMP
+        # spins while it waits, slowing the busy thread on a shared machine)
+        with _Threads(min(_threads_for(n_threads, int(active.node.shape[0])), max(1, int((start >= 0).sum())))):
             return _run_sums(
                 _i64(active.chan_index), mult, wmult, mode, np.ascontiguousarray(chan, dtype=np.float64), start, end
             )
@@ -269,30 +440,78 @@ def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, n_threads: int = 
 def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing_bin: int, *, n_threads: int = 1):
     """Same contract as :func:`gputrees.kernels._reference.route_rows`; the pairs come back grouped by node.
 
-    The regrouping is a stable counting sort by node id, so each node's pairs
-    keep their relative order (and row-order sums stay the same).
+    One compiled pass routes the pairs and regroups them with a stable
+    counting sort by node id (:func:`_route_group`), so each node's pairs keep
+    their relative order (and row-order sums stay the same). Arrays that are
+    the same object on input (``chan_index`` or ``key`` being ``row``) are
+    the same object on output.
     """
-    with _Threads(n_threads):
-        node = _route(
-            codes, _i64(active.row), _i64(active.node), _i64(slot_of_node),
+    row = _i64(active.row)
+    m = int(row.shape[0])
+    n_slots = int(split.feature.shape[0])
+    n_ids = max(int(slot_of_node.shape[0]), int(first_child) + 2 * n_slots)
+    empty_i, empty_f = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+
+    def own(a, empty, dtype):
+        """``a`` as a contiguous array, or ``empty`` when it is None or ``row`` itself."""
+        if a is None or a is active.row:
+            return empty
+        return np.ascontiguousarray(a, dtype=dtype)
+
+    threads = _threads_for(n_threads, m)
+    # mean distance between consecutive rows of a node being split
+    sparse = int(codes.shape[0]) * max(n_slots, 1) * _row_bytes(codes) > SPARSE_GAP_BYTES * max(m, 1)
+    with _Threads(threads):
+        row_o, ci_o, node_o, key_o, mult_o, wmult_o = _route_group(
+            codes, row, own(active.chan_index, empty_i, np.int64), _i64(active.node),
+            own(active.key, empty_i, np.int64), own(active.mult, empty_f, np.float64),
+            own(active.wmult, empty_f, np.float64), _i64(slot_of_node),
             _i64(split.feature), _i64(split.bin),
             np.ascontiguousarray(split.missing_left, dtype=np.bool_),
             np.ascontiguousarray(split.is_categorical, dtype=np.bool_),
             np.ascontiguousarray(split.cat_left, dtype=np.bool_),
-            int(first_child), int(missing_bin),
+            int(first_child), int(missing_bin), n_ids, threads, sparse,
         )
-    order = _group(node, int(first_child) + 2 * int(split.feature.shape[0]))
 
-    def take(a):
-        return None if a is None else np.asarray(a)[order]
+    def back(a, out):
+        if a is None:
+            return None
+        return row_o if a is active.row else out
 
     return ActiveRows(
-        row=take(active.row), chan_index=take(active.chan_index), node=node[order],
-        mult=take(active.mult), wmult=take(active.wmult), key=take(active.key),
+        row=row_o, chan_index=back(active.chan_index, ci_o), node=node_o,
+        mult=back(active.mult, mult_o), wmult=back(active.wmult, wmult_o), key=back(active.key, key_o),
     )
 
 
 # -- prediction -----------------------------------------------------------------
+#: Rows one task walks through every tree in turn (``predict_raw``): 128 rows
+#: of 28 float64 features (28 KB) stay in the core's L1/L2 cache while each
+#: tree's few kilobytes of node arrays are read once per block, not per row.
+ROWS_PER_BLOCK = 128
+
+
+@numba.njit(inline="always")
+def _leaf(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, max_depth, missing_bin):
+    """Leaf of row ``i`` in tree ``t`` of a padded batch."""
+    nd = 0
+    for _ in range(max_depth):
+        f = feature[t, nd]
+        if f < 0:
+            break
+        x = X[i, f]
+        missing = np.isnan(x)
+        go_left = x <= threshold[t, nd]
+        if any_cat and is_cat[t, nd]:
+            code = missing_bin if missing else int(x)
+            go_left = cat_left[t, nd, code]
+            missing = missing or code == missing_bin
+        if missing:
+            go_left = missing_left[t, nd]
+        nd = left[t, nd] if go_left else right[t, nd]
+    return nd
+
+
 @numba.njit(parallel=True, **_JIT)
 def _apply_trees(X, left, right, feature, threshold, missing_left, is_cat, cat_left, max_depth, missing_bin):
     n = X.shape[0]
@@ -301,39 +520,67 @@ def _apply_trees(X, left, right, feature, threshold, missing_left, is_cat, cat_l
     out = np.empty((n, n_trees), dtype=np.int64)
     for i in prange(n):
         for t in range(n_trees):
-            nd = 0
-            for _ in range(max_depth):
-                f = feature[t, nd]
-                if f < 0:
-                    break
-                x = X[i, f]
-                missing = np.isnan(x)
-                go_left = x <= threshold[t, nd]
-                if any_cat and is_cat[t, nd]:
-                    code = missing_bin if missing else int(x)
-                    go_left = cat_left[t, nd, code]
-                    missing = missing or code == missing_bin
-                if missing:
-                    go_left = missing_left[t, nd]
-                nd = left[t, nd] if go_left else right[t, nd]
-            out[i, t] = nd
+            out[i, t] = _leaf(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+                              max_depth, missing_bin)
     return out
 
 
-def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees._predictor.apply_trees_reference`: rows in parallel, trees in turn."""
+@numba.njit(parallel=True, **_JIT)
+def _predict_raw(X, left, right, feature, threshold, missing_left, is_cat, cat_left, max_depth, missing_bin,
+                 values, base):
+    n = X.shape[0]
+    n_trees = left.shape[0]
+    k = base.shape[1]
+    any_cat = cat_left.shape[2] > 0
+    out = base.copy()
+    n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
+    for blk in prange(n_blocks):
+        i0 = blk * ROWS_PER_BLOCK
+        i1 = min(n, i0 + ROWS_PER_BLOCK)
+        # trees in order: each row's sum grows round after round, as in the reference
+        for t in range(n_trees):
+            c = t % k
+            for i in range(i0, i1):
+                nd = _leaf(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+                           max_depth, missing_bin)
+                out[i, c] += values[t, nd]
+    return out
+
+
+def _tree_arrays(batch):
+    """The padded batch's arrays as the compiled walk takes them (cat_left (n_trees, 1, 0) when unused)."""
     n_trees = int(batch.left.shape[0])
     cat_left = np.ascontiguousarray(batch.cat_left, dtype=np.bool_)
     if cat_left.ndim != 3 or cat_left.shape[-1] == 0:
         cat_left = np.zeros((n_trees, 1, 0), dtype=np.bool_)
-    with _Threads(n_threads):
-        return _apply_trees(
-            np.ascontiguousarray(X, dtype=np.float64),
-            _i64(batch.left), _i64(batch.right), _i64(batch.feature),
-            np.ascontiguousarray(batch.threshold, dtype=np.float64),
-            np.ascontiguousarray(batch.missing_left, dtype=np.bool_),
-            np.ascontiguousarray(batch.is_categorical, dtype=np.bool_),
-            cat_left, int(batch.max_depth), int(missing_bin),
+    return (
+        _i64(batch.left), _i64(batch.right), _i64(batch.feature),
+        np.ascontiguousarray(batch.threshold, dtype=np.float64),
+        np.ascontiguousarray(batch.missing_left, dtype=np.bool_),
+        np.ascontiguousarray(batch.is_categorical, dtype=np.bool_),
+        cat_left, int(batch.max_depth),
+    )
+
+
+def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
+    """Same contract as :func:`gputrees._predictor.apply_trees_reference`: rows in parallel, trees in turn."""
+    work = int(X.shape[0]) * int(batch.left.shape[0]) * max(1, int(batch.max_depth))
+    with _Threads(_threads_for(n_threads, work)):
+        return _apply_trees(np.ascontiguousarray(X, dtype=np.float64), *_tree_arrays(batch), int(missing_bin))
+
+
+def predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_threads: int = 1):
+    """Same contract as :func:`gputrees.kernels._reference.predict_raw`, in one compiled pass.
+
+    Blocks of :data:`ROWS_PER_BLOCK` rows in parallel; a block walks every
+    tree in turn and adds the leaf values as it goes (no (rows, trees) array of
+    leaves), in tree order, so the sums equal the reference's bit for bit.
+    """
+    work = int(X.shape[0]) * int(batch.left.shape[0]) * max(1, int(batch.max_depth))
+    with _Threads(_threads_for(n_threads, work)):
+        return _predict_raw(
+            np.ascontiguousarray(X, dtype=np.float64), *_tree_arrays(batch), int(missing_bin),
+            np.ascontiguousarray(values, dtype=np.float64), np.ascontiguousarray(base, dtype=np.float64),
         )
 
 
@@ -364,7 +611,7 @@ def _runs(node, slot_of_node, n_slots):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_blocks):
+def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_blocks, row_bytes):
     n_slots = start.shape[0]
     n_features = codes.shape[1]
     n_channels = chan.shape[1]
@@ -378,24 +625,21 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             continue
         f0 = blk * n_features // n_blocks
         f1 = (blk + 1) * n_features // n_blocks
-        for i in range(start[s], end[s]):
-            _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
+        e = end[s]
+        # rows of a node are increasing (stable grouping); far apart, they
+        # miss the cache one after the other unless prefetched
+        span = abs(row[e - 1] - row[start[s]]) + 1
+        if span * row_bytes > SPARSE_GAP_BYTES * (e - start[s]):
+            stop = e - PREFETCH_AHEAD
+            for i in range(start[s], e):
+                if i < stop:
+                    _prefetch(codes, row[i + PREFETCH_AHEAD])
+                    _prefetch(chan, chan_index[i + PREFETCH_AHEAD])
+                _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
+        else:
+            for i in range(start[s], e):
+                _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
     return out
-
-
-@numba.njit(**_JIT)
-def _group(node, n_ids):
-    """Stable order of the pairs by node id (a counting sort)."""
-    count = np.zeros(n_ids + 1, dtype=np.int64)
-    for i in range(node.shape[0]):
-        count[node[i] + 1] += 1
-    for k in range(n_ids):
-        count[k + 1] += count[k]
-    order = np.empty(node.shape[0], dtype=np.int64)
-    for i in range(node.shape[0]):
-        order[count[node[i]]] = i
-        count[node[i]] += 1
-    return order
 
 
 @numba.njit(parallel=True, **_JIT)

@@ -55,6 +55,82 @@ def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int):
     return xp.reshape(hist, (n_nodes, n_features, n_bins, n_channels))
 
 
+def bin_codes(xp, X, mapper):
+    """Bin codes of ``X`` (the binning's transform, one feature at a time).
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features), float64
+        NaN marks missing values; categorical columns hold category values.
+    mapper : BinMapper
+        Fitted edges (:class:`gputrees._binning.BinMapper`): a numerical value
+        ``x`` gets the first ``b`` with ``x <= thresholds[f, b]`` among the
+        feature's ``n_value_bins[f] - 1`` edges; a category its position in
+        ``category_values[f]``; NaN and unseen categories the missing bin.
+
+    Returns
+    -------
+    codes : array of shape (n_samples, n_features), uint8 or uint16
+    """
+    dtype = getattr(xp, mapper.code_dtype_name)
+    missing = xp.asarray(mapper.missing_bin, dtype=xp.int64)
+    cols = []
+    for f in range(X.shape[1]):
+        x = X[:, f]
+        nan = xp.isnan(x)
+        if mapper.is_categorical[f]:
+            cv = mapper.category_values[f]
+            if cv.shape[0] == 0:
+                code = xp.full(x.shape, mapper.missing_bin, dtype=xp.int64)
+            else:
+                pos = xp.astype(xp.searchsorted(cv, x), xp.int64)
+                pos_c = xp.clip(pos, 0, cv.shape[0] - 1)
+                found = xp.take(cv, pos_c) == x
+                code = xp.where(found & ~nan, pos_c, missing)
+        else:
+            nb = int(mapper.n_value_bins[f])
+            edges = mapper.thresholds[f, : nb - 1]
+            code = xp.astype(xp.searchsorted(edges, x, side="left"), xp.int64)
+            code = xp.where(nan, missing, code)
+        cols.append(xp.astype(code, dtype))
+    return xp.stack(cols, axis=1)
+
+
+def predict_raw(xp, batch, values, X, missing_bin: int, base, *, apply_trees=None):
+    """Raw predictions: ``base`` plus the value of every row's leaf in every tree.
+
+    Parameters
+    ----------
+    batch : TreeBatch
+        ``n_rounds * K`` padded trees; tree ``r * K + c`` adds to column ``c``.
+    values : array of shape (n_trees, n_nodes), float64
+        Value each node adds (0 at internal nodes).
+    X : array of shape (n_samples, n_features), float64
+        As :func:`gputrees._predictor.apply_trees_reference` takes it.
+    missing_bin : int
+    base : array of shape (n_samples, K), float64
+    apply_trees : callable or None
+        The leaf walk to use (a kernel set's ``apply_trees``); None: the
+        reference walk.
+
+    Returns
+    -------
+    raw : array of shape (n_samples, K), float64
+        Added round after round (in tree order), so that the sums are
+        bit-identical to the raw predictions accumulated during the fit.
+    """
+    from .._predictor import apply_trees_reference, gather_node_values
+
+    n, k = int(base.shape[0]), int(base.shape[1])
+    n_trees = int(batch.left.shape[0])
+    leaves = (apply_trees or apply_trees_reference)(xp, batch, X, missing_bin)
+    contrib = xp.reshape(gather_node_values(xp, values, leaves), (n, n_trees // k, k))
+    acc = base
+    for r in range(n_trees // k):
+        acc = acc + contrib[:, r, :]
+    return xp.asarray(acc, copy=True)
+
+
 def _shift(xp, a, d, fill):
     """``a`` moved down by ``d`` rows, the first ``d`` rows set to ``fill``."""
     n = a.shape[0]
