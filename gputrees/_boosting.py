@@ -609,7 +609,7 @@ _PARAMS_DOC = """
     quantised_gradients : "auto" or bool, default="auto"
         Round each round's gradients and hessians (and the row counts) to
         fixed point, one power-of-two scale per channel chosen from the
-        largest absolute value (``n_rows * max|g| * scale <= 2**52``, see
+        largest absolute value (``n_rows * max|g| * scale < 2**52``, see
         :mod:`gputrees.kernels._quantise`). Every histogram sum is then exact:
         the GPU kernels add int64 integers (bit-identical fits run after
         run) and the CPU kernels' float64 sums give the same numbers, so the

@@ -8,7 +8,7 @@ histograms do (since 2021):
     scale[c] = 2 ** (52 - e),   where  n_rows * max_i |chan[i, c]| = f * 2 ** e,  0.5 <= f < 1
 
 (``math.frexp``), i.e. the largest power of two with ``n_rows * max|chan| *
-scale <= 2 ** 52``; a channel that is all zero gets ``scale = 1``, and the
+scale < 2 ** 52``; a channel that is all zero gets ``scale = 1``, and the
 exponent is capped at 1000 (below, an error: values near 2 ** 1000) so that
 ``scale`` and ``1 / scale`` are normal float64 numbers. ``n_rows`` bounds the rows of one tree (with
 multiplicities: their total), so every sum a fit forms over one tree's
@@ -41,7 +41,7 @@ from .._backend import to_numpy
 
 __all__ = ["quantisation_scale", "quantise", "SCALE_BITS"]
 
-#: Bits of the fixed-point sums: ``n_rows * max|value| * scale <= 2 ** SCALE_BITS``,
+#: Bits of the fixed-point sums: ``n_rows * max|value| * scale < 2 ** SCALE_BITS``,
 #: so that every sum stays below ``2 ** 53`` (exact in float64) and far below int64's range.
 SCALE_BITS = 52
 #: Bound on ``|log2(scale)|``: ``scale`` and ``1 / scale`` stay normal float64 numbers.
@@ -80,7 +80,7 @@ def quantisation_scale(xp, channels, n_rows: int) -> tuple:
             out.append(1.0)
             continue
         _, e = math.frexp(float(n_rows) * value)
-        if SCALE_BITS - e < -MAX_EXPONENT:
+        if not math.isfinite(float(n_rows) * value) or SCALE_BITS - e < -MAX_EXPONENT:
             raise ValueError(f"gradients up to {value:.3g} are too large to quantise over {n_rows} rows")
         out.append(math.ldexp(1.0, min(MAX_EXPONENT, SCALE_BITS - e)))
     return tuple(out)
