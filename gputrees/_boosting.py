@@ -613,7 +613,8 @@ _PARAMS_DOC = """
         :mod:`gputrees.kernels._quantise`). Every histogram sum is then exact:
         the GPU kernels add int64 integers (bit-identical fits run after
         run) and the CPU kernels' float64 sums give the same numbers, so the
-        same data gives the same model on the CPU and on the GPU. A value
+        same data gives the same model on the CPU and on the GPU (where the
+        loss's gradients are computed alike, see docs/gpu.md). A value
         moves by at most ``n_rows * 2**-52`` of the largest one. "auto": on
         with the GPU (cuda) kernels, off on the CPU.
 

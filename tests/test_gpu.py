@@ -193,7 +193,13 @@ def test_cupy_models_equal_numpy_models(name):
     # same splits; float values to rounding (exact where the sums are integers or quantised)
     structure = {k: v for k, v in cpu.items() if not (isinstance(v, np.ndarray) and v.dtype.kind == "f")}
     _compare(structure, {k: gpu_fit[k] for k in structure}, True)
-    _compare(cpu, gpu_fit, name.startswith("gboost") or name.endswith("_clf") and "adaboost" not in name)
+    # exact: integer channels (classifier trees and forests) and quantised
+    # squared-error boosting (g = raw - y is computed the same on both);
+    # log-loss gradients go through exp, whose last bit CUDA and NumPy may
+    # round differently, so a gradient can land on the other side of a
+    # quantisation step: values to rounding there
+    exact = name in ("tree_clf", "forest_clf", "extra_clf", "gboost_reg")
+    _compare(cpu, gpu_fit, exact)
 
 
 @pytest.mark.gpu

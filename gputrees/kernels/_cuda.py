@@ -43,7 +43,9 @@ run to run).
 
 Host synchronisations: none. Every launch size comes from array shapes the
 host already knows (number of pairs, slots, features, bins, channels); the
-outputs stay on the device.
+outputs stay on the device; the kernels go on CuPy's current stream without
+numba's default synchronisation on ``__cuda_array_interface__`` arguments
+(see :func:`_launch`).
 """
 
 from __future__ import annotations
@@ -96,6 +98,31 @@ def launch_config() -> tuple[int, int]:
 
 def _blocks(work: int, threads: int, cap: int) -> int:
     return max(1, min(cap, -(-work // threads)))
+
+
+def _launch(kernel, blocks: int, threads: int, *args):
+    """Launch ``kernel`` on CuPy's current stream (GPU) or in the simulator (NumPy arrays).
+
+    On a GPU every array argument is handed to numba as a view of its
+    ``__cuda_array_interface__`` with ``sync=False``: by default numba
+    synchronises the host with the stream named in the interface before
+    every launch, which would put a host synchronisation in every kernel call.
+    The launch goes on CuPy's current stream, so it runs after the CuPy work
+    that produced its inputs and before the CuPy work that reads its outputs.
+    """
+    if _simulated():
+        kernel[blocks, threads](*args)
+        return
+    import cupy
+
+    views = [
+        cuda.from_cuda_array_interface(a.__cuda_array_interface__, owner=a, sync=False)
+        if hasattr(a, "__cuda_array_interface__") else a
+        for a in args
+    ]
+    ptr = cupy.cuda.get_current_stream().ptr
+    stream = cuda.external_stream(ptr) if ptr else cuda.default_stream()
+    kernel[blocks, threads, stream](*views)
 
 
 # -- kernels (compiled at first launch) -----------------------------------------
@@ -306,22 +333,22 @@ def _accumulate(xp, codes, active, chan, slot_of_node, n_slots, n_features, n_bi
         group = min(n_features, words // (n_bins * n_channels))
         if group == 0:
             # one feature's bins x channels exceed the shared array: global atomics
-            _global_kernel(integer)[_blocks(m, threads, cap), threads](
-                codes_dev, row, chan_index, node, mult, wmult, mode, chan, scale_dev, table,
+            _launch(
+                _global_kernel(integer), _blocks(m, threads, cap), threads, codes_dev, row, chan_index, node, mult, wmult, mode, chan, scale_dev, table,
                 n_features, n_bins, sums_only, out,
             )
         else:
             first = xp.full(n_slots, m, dtype=xp.int64)
             last = xp.zeros(n_slots, dtype=xp.int64)
-            _runs_kernel()[_blocks(m, threads, cap), threads](node, table, first, last)
+            _launch(_runs_kernel(), _blocks(m, threads, cap), threads, node, table, first, last)
             n_groups = -(-n_features // group)
             per_task = threads * ROWS_PER_THREAD if rows_per_task is None else int(rows_per_task)
             # chunks per slot: the pairs spread over the slots' tasks (the
             # slots' sizes are on the device; their mean is known here)
             chunks = max(1, -(-m // (n_slots * max(1, per_task))))
             n_tasks = n_slots * n_groups * chunks
-            _shared_kernel(integer)[min(cap, n_tasks), threads](
-                codes_dev, row, chan_index, node, mult, wmult, mode, chan, scale_dev, table, first, last,
+            _launch(
+                _shared_kernel(integer), min(cap, n_tasks), threads, codes_dev, row, chan_index, node, mult, wmult, mode, chan, scale_dev, table, first, last,
                 n_features, n_bins, group, n_groups, chunks, sums_only, out,
             )
     if integer:
@@ -410,8 +437,8 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
     any_cat = int(cat_left.shape[-1]) > 0
     if not any_cat:
         cat_left = xp.zeros((1, 1), dtype=xp.bool)
-    _route_kernel()[_blocks(m, threads, cap), threads](
-        codes, _i64(xp, active.row), node, _i64(xp, slot_of_node), _i64(xp, split.feature), _i64(xp, split.bin),
+    _launch(
+        _route_kernel(), _blocks(m, threads, cap), threads, codes, _i64(xp, active.row), node, _i64(xp, slot_of_node), _i64(xp, split.feature), _i64(xp, split.bin),
         split.missing_left, split.is_categorical, cat_left, any_cat, int(first_child), int(missing_bin), new,
     )
     order = xp.argsort(new, stable=True)
@@ -437,8 +464,8 @@ def apply_trees(xp, batch, X, missing_bin: int):
     any_cat = cat_left.ndim == 3 and int(cat_left.shape[-1]) > 0
     if not any_cat:
         cat_left = xp.zeros((1, 1, 1), dtype=xp.bool)
-    _apply_kernel()[_blocks(n * n_trees, threads, cap), threads](
-        _f64(xp, X), _i64(xp, batch.left), _i64(xp, batch.right), _i64(xp, batch.feature),
+    _launch(
+        _apply_kernel(), _blocks(n * n_trees, threads, cap), threads, _f64(xp, X), _i64(xp, batch.left), _i64(xp, batch.right), _i64(xp, batch.feature),
         _f64(xp, batch.threshold), batch.missing_left, batch.is_categorical, cat_left, any_cat,
         int(batch.max_depth), int(missing_bin), out,
     )

@@ -73,6 +73,11 @@ def test_histograms_hand_made():
     h, s = _both(codes, active, chan, table, 2, 3)
     assert np.array_equal(h, want)
     assert np.array_equal(s, [[3, 50], [3, 60]])
+    rows, node, weights = np.array([0, 1, 2]), np.array([1, 0, 1]), chan * 2
+    assert np.array_equal(
+        _cuda.build_histograms(NP, codes, rows, node, weights, 2, 3),
+        _reference.build_histograms(NP, codes, rows, node, weights, 2, 3),
+    )
 
 
 # (rows per task, shared words): the default path, several chunks per slot,
