@@ -27,6 +27,8 @@ __all__ = [
     "to_numpy",
     "from_numpy",
     "device_of",
+    "DeviceMemoryError",
+    "check_device_memory",
 ]
 
 #: Allowed values of the ``device`` parameter of every estimator.
@@ -53,12 +55,72 @@ def _cupy_namespace():
     return cp_compat
 
 
+class DeviceMemoryError(MemoryError):
+    """A fit would need more GPU memory than the device has free (raised before allocating)."""
+
+
+def free_device_memory() -> int:
+    """Bytes the current CUDA device can still give: the driver's free memory plus the free blocks of CuPy's pool."""
+    import cupy
+
+    free, _total = cupy.cuda.Device().mem_info
+    return int(free) + int(cupy.get_default_memory_pool().free_bytes())
+
+
+def check_device_memory(xp, needed: int, what: str) -> None:
+    """Raise :class:`DeviceMemoryError` naming the sizes when ``needed`` bytes exceed the free GPU memory.
+
+    Does nothing outside CuPy. Called before the fit allocates its arrays, so
+    the user gets this error instead of a CUDA out-of-memory error midway.
+    """
+    if not is_cupy_namespace(xp):
+        return
+    free = free_device_memory()
+    if needed > free:
+        gib = 1 << 30
+        raise DeviceMemoryError(
+            f"{what} needs about {needed / gib:.2f} GiB of GPU memory ({needed} bytes, the formula of "
+            f"docs/memory.md) but only {free / gib:.2f} GiB are free on the GPU; fit on fewer rows or "
+            "features, lower memory_limit, or fit on the CPU (device='cpu')"
+        )
+
+
 def _is_dataframe(X) -> bool:
     return hasattr(X, "dtypes") and hasattr(X, "columns") and hasattr(X, "iloc")
 
 
 def _is_series(X) -> bool:
     return hasattr(X, "dtype") and hasattr(X, "iloc") and not hasattr(X, "columns")
+
+
+#: DLPack device types of memory a CUDA kernel can read: kDLCUDA (2) and kDLCUDAManaged (13).
+_DLPACK_CUDA_DEVICES = (2, 13)
+
+
+def is_foreign_gpu_array(X) -> bool:
+    """A GPU array of a library other than CuPy: ``__cuda_array_interface__``, or DLPack on a CUDA device.
+
+    PyTorch CUDA tensors, JAX or Numba device arrays, for instance; they are
+    viewed as CuPy arrays (:func:`as_cupy`) without a copy.
+    """
+    if type(X).__module__.split(".")[0] == "cupy" or isinstance(X, np.ndarray):
+        return False
+    try:
+        if hasattr(X, "__cuda_array_interface__"):
+            return True
+        device = getattr(X, "__dlpack_device__", None)
+        return device is not None and int(device()[0]) in _DLPACK_CUDA_DEVICES
+    except Exception:  # a property raising on a CPU tensor, for instance
+        return False
+
+
+def as_cupy(X):
+    """A GPU array (see :func:`is_foreign_gpu_array`) as a CuPy array sharing its memory (no copy)."""
+    import cupy
+
+    if hasattr(X, "__cuda_array_interface__"):
+        return cupy.asarray(X)
+    return cupy.from_dlpack(X)
 
 
 def is_array_api_array(X) -> bool:
@@ -102,6 +164,8 @@ def namespace_for(X, device):
         return _cupy_namespace()
     if device == "cpu":
         return array_namespace(np.empty(0))
+    if is_foreign_gpu_array(X):
+        return _cupy_namespace()
     if is_array_api_array(X):
         return array_namespace(X)
     return array_namespace(np.empty(0))
@@ -111,6 +175,8 @@ def to_numpy(a) -> np.ndarray:
     """Copy any array (CuPy, array-api-strict, NumPy) to a NumPy array."""
     if isinstance(a, np.ndarray):
         return a
+    if is_foreign_gpu_array(a):
+        a = as_cupy(a)
     if hasattr(a, "get") and type(a).__module__.startswith("cupy"):
         return a.get()
     try:
@@ -129,12 +195,26 @@ def from_numpy(xp, a, dtype=None):
 
 
 def convert_to_namespace(xp, a):
-    """Move an array of any namespace into ``xp`` (through the host when needed)."""
+    """Move an array of any namespace into ``xp`` (through the host when needed).
+
+    GPU arrays stay on the GPU: another library's GPU array becomes a CuPy
+    view (no copy), and a CuPy array goes to a GPU library (PyTorch, ...)
+    through its ``from_dlpack``.
+    """
+    if is_cupy_namespace(xp) and is_foreign_gpu_array(a):
+        return as_cupy(a)
     try:
         same = array_namespace(a) == xp
     except TypeError:  # not an array of a known namespace
         same = False
-    return a if same else from_numpy(xp, to_numpy(a))
+    if same:
+        return a
+    if type(a).__module__.split(".")[0] == "cupy" and not is_numpy_namespace(xp) and hasattr(xp, "from_dlpack"):
+        try:
+            return xp.from_dlpack(a)
+        except (TypeError, RuntimeError, BufferError, ValueError):
+            pass  # a library that cannot take GPU memory: through the host below
+    return from_numpy(xp, to_numpy(a))
 
 
 def host_rng(random_state) -> np.random.Generator:

@@ -43,8 +43,8 @@ from ._validation import (
     to_numeric_2d,
     y_to_host,
 )
-from .kernels import get_kernels
 from .kernels._reference import predict_raw as predict_raw_reference
+from .kernels import get_kernels, quantisation_scale, quantise
 
 __all__ = ["GradientBoostingClassifier", "GradientBoostingRegressor"]
 
@@ -137,6 +137,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         "warm_start": ["boolean"],
         "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
         "n_jobs": [numbers.Integral, None],
+        "quantised_gradients": [StrOptions({"auto"}), "boolean"],
     }
     _is_classifier = False
 
@@ -298,6 +299,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         n_col = max(1, int(self.colsample_bytree * n_features))
         monitor = _Monitor(self, self.n_estimators, start, "round")
         stopped_at = None
+        quantised = kernels.fixed_point if self.quantised_gradients == "auto" else bool(self.quantised_gradients)
         for it in range(start, self.n_estimators):
             round_rng = np.random.default_rng([seed, it])
             g, h = loss.gradients(xp, raw, y_dev, w_dev)
@@ -311,6 +313,13 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                 [xp.broadcast_to(count[None, :], (k, n)), xp.permute_dims(g, (1, 0)), xp.permute_dims(h, (1, 0))],
                 axis=2,
             )
+            round_kernels = kernels
+            if quantised:
+                # one host synchronisation per round (not per level): the
+                # scale is a host value, see gputrees.kernels._quantise
+                scale = quantisation_scale(xp, channels, n)
+                channels = quantise(xp, channels, scale)
+                round_kernels = kernels.quantised(scale)
             tree_features = None
             if n_col < n_features:
                 tree_features = np.zeros((k, n_features), dtype=bool)
@@ -322,7 +331,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                 multiplicity=None,
                 bin_mapper=bin_mapper,
                 criterion=criterion,
-                kernels=kernels,
+                kernels=round_kernels,
                 rng=round_rng,
                 tree_features=tree_features,
                 record_leaves=True,
@@ -594,6 +603,17 @@ _PARAMS_DOC = """
         (as XGBoost, LightGBM and HistGradientBoosting), -2 = all but one,
         k > 0 = k. The fitted model does not depend on it. Ignored on the GPU
         and by the NumPy fallback kernels (``GPUTREES_KERNELS``).
+    quantised_gradients : "auto" or bool, default="auto"
+        Round each round's gradients and hessians (and the row counts) to
+        fixed point, one power-of-two scale per channel chosen from the
+        largest absolute value (``n_rows * max|g| * scale < 2**52``, see
+        :mod:`gputrees.kernels._quantise`). Every histogram sum is then exact:
+        the GPU kernels add int64 integers (bit-identical fits run after
+        run) and the CPU kernels' float64 sums give the same numbers, so the
+        same data gives the same model on the CPU and on the GPU (where the
+        loss's gradients are computed alike, see docs/gpu.md). A value
+        moves by at most ``n_rows * 2**-52`` of the largest one. "auto": on
+        with the GPU (cuda) kernels, off on the CPU.
 
     Attributes
     ----------
@@ -672,6 +692,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         memory_limit=DEFAULT_MEMORY_LIMIT,
         n_jobs=None,
         callbacks=None,
+        quantised_gradients="auto",
     ):
         _set_params(self, locals())
 
@@ -833,6 +854,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         memory_limit=DEFAULT_MEMORY_LIMIT,
         n_jobs=None,
         callbacks=None,
+        quantised_gradients="auto",
     ):
         _set_params(self, locals())
 

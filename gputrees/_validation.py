@@ -118,6 +118,8 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         raise TypeError(
             "sparse input is not supported by gputrees; convert it with X.toarray()"
         )
+    if fit:
+        _check_fit_memory(X, xp)
     if _backend._is_dataframe(X):
         names = [str(c) for c in X.columns]
         n_features = X.shape[1]
@@ -163,6 +165,8 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
                     ) from exc
         return _backend.from_numpy(xp, values), is_cat, categories
 
+    if _backend.is_foreign_gpu_array(X) and _backend.is_cupy_namespace(xp):
+        X = _backend.as_cupy(X)  # a view of the GPU memory (PyTorch CUDA tensors, ...)
     if _backend.is_array_api_array(X):
         if X.ndim != 2:
             raise ValueError(_ndim_message(X.ndim))
@@ -170,7 +174,8 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         if xin.isdtype(X.dtype, "complex floating"):
             raise ValueError("Complex data not supported")
         Xd = _backend.convert_to_namespace(xp, X)
-        Xd = xp.astype(Xd, xp.float64)
+        # float64 input in the fit's namespace (CuPy on the GPU) is used as it is, not copied
+        Xd = xp.astype(Xd, xp.float64, copy=False)
         n_features = X.shape[1]
         is_cat = np.zeros(n_features, dtype=bool)
         if fit:
@@ -214,6 +219,28 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
     if arr.dtype.kind not in "biuf":
         raise ValueError(f"X has an unsupported dtype {arr.dtype}")
     return _backend.from_numpy(xp, arr.astype(np.float64)), is_cat, categories
+
+
+def _check_fit_memory(X, xp) -> None:
+    """Refuse, before anything is allocated on the GPU, a fit whose predicted peak exceeds the free memory.
+
+    The prediction is :func:`gputrees._memory.fit_peak_bytes` for one tree,
+    3 channels, uint8 codes and the default ``memory_limit``: the least a fit
+    of ``X`` needs (forests and many classes need more).
+    """
+    if not _backend.is_cupy_namespace(xp):
+        return
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2:
+        return
+    from ._memory import fit_peak_bytes
+
+    float64_on_device = _backend.is_array_api_array(X) and str(getattr(X, "dtype", "")) == "float64"
+    n, f = int(shape[0]), int(shape[1])
+    if n < 1 or f < 1:
+        return  # refused later with the usual message
+    needed = fit_peak_bytes(n, f, float64_copy=not float64_on_device)
+    _backend.check_device_memory(xp, needed, f"fitting X of shape ({n}, {f})")
 
 
 def _ndim_message(ndim: int) -> str:

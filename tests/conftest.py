@@ -26,6 +26,12 @@ settings.register_profile(
 settings.load_profile(os.environ.get("GPUTREES_HYPOTHESIS_PROFILE", "ci"))
 
 
+# tests/cuda_sim runs only in a process with numba-cuda's simulator on (it must
+# be on before numba.cuda is imported, and the main run keeps real CUDA for the
+# gpu tests): tests/test_kernels_cuda_sim.py starts that process
+collect_ignore = [] if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" else ["cuda_sim"]
+
+
 def _cupy_available():
     try:
         import cupy

@@ -42,6 +42,8 @@ class _DaskBoosting:
             raise ValueError(f"{name} does not support categorical_features yet: encode them as numbers")
         if getattr(self, "class_weight", None) is not None:
             raise ValueError(f"{name} does not support class_weight: pass sample_weight instead")
+        if getattr(self, "quantised_gradients", "auto") is True:
+            raise ValueError(f"{name} does not quantise gradients yet: use quantised_gradients='auto' or False")
 
     @transactional_fit
     def fit(self, X, y, sample_weight=None):

@@ -7,19 +7,34 @@ the fast ones against and the path used for namespaces with no fast kernel
 
 Kernel sets:
 
+* ``"cuda"``: GPU kernels written with numba-cuda (:mod:`gputrees.kernels._cuda`),
+  launched on CuPy arrays; node histograms in shared memory (global-memory
+  atomics when a feature's bins x channels do not fit), node sums, row
+  routing and the prediction walk. Under numba-cuda's simulator
+  (``NUMBA_ENABLE_CUDASIM=1``) the same kernels run on NumPy arrays, on the
+  CPU: that is how CI tests them;
 * ``"numba"``: compiled, multi-threaded CPU kernels (NumPy arrays; needs Numba);
 * ``"bincount"``: NumPy (or CuPy) primitives, one thread;
 * ``"reference"``: the array-API standard only (any namespace).
 
-``"auto"`` (the default) picks ``"numba"`` for NumPy arrays when Numba can be
+``"auto"`` (the default) picks ``"cuda"`` for CuPy arrays when numba-cuda
+imports and sees a GPU, ``"numba"`` for NumPy arrays when Numba can be
 imported, else ``"bincount"`` for NumPy and CuPy, else ``"reference"``. The
 environment variable ``GPUTREES_KERNELS`` (one of :data:`KERNEL_NAMES`)
 forces a set on every fit, for tests and benchmarks; asking for ``"numba"``
-where Numba is missing raises ImportError rather than silently falling back.
+where Numba is missing, or ``"cuda"`` where numba-cuda has no GPU (and no
+simulator), raises ImportError rather than silently falling back.
+
+Quantised sums (:mod:`gputrees.kernels._quantise`): channels rounded to
+multiples of a power-of-two ``1 / scale`` sum to the same numbers on every
+set. :meth:`Kernels.quantised` gives the set to use for such channels: the
+cuda set then accumulates int64 fixed-point sums (order-independent
+atomics); the CPU sets' float64 sums of such values are exact already.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
@@ -27,11 +42,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .._backend import is_cupy_namespace, is_numpy_namespace
+from ._quantise import quantisation_scale, quantise
 from ._records import ActiveRows
 
-__all__ = ["ActiveRows", "Kernels", "get_kernels", "KERNEL_NAMES", "numba_available"]
+__all__ = ["ActiveRows", "Kernels", "get_kernels", "KERNEL_NAMES", "numba_available", "cuda_available",
+           "quantisation_scale", "quantise"]
 
-KERNEL_NAMES = ("auto", "reference", "bincount", "numba")
+KERNEL_NAMES = ("auto", "reference", "bincount", "numba", "cuda")
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,9 @@ class Kernels:
         ``predict_raw(xp, batch, values, X, missing_bin, base)``: boosting's raw
         predictions; see :func:`gputrees.kernels._reference.predict_raw`,
         which ``None`` means (with this set's ``apply_trees``).
+    fixed_point : bool
+        Whether ``node_histograms`` and ``node_sums`` take a ``scale``
+        keyword (int64 fixed-point sums); see :meth:`quantised`.
     """
 
     name: str
@@ -78,6 +98,51 @@ class Kernels:
     apply_trees: Callable
     bin_codes: Callable | None = None
     predict_raw: Callable | None = None
+    fixed_point: bool = False
+
+    def quantised(self, scale) -> "Kernels":
+        """The set to use on channels quantised with ``scale`` (see :mod:`gputrees.kernels._quantise`).
+
+        Parameters
+        ----------
+        scale : sequence of n_channels floats (powers of two)
+
+        Returns
+        -------
+        Kernels
+            For a fixed-point set (cuda), node histograms and sums
+            accumulated as int64 multiples of ``1 / scale``; for the others
+            this set itself, whose float64 sums of quantised channels are
+            exact (hence equal).
+        """
+        if not self.fixed_point:
+            return self
+        scale = tuple(float(s) for s in scale)
+        return dataclasses.replace(
+            self,
+            node_histograms=functools.partial(self.node_histograms, scale=scale),
+            node_sums=functools.partial(self.node_sums, scale=scale),
+            fixed_point=False,
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_available() -> bool:
+    """Whether numba-cuda imports and can launch kernels: a GPU, or its simulator (checked once, on first use)."""
+    try:
+        cuda = importlib.import_module("numba.cuda")
+        return bool(cuda.is_available())
+    except Exception:  # ImportError, or CUDA driver errors on a machine without a GPU
+        return False
+
+
+def cuda_simulated() -> bool:
+    """Whether numba-cuda's simulator is on (``NUMBA_ENABLE_CUDASIM=1``): cuda kernels then run on NumPy arrays."""
+    if not numba_available():
+        return False
+    import numba
+
+    return bool(numba.config.ENABLE_CUDASIM)
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,7 +172,9 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
     if name not in KERNEL_NAMES:
         raise ValueError(f"kernels must be one of {KERNEL_NAMES}, got {name!r}")
     if name == "auto":
-        if is_numpy_namespace(xp) and numba_available():
+        if is_cupy_namespace(xp) and cuda_available() and not cuda_simulated():
+            name = "cuda"
+        elif is_numpy_namespace(xp) and numba_available():
             name = "numba"
         elif is_numpy_namespace(xp) or is_cupy_namespace(xp):
             name = "bincount"
@@ -134,6 +201,8 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             functools.partial(_numba.bin_codes, n_threads=threads),
             functools.partial(_numba.predict_raw, n_threads=threads),
         )
+    if name == "cuda":
+        return _cuda_set(xp)
     from . import _reference
 
     if name == "bincount":
@@ -148,6 +217,37 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             _bincount if numpy_only else _reference,
         )
     return _composed("reference", _reference.build_histograms, _reference)
+
+
+def _cuda_set(xp) -> Kernels:
+    """The numba-cuda kernels: CuPy arrays on a GPU, NumPy arrays in the simulator."""
+    simulated = cuda_simulated()
+    if simulated and not is_numpy_namespace(xp):
+        raise ValueError("under numba-cuda's simulator (NUMBA_ENABLE_CUDASIM=1) the cuda kernels need NumPy arrays")
+    if not simulated and not is_cupy_namespace(xp):
+        raise ValueError(
+            "the cuda kernels need CuPy arrays (pass CuPy input or device='cuda'; "
+            "NUMBA_ENABLE_CUDASIM=1 runs them on NumPy arrays in numba-cuda's simulator)"
+        )
+    if not cuda_available():
+        raise ImportError("GPUTREES_KERNELS=cuda needs numba-cuda and a CUDA GPU: pip install gputrees[cuda12]")
+    from . import _cuda, _reference
+
+    scans = _reference
+    if simulated:  # NumPy arrays: the CPU set's scans (Numba is a dependency of gputrees)
+        from . import _numba as scans
+    return Kernels(
+        "cuda",
+        _cuda.build_histograms,
+        scans.segmented_cumsum,
+        scans.segment_max,
+        scans.segment_min,
+        _cuda.node_histograms,
+        _cuda.node_sums,
+        _cuda.route_rows,
+        _cuda.apply_trees,
+        fixed_point=True,
+    )
 
 
 def _composed(name, build, scans) -> Kernels:
