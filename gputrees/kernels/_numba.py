@@ -508,7 +508,11 @@ def _leaf(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_le
             missing = missing or code == missing_bin
         if missing:
             go_left = missing_left[t, nd]
-        nd = left[t, nd] if go_left else right[t, nd]
+        # both children read unconditionally: a select, not a branch the CPU
+        # mispredicts half the time
+        lo = left[t, nd]
+        hi = right[t, nd]
+        nd = lo if go_left else hi
     return nd
 
 
