@@ -67,6 +67,45 @@ class _Round:
     values: object
 
 
+def round_inbag(round_rng, n: int, n_sub: int):
+    """In-bag indicator (n,) float64 (host) of a round's row subsample, or None without subsampling.
+
+    Draws from ``round_rng`` (the round's generator), so the draws after it
+    (column samples, the grower's) follow the same stream on every machine.
+    """
+    if n_sub >= n:
+        return None
+    inbag = np.zeros(n, dtype=np.float64)
+    inbag[round_rng.choice(n, size=n_sub, replace=False)] = 1.0
+    return inbag
+
+
+def round_channels(xp, g, h, count):
+    """Channels (K, n, 3) of a round's K trees: [in-bag count, g, h], gradients zero out of the bag.
+
+    g, h : (n, K) float64 ; count : (n,) float64 (1 in the bag, 0 out), or None (every row in).
+    """
+    k, n = int(g.shape[1]), int(g.shape[0])
+    if count is None:
+        count = xp.ones(n, dtype=xp.float64)
+    else:
+        g, h = g * count[:, None], h * count[:, None]
+    return xp.stack(
+        [xp.broadcast_to(count[None, :], (k, n)), xp.permute_dims(g, (1, 0)), xp.permute_dims(h, (1, 0))],
+        axis=2,
+    )
+
+
+def round_tree_features(round_rng, k: int, n_features: int, n_col: int):
+    """Features (K, n_features) bool each tree of the round may use, or None (all)."""
+    if n_col >= n_features:
+        return None
+    tree_features = np.zeros((k, n_features), dtype=bool)
+    for t in range(k):
+        tree_features[t, round_rng.choice(n_features, size=n_col, replace=False)] = True
+    return tree_features
+
+
 def _stack_rounds(xp, rounds):
     """One padded TreeBatch (n_rounds * K trees) and values (n_trees, width) of all rounds."""
     width = max(int(r.batch.left.shape[1]) for r in rounds)
@@ -303,16 +342,11 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         for it in range(start, self.n_estimators):
             round_rng = np.random.default_rng([seed, it])
             g, h = loss.gradients(xp, raw, y_dev, w_dev)
-            count = xp.ones(n, dtype=xp.float64)
-            if n_sub < n:
-                inbag = np.zeros(n, dtype=np.float64)
-                inbag[round_rng.choice(n, size=n_sub, replace=False)] = 1.0
-                count = _backend.from_numpy(xp, inbag)
-                g, h = g * count[:, None], h * count[:, None]
-            channels = xp.stack(
-                [xp.broadcast_to(count[None, :], (k, n)), xp.permute_dims(g, (1, 0)), xp.permute_dims(h, (1, 0))],
-                axis=2,
-            )
+            inbag = round_inbag(round_rng, n, n_sub)
+            count = None if inbag is None else _backend.from_numpy(xp, inbag)
+            channels = round_channels(xp, g, h, count)
+            if count is None:
+                count = xp.ones(n, dtype=xp.float64)
             round_kernels = kernels
             if quantised:
                 # one host synchronisation per round (not per level): the
@@ -320,11 +354,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                 scale = quantisation_scale(xp, channels, n)
                 channels = quantise(xp, channels, scale)
                 round_kernels = kernels.quantised(scale)
-            tree_features = None
-            if n_col < n_features:
-                tree_features = np.zeros((k, n_features), dtype=bool)
-                for t in range(k):
-                    tree_features[t, round_rng.choice(n_features, size=n_col, replace=False)] = True
+            tree_features = round_tree_features(round_rng, k, n_features, n_col)
             inputs = GrowerInputs(
                 codes=codes,
                 channels=channels,

@@ -7,17 +7,22 @@ import functools
 import numpy as np
 
 from .. import _backend
-from .._boosting import GradientBoostingClassifier, GradientBoostingRegressor, _Round
+from .._boosting import (
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    _Round,
+    round_inbag,
+    round_tree_features,
+)
 from .._criteria import Newton
 from .._grower import GrowerInputs, grow
 from .._progress import _Monitor, _Step
-from .._state import transactional_fit
 from ..kernels import get_kernels
-from ._cluster import DaskRows, make_shards
-from ._common import check_shards, dask_signature, fit_bins, get_client, is_dask_collection, map_predict
+from ._cluster import DaskRows
+from ._common import DaskEstimator, dask_signature, fit_bins
 
 
-class _DaskBoosting:
+class _DaskBoosting(DaskEstimator):
     """The Dask fit shared by the classifier and the regressor.
 
     Every worker keeps its rows, their gradients and raw predictions; per
@@ -27,7 +32,7 @@ class _DaskBoosting:
     single-machine one (:meth:`to_local` returns that plain estimator).
     """
 
-    _local_class = None
+    _fitted_attr = "_rounds"
 
     def _check_dask_params(self):
         name = type(self).__name__
@@ -45,40 +50,8 @@ class _DaskBoosting:
         if getattr(self, "quantised_gradients", "auto") is True:
             raise ValueError(f"{name} does not quantise gradients yet: use quantised_gradients='auto' or False")
 
-    @transactional_fit
-    def fit(self, X, y, sample_weight=None):
-        """Boost trees on the workers holding ``X``.
-
-        Parameters
-        ----------
-        X : dask array of shape (n_samples, n_features), or dask dataframe
-            Numeric; NaN marks missing values. NumPy or CuPy chunks. The rows
-            stay on the workers that hold them.
-        y : dask array of shape (n_samples,) or dask Series
-        sample_weight : dask array of shape (n_samples,) or dask Series, optional
-
-        Returns
-        -------
-        self
-        """
-        self._validate_params()
-        self._check_dask_params()
-        client = get_client()
-        shards, n, n_features, names = make_shards(client, X, y, sample_weight, self.n_jobs)
-        try:
-            return self._fit_shards(shards, n, n_features, names)
-        finally:
-            self.exchanges_ = shards.log
-            shards.close()
-
-    def _fit_shards(self, shards, n, n_features, names):
+    def _fit_shards(self, shards, n, n_features):
         xp = _backend.namespace_for(np.empty(0), None)
-        check_shards(shards)
-        self.n_features_in_ = n_features
-        if names is not None:
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
         baseline_y, baseline_w = self._targets(shards)
         loss = self._make_loss(kernels)
@@ -107,14 +80,9 @@ class _DaskBoosting:
         monitor = _Monitor(self, self.n_estimators, 0, "round")
         for it in range(self.n_estimators):
             round_rng = np.random.default_rng([seed, it])
-            if n_sub < n:
-                round_rng.choice(n, size=n_sub, replace=False)  # the draw the shards make: same stream after it
+            round_inbag(round_rng, n, n_sub)  # the draw the shards make: same stream after it
             shards.call("boost_round", seed, it, n_sub, n)
-            tree_features = None
-            if n_col < n_features:
-                tree_features = np.zeros((k, n_features), dtype=bool)
-                for t in range(k):
-                    tree_features[t, round_rng.choice(n_features, size=n_col, replace=False)] = True
+            tree_features = round_tree_features(round_rng, k, n_features, n_col)
             inputs = GrowerInputs(
                 codes=None,
                 channels=None,
@@ -139,32 +107,9 @@ class _DaskBoosting:
         monitor.close()
         return self._finish(xp, k, rounds, train_scores, [])
 
-    # -- the model ---------------------------------------------------------------
-    def to_local(self):
-        """The fitted model as the plain single-machine estimator (predict anywhere, save, load)."""
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, "_rounds")
-        own = self.get_params()
-        local = self._local_class(**{k: v for k, v in own.items() if k in self._local_class().get_params()})
-        for key, value in vars(self).items():
-            if key not in own and key != "exchanges_":
-                setattr(local, key, value)
-        return local
-
-    def save_model(self, path):
-        """Save as the plain single-machine model (``gputrees.load_model`` returns that estimator)."""
-        return self.to_local().save_model(path)
-
-    def _dask_or_local(self, method, X, n_out=None, dtype=np.float64, columns=None):
-        if not is_dask_collection(X):
-            return getattr(super(), method)(X)
-        local = self.to_local()
-        return map_predict(X, getattr(local, method), n_out, dtype, columns)
-
     def predict(self, X):
         """Predictions; lazily partition by partition for dask input (a dask array, or a Series for a dataframe)."""
-        dtype = getattr(self, "classes_", np.zeros(0)).dtype if hasattr(self, "classes_") else np.float64
+        dtype = self.classes_.dtype if hasattr(self, "classes_") else np.float64
         return self._dask_or_local("predict", X, None, dtype)
 
 

@@ -6,8 +6,12 @@ import inspect
 
 import numpy as np
 
+from sklearn.utils.validation import check_is_fitted
+
 from .. import _backend
 from .._binning import BIN_SUBSAMPLE, BIN_SUBSAMPLE_SEED, bin_mapper_from_summaries
+from .._state import transactional_fit
+from ._cluster import make_shards
 
 
 def get_client():
@@ -143,3 +147,65 @@ def is_dask_collection(X) -> bool:
     import dask.dataframe as dd
 
     return isinstance(X, (da.Array, dd.DataFrame))
+
+class DaskEstimator:
+    """What every Dask estimator does around its own ``_fit_shards``.
+
+    Subclasses set ``_local_class`` (the single-machine estimator),
+    ``_fitted_attr`` (an attribute only a fit sets) and define
+    ``_check_dask_params()`` and ``_fit_shards(shards, n, n_features)``.
+    """
+
+    _local_class = None
+    _fitted_attr = None
+
+    @transactional_fit
+    def fit(self, X, y, sample_weight=None):
+        """Fit on the workers holding ``X``.
+
+        Parameters
+        ----------
+        X : dask array of shape (n_samples, n_features), or dask dataframe
+            Numeric; NaN marks missing values. NumPy or CuPy chunks. The rows
+            stay on the workers that hold them.
+        y : dask array of shape (n_samples,) or dask Series
+        sample_weight : dask array of shape (n_samples,) or dask Series, optional
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        self._check_dask_params()
+        shards, n, n_features, names = make_shards(get_client(), X, y, sample_weight, self.n_jobs)
+        try:
+            check_shards(shards)
+            self.n_features_in_ = n_features
+            if names is not None:
+                self.feature_names_in_ = names
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+            return self._fit_shards(shards, n, n_features)
+        finally:
+            self.exchanges_ = shards.log
+            shards.close()
+
+    def to_local(self):
+        """The fitted model as the plain single-machine estimator (predict anywhere, save, load)."""
+        check_is_fitted(self, self._fitted_attr)
+        own = self.get_params()
+        local = self._local_class(**{k: v for k, v in own.items() if k in self._local_class().get_params()})
+        for key, value in vars(self).items():
+            if key not in own and key != "exchanges_":
+                setattr(local, key, value)
+        return local
+
+    def save_model(self, path):
+        """Save as the plain single-machine model (``gputrees.load_model`` returns that estimator)."""
+        return self.to_local().save_model(path)
+
+    def _dask_or_local(self, method, X, n_out=None, dtype=np.float64, columns=None):
+        """``method`` of the local model: directly on in-memory ``X``, lazily per partition on dask input."""
+        if not is_dask_collection(X):
+            return getattr(super(), method)(X)
+        return map_predict(X, getattr(self.to_local(), method), n_out, dtype, columns)

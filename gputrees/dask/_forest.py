@@ -12,16 +12,15 @@ from .._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from .._forest import RandomForestClassifier, RandomForestRegressor
 from .._grower import GrowerInputs, grow
 from .._progress import _Monitor, _Step
-from .._state import transactional_fit
 from ..kernels import get_kernels
-from ._cluster import DaskRows, make_shards
-from ._common import check_shards, dask_signature, fit_bins, get_client, is_dask_collection, map_predict
+from ._cluster import DaskRows
+from ._common import DaskEstimator, dask_signature, fit_bins
 
 #: Values of the ``distribution`` parameter.
 DISTRIBUTIONS = ("data_parallel", "local")
 
 
-class _DaskForest:
+class _DaskForest(DaskEstimator):
     """The Dask fit shared by the forest classifier and regressor.
 
     ``distribution="data_parallel"`` (default) grows the single-machine
@@ -35,7 +34,7 @@ class _DaskForest:
     tree sees one worker's rows), not the single-machine forest.
     """
 
-    _local_class = None
+    _fitted_attr = "_batches"
 
     def _check_dask_params(self):
         name = type(self).__name__
@@ -50,39 +49,8 @@ class _DaskForest:
         if getattr(self, "class_weight", None) is not None:
             raise ValueError(f"{name} does not support class_weight: pass sample_weight instead")
 
-    @transactional_fit
-    def fit(self, X, y, sample_weight=None):
-        """Grow the forest on the workers holding ``X``.
-
-        Parameters
-        ----------
-        X : dask array of shape (n_samples, n_features), or dask dataframe
-            Numeric; NaN marks missing values. NumPy or CuPy chunks.
-        y : dask array of shape (n_samples,) or dask Series
-        sample_weight : dask array of shape (n_samples,) or dask Series, optional
-
-        Returns
-        -------
-        self
-        """
-        self._validate_params()
-        self._check_dask_params()
-        client = get_client()
-        shards, n, n_features, names = make_shards(client, X, y, sample_weight, self.n_jobs)
-        try:
-            return self._fit_shards(shards, n, n_features, names)
-        finally:
-            self.exchanges_ = shards.log
-            shards.close()
-
-    def _fit_shards(self, shards, n, n_features, names):
+    def _fit_shards(self, shards, n, n_features):
         xp = _backend.namespace_for(np.empty(0), None)
-        check_shards(shards)
-        self.n_features_in_ = n_features
-        if names is not None:
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
         criterion, shard_weights = self._targets(shards)
         self._seed = self._base_seed()
         bin_mapper = fit_bins(shards, n, self.max_bins, n_features)
@@ -158,29 +126,6 @@ class _DaskForest:
             total_w = criterion.weight(xp, batch.stats[:, 0, :])
             batch = prune_ccp(xp, batch, criterion, self.ccp_alpha, total_w)
         return batch
-
-    # -- the model ---------------------------------------------------------------
-    def to_local(self):
-        """The fitted forest as the plain single-machine estimator (predict anywhere, save, load)."""
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, "_batches")
-        own = self.get_params()
-        local = self._local_class(**{k: v for k, v in own.items() if k in self._local_class().get_params()})
-        for key, value in vars(self).items():
-            if key not in own and key != "exchanges_":
-                setattr(local, key, value)
-        return local
-
-    def save_model(self, path):
-        """Save as the plain single-machine model (``gputrees.load_model`` returns that estimator)."""
-        return self.to_local().save_model(path)
-
-    def _dask_or_local(self, method, X, n_out=None, dtype=np.float64, columns=None):
-        if not is_dask_collection(X):
-            return getattr(super(), method)(X)
-        return map_predict(X, getattr(self.to_local(), method), n_out, dtype, columns)
-
 
 class DaskRandomForestClassifier(_DaskForest, RandomForestClassifier):
     """A random forest classifier trained on a Dask cluster.

@@ -163,18 +163,12 @@ class Shard:
         grows the same trees.
         """
         xp = self.xp
+        from .._boosting import round_channels, round_inbag
+
         g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
-        k = int(g.shape[1])
-        count = xp.ones(self.n, dtype=xp.float64)
-        if n_sub < n_total:
-            inbag = np.zeros(n_total, dtype=np.float64)
-            inbag[np.random.default_rng([seed, it]).choice(n_total, size=n_sub, replace=False)] = 1.0
-            count = _backend.from_numpy(xp, inbag[self.index])
-            g, h = g * count[:, None], h * count[:, None]
-        channels = xp.stack(
-            [xp.broadcast_to(count[None, :], (k, self.n)), xp.permute_dims(g, (1, 0)), xp.permute_dims(h, (1, 0))],
-            axis=2,
-        )
+        inbag = round_inbag(np.random.default_rng([seed, it]), n_total, n_sub)
+        count = None if inbag is None else _backend.from_numpy(xp, inbag[self.index])
+        channels = round_channels(xp, g, h, count)
         self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True)
         return True
 
