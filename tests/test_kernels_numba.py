@@ -359,6 +359,48 @@ def test_bin_codes_equal_reference(max_bins):
     assert (want[:, 3] == mapper.missing_bin).all()
 
 
+def test_bin_codes_lookup_grid_edge_cases():
+    """The lookup grid's answers equal a binary search's: values at, just below and just above every edge,
+    heavy tails (many edges per cell), infinities, a range too wide for finite cells, one edge, float32 input."""
+    from gputrees._binning import fit_bin_mapper
+
+    rng = np.random.default_rng(43)
+    n = 4000
+    X = np.column_stack([
+        rng.lognormal(0.0, 6.0, n),  # heavy tail: most edges fall in the first cells
+        rng.standard_normal(n),
+        np.where(rng.random(n) < 0.5, -1e308, 1e308),  # hi - lo overflows: searched without a grid
+        np.where(rng.random(n) < 0.5, 0.0, 1.0),  # one edge
+        rng.standard_normal(n) * 1e-300,  # subnormal-scale range
+    ])
+    mapper = fit_bin_mapper(NP, X, np.zeros(5, dtype=bool), 255)
+    probes = [X]
+    for f in range(X.shape[1]):
+        edges = mapper.thresholds[f, : mapper.n_value_bins[f] - 1]
+        around = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf), [np.inf, -np.inf]])
+        col = np.resize(around, n)
+        probe = X.copy()
+        probe[:, f] = col
+        probes.append(probe)
+    for data in probes:
+        want = _reference.bin_codes(NP, data, mapper)
+        assert np.array_equal(_numba.bin_codes(NP, data, mapper, n_threads=2), want)
+    x32 = X.astype(np.float32)
+    assert np.array_equal(_numba.bin_codes(NP, x32, mapper), _reference.bin_codes(NP, x32.astype(np.float64), mapper))
+
+
+def test_bin_codes_wrong_grid_cell_is_corrected():
+    """A value the grid puts in the wrong cell (rounding at a border) is found by the full search."""
+    edges = np.sort(np.random.default_rng(44).standard_normal(200))
+    n = edges.shape[0]
+    grid = np.zeros(1025, dtype=np.int32)
+    grid[-1] = n  # every cell but the last claims "before the first edge"
+    origin, scale = float(edges[0]), 1024.0 / float(edges[-1] - edges[0])
+    xs = np.concatenate([edges, np.nextafter(edges, np.inf), [-np.inf, np.inf, 0.0]])
+    got = [_numba._grid_search(edges, n, grid, origin, scale, float(x)) for x in xs]
+    assert got == np.searchsorted(edges, xs, side="left").tolist()
+
+
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("categorical", [False, True])
 def test_predict_raw_equals_reference(k, categorical):

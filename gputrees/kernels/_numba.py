@@ -137,39 +137,120 @@ def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int, 
 
 
 # -- binning ------------------------------------------------------------------
+#: Cells of the per-feature lookup grid of the binning transform: a value's
+#: cell (one multiply) gives the few edges its bin lies between, so most values
+#: need one or two comparisons instead of the 8 dependent, mispredicted steps of
+#: a binary search over 255 edges (about 60 ns a value on the development
+#: machine against 5 ns). 1024 cells x 4 bytes keep a feature's grid in L1.
+BIN_GRID_CELLS = 1024
+#: Rows a binning task transforms feature by feature, so that one feature's
+#: edges and grid stay in the L1 cache while the block's values are searched.
+BIN_BLOCK_ROWS = 256
+
+
 @numba.njit(inline="always")
-def _search_left(edges, f, n, x):
-    """First ``b < n`` with ``x <= edges[f, b]``, or ``n`` (``numpy.searchsorted(side="left")``)."""
-    lo = 0
-    hi = n
+def _search_range(edges, lo, hi, x):
+    """First ``b`` in ``[lo, hi)`` with ``x <= edges[b]``, or ``hi`` (a binary search in a range)."""
     while lo < hi:
         mid = (lo + hi) >> 1
-        if edges[f, mid] < x:
+        if edges[mid] < x:
             lo = mid + 1
         else:
             hi = mid
     return lo
 
 
+@numba.njit(inline="always")
+def _grid_search(edges, n, grid, origin, scale, x):
+    """``numpy.searchsorted(edges[:n], x)`` for a non-NaN ``x``, through the feature's lookup grid.
+
+    ``grid[c]`` is the number of edges below the left end of cell ``c``
+    (``grid[0] = 0``, ``grid[cells] = n``), so the answer for a value in cell
+    ``c`` lies in ``[grid[c], grid[c + 1]]``. Rounding may put a value next
+    to its cell's border in the neighbouring cell: the result is checked
+    against its neighbouring edges, and a full search decides then.
+    """
+    cells = grid.shape[0] - 1
+    c = (x - origin) * scale
+    c = min(max(c, 0.0), cells - 1.0)  # -inf/+inf and values outside the edges: the end cells
+    k = int(c)
+    pos = _search_range(edges, grid[k], grid[k + 1], x)
+    if (pos > 0 and not edges[pos - 1] < x) or (pos < n and edges[pos] < x):
+        pos = _search_range(edges, 0, n, x)
+    return pos
+
+
 @numba.njit(parallel=True, **_JIT)
-def _bin_codes(X, thresholds, n_edges, is_cat, cat_values, n_cats, missing_bin, out, n_chunks):
+def _bin_codes(X, thresholds, n_edges, grid, origin, scale, is_cat, cat_values, n_cats, missing_bin, out,
+               n_chunks):
     n, n_features = X.shape
+    n_blocks = (n + BIN_BLOCK_ROWS - 1) // BIN_BLOCK_ROWS
     for c in prange(n_chunks):
-        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+        for blk in range(c * n_blocks // n_chunks, (c + 1) * n_blocks // n_chunks):
+            i0 = blk * BIN_BLOCK_ROWS
+            i1 = min(n, i0 + BIN_BLOCK_ROWS)
             for f in range(n_features):
-                x = X[i, f]
-                if x != x:
-                    out[i, f] = missing_bin
-                elif is_cat[f]:
-                    pos = _search_left(cat_values, f, n_cats[f], x)
-                    out[i, f] = pos if pos < n_cats[f] and cat_values[f, pos] == x else missing_bin
+                if is_cat[f]:
+                    cv = cat_values[f]
+                    nc = n_cats[f]
+                    for i in range(i0, i1):
+                        x = X[i, f]
+                        pos = _search_range(cv, 0, nc, x)
+                        out[i, f] = pos if x == x and pos < nc and cv[pos] == x else missing_bin
+                    continue
+                edges = thresholds[f]
+                ne = n_edges[f]
+                if scale[f] > 0:
+                    g = grid[f]
+                    o = origin[f]
+                    sc = scale[f]
+                    for i in range(i0, i1):
+                        x = X[i, f]
+                        out[i, f] = _grid_search(edges, ne, g, o, sc, x) if x == x else missing_bin
                 else:
-                    out[i, f] = _search_left(thresholds, f, n_edges[f], x)
+                    for i in range(i0, i1):
+                        x = X[i, f]
+                        out[i, f] = _search_range(edges, 0, ne, x) if x == x else missing_bin
+
+
+def _bin_grid(thresholds, n_edges):
+    """Lookup grids of the numerical features (see :func:`_grid_search`).
+
+    Returns grid (n_features, BIN_GRID_CELLS + 1) int32, origin and scale
+    (n_features,) float64; ``scale`` 0 for features searched without a grid
+    (fewer than two distinct edges, or a range whose cells would not be finite).
+    """
+    n_features = thresholds.shape[0]
+    grid = np.zeros((n_features, BIN_GRID_CELLS + 1), dtype=np.int32)
+    origin = np.zeros(n_features, dtype=np.float64)
+    scale = np.zeros(n_features, dtype=np.float64)
+    for f in range(n_features):
+        ne = int(n_edges[f])
+        if ne < 2:
+            continue
+        edges = thresholds[f, :ne]
+        lo, hi = float(edges[0]), float(edges[-1])
+        with np.errstate(over="ignore"):
+            s = BIN_GRID_CELLS / (hi - lo) if hi > lo else 0.0
+        if not (np.isfinite(s) and s > 0 and np.isfinite(hi - lo)):
+            continue
+        left = lo + np.arange(BIN_GRID_CELLS + 1, dtype=np.float64) / s
+        grid[f] = np.searchsorted(edges, left, side="left")
+        grid[f, 0], grid[f, BIN_GRID_CELLS] = 0, ne
+        origin[f], scale[f] = lo, s
+    return grid, origin, scale
 
 
 def bin_codes(xp, X, mapper, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.bin_codes`: rows in parallel, a binary search per value."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    """Same contract as :func:`gputrees.kernels._reference.bin_codes`.
+
+    Blocks of rows in parallel, feature by feature inside a block; numerical
+    values are located through a per-feature lookup grid (one multiply, then a
+    search among the few edges of the value's cell), categories by a binary
+    search. float32 input is read as it is (its values compare with the
+    float64 edges exactly as their float64 copies would).
+    """
+    X = np.ascontiguousarray(X, dtype=X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
     n_features = int(X.shape[1])
     is_cat = np.ascontiguousarray(mapper.is_categorical, dtype=np.bool_)
     n_cats = np.zeros(n_features, dtype=np.int64)
@@ -179,12 +260,14 @@ def bin_codes(xp, X, mapper, *, n_threads: int = 1):
     for f in np.flatnonzero(is_cat):
         cat_values[f, : n_cats[f]] = np.asarray(mapper.category_values[f], dtype=np.float64)
     n_edges = np.where(is_cat, 0, np.asarray(mapper.n_value_bins, dtype=np.int64) - 1)
+    thresholds = np.ascontiguousarray(mapper.thresholds, dtype=np.float64)
+    grid, origin, scale = _bin_grid(thresholds, n_edges)
     out = np.empty(X.shape, dtype=np.dtype(mapper.code_dtype_name))
     threads = _threads_for(n_threads, int(X.shape[0]) * n_features)
     with _Threads(threads):
         _bin_codes(
-            X, np.ascontiguousarray(mapper.thresholds, dtype=np.float64), n_edges, is_cat, cat_values, n_cats,
-            int(mapper.missing_bin), out, threads,
+            X, thresholds, n_edges, grid, origin, scale, is_cat, cat_values, n_cats, int(mapper.missing_bin), out,
+            threads,
         )
     return out
 
