@@ -110,6 +110,7 @@ class BinMapper:
         """
         if not self.is_categorical.any():
             return X
+        X = xp.astype(X, xp.float64, copy=False)
         codes = None
         cols = []
         for f in range(X.shape[1]):

@@ -486,7 +486,8 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
     def _prepared(self, X):
         check_is_fitted(self, "_rounds")
         xp = _backend.namespace_of(self._baseline)
-        Xd, _, _ = to_numeric_2d(X, xp, None, self._categories)
+        # float32 rows stay float32 for the compiled CPU walk (no float64 copy of X)
+        Xd, _, _ = to_numeric_2d(X, xp, None, self._categories, keep_float32=_backend.is_numpy_namespace(xp))
         validate_data(self, X, reset=False, skip_check_array=True)
         check_finite_x(xp, Xd)
         return xp, self._bin_mapper.encode_for_predict(xp, Xd)

@@ -95,7 +95,7 @@ def _string_categories(values) -> np.ndarray:
     return np.asarray(present, dtype=object)
 
 
-def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_names=None):
+def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_names=None, keep_float32=False):
     """Convert ``X`` to a float64 array of namespace ``xp``.
 
     Parameters
@@ -105,6 +105,10 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
     categorical_features : parameter value (fit) or None (predict)
     fitted_categories : list, at predict
         Per feature: the labels of label-coded categorical features, else None.
+    keep_float32 : bool, default=False
+        A float32 array already in ``xp`` stays float32 instead of being copied
+        to float64 (prediction: its values compare with the float64 thresholds
+        exactly as their float64 copies would).
 
     Returns
     -------
@@ -175,7 +179,8 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
             raise ValueError("Complex data not supported")
         Xd = _backend.convert_to_namespace(xp, X)
         # float64 input in the fit's namespace (CuPy on the GPU) is used as it is, not copied
-        Xd = xp.astype(Xd, xp.float64, copy=False)
+        if not (keep_float32 and Xd.dtype == xp.float32):
+            Xd = xp.astype(Xd, xp.float64, copy=False)
         n_features = X.shape[1]
         is_cat = np.zeros(n_features, dtype=bool)
         if fit:

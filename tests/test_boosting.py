@@ -404,3 +404,18 @@ def test_accuracy_against_peers(data, peer):
         assert ours >= theirs * (1 - 0.005), (ours, theirs)
     else:  # RMSE: lower is better
         assert ours <= theirs * (1 + 0.005), (ours, theirs)
+
+
+def test_float32_rows_predict_as_their_float64_copies():
+    """predict / predict_proba walk float32 input without a float64 copy; the results are the copy's, bit for bit."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((3000, 6)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + X[:, 1] ** 2 > 0.5).astype(int)
+    m = GradientBoostingClassifier(n_estimators=15, max_depth=4, early_stopping=False, random_state=0).fit(X, y)
+    x64 = X.astype(np.float64)
+    assert np.array_equal(m.predict_proba(X), m.predict_proba(x64))
+    # values exactly at the split thresholds (rounded to float32) go the same way too
+    at = np.resize(np.asarray([t for t in np.unique(m._forest()[0].threshold) if np.isfinite(t)], np.float32), 3000)
+    Xt = np.tile(at[:, None], (1, 6))
+    assert np.array_equal(m.predict_proba(Xt), m.predict_proba(Xt.astype(np.float64)))

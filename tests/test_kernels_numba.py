@@ -242,6 +242,10 @@ def test_apply_trees_equals_reference(categorical):
         assert got.dtype == np.int64 and got.shape == (700, 9)
         assert np.array_equal(got, want)
     assert (np.take_along_axis(batch.feature, want.T, axis=1) < 0).all()  # every row ends in a leaf
+    # float32 rows are walked as they are: the leaves of their float64 copies
+    x32 = X.astype(np.float32)
+    assert np.array_equal(_numba.apply_trees(NP, batch, x32, n_bins - 1),
+                          apply_trees_reference(NP, batch, x32.astype(np.float64), n_bins - 1))
 
 
 @pytest.mark.parametrize("max_len", [1, 3, 50])
@@ -423,3 +427,6 @@ def test_predict_raw_equals_reference(k, categorical):
     with_numba_walk = _reference.predict_raw(NP, batch, values, X, n_bins - 1, base,
                                              apply_trees=_numba.apply_trees)
     assert np.array_equal(with_numba_walk, want)
+    x32 = X.astype(np.float32)
+    assert np.array_equal(_numba.predict_raw(NP, batch, values, x32, n_bins - 1, base),
+                          _reference.predict_raw(NP, batch, values, x32.astype(np.float64), n_bins - 1, base))

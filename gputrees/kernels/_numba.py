@@ -121,6 +121,11 @@ def _row_bytes(codes) -> int:
     return int(codes.shape[1]) * int(codes.dtype.itemsize)
 
 
+def _float_rows(X):
+    """``X`` C-contiguous, float32 kept as it is (it compares with float64 thresholds as its float64 copy would)."""
+    return np.ascontiguousarray(X, dtype=X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+
+
 # -- histograms ---------------------------------------------------------------
 def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int, *, n_threads: int = 1):
     """Same contract as :func:`gputrees.kernels._reference.build_histograms`.
@@ -250,7 +255,7 @@ def bin_codes(xp, X, mapper, *, n_threads: int = 1):
     search. float32 input is read as it is (its values compare with the
     float64 edges exactly as their float64 copies would).
     """
-    X = np.ascontiguousarray(X, dtype=X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+    X = _float_rows(X)
     n_features = int(X.shape[1])
     is_cat = np.ascontiguousarray(mapper.is_categorical, dtype=np.bool_)
     n_cats = np.zeros(n_features, dtype=np.int64)
@@ -568,69 +573,100 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
 
 
 # -- prediction -----------------------------------------------------------------
-#: Rows one task walks through every tree in turn (``predict_raw``): 128 rows
-#: of 28 float64 features (28 KB) stay in the core's L1/L2 cache while each
-#: tree's few kilobytes of node arrays are read once per block, not per row.
+#: Rows one task walks through every tree in turn: 128 rows of 28 float64
+#: features (28 KB) stay in the core's L1/L2 cache while each tree's few
+#: kilobytes of node arrays are read once per block, not per row.
 ROWS_PER_BLOCK = 128
 
 
 @numba.njit(inline="always")
-def _leaf(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, max_depth, missing_bin):
-    """Leaf of row ``i`` in tree ``t`` of a padded batch."""
-    nd = 0
+def _step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
+    """The node row ``i`` moves to from node ``nd`` of tree ``t`` (``nd`` itself at a leaf)."""
+    f = feature[t, nd]
+    at_leaf = f < 0
+    x = X[i, 0 if at_leaf else f]
+    missing = x != x
+    go_left = x <= threshold[t, nd]
+    if any_cat and is_cat[t, nd]:
+        code = missing_bin if missing else int(x)
+        go_left = cat_left[t, nd, code]
+        missing = missing or code == missing_bin
+    if missing:
+        go_left = missing_left[t, nd]
+    # both children read unconditionally: selects, not branches the CPU
+    # mispredicts half the time
+    lo = left[t, nd]
+    hi = right[t, nd]
+    nxt = lo if go_left else hi
+    return nd if at_leaf else nxt
+
+
+@numba.njit(inline="always")
+def _walk_block(X, i0, i1, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+                max_depth, missing_bin):
+    """Leaves of rows ``i0:i1`` in tree ``t``, into ``nd[: i1 - i0]``.
+
+    Level by level over the whole block: the rows' walks are independent, so
+    the CPU overlaps their loads instead of waiting on one row's chain of
+    dependent loads (node -> feature -> value -> child) at a time. Stops when
+    no row moved (every row at a leaf).
+    """
+    for j in range(i1 - i0):
+        nd[j] = 0
     for _ in range(max_depth):
-        f = feature[t, nd]
-        if f < 0:
+        moved = False
+        for j in range(i1 - i0):
+            cur = nd[j]
+            nxt = _step(X, i0 + j, t, cur, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+                        missing_bin)
+            moved |= nxt != cur
+            nd[j] = nxt
+        if not moved:
             break
-        x = X[i, f]
-        missing = np.isnan(x)
-        go_left = x <= threshold[t, nd]
-        if any_cat and is_cat[t, nd]:
-            code = missing_bin if missing else int(x)
-            go_left = cat_left[t, nd, code]
-            missing = missing or code == missing_bin
-        if missing:
-            go_left = missing_left[t, nd]
-        # both children read unconditionally: a select, not a branch the CPU
-        # mispredicts half the time
-        lo = left[t, nd]
-        hi = right[t, nd]
-        nd = lo if go_left else hi
-    return nd
 
 
 @numba.njit(parallel=True, **_JIT)
-def _apply_trees(X, left, right, feature, threshold, missing_left, is_cat, cat_left, max_depth, missing_bin):
+def _apply_trees(X, left, right, feature, threshold, missing_left, is_cat, cat_left, max_depth, missing_bin,
+                 n_chunks):
     n = X.shape[0]
     n_trees = left.shape[0]
     any_cat = cat_left.shape[2] > 0
     out = np.empty((n, n_trees), dtype=np.int64)
-    for i in prange(n):
-        for t in range(n_trees):
-            out[i, t] = _leaf(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
-                              max_depth, missing_bin)
+    n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
+    for c in prange(n_chunks):
+        nd = np.empty(ROWS_PER_BLOCK, dtype=np.int64)
+        for blk in range(c * n_blocks // n_chunks, (c + 1) * n_blocks // n_chunks):
+            i0 = blk * ROWS_PER_BLOCK
+            i1 = min(n, i0 + ROWS_PER_BLOCK)
+            for t in range(n_trees):
+                _walk_block(X, i0, i1, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left,
+                            any_cat, max_depth, missing_bin)
+                for j in range(i1 - i0):
+                    out[i0 + j, t] = nd[j]
     return out
 
 
 @numba.njit(parallel=True, **_JIT)
 def _predict_raw(X, left, right, feature, threshold, missing_left, is_cat, cat_left, max_depth, missing_bin,
-                 values, base):
+                 values, base, n_chunks):
     n = X.shape[0]
     n_trees = left.shape[0]
     k = base.shape[1]
     any_cat = cat_left.shape[2] > 0
     out = base.copy()
     n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
-    for blk in prange(n_blocks):
-        i0 = blk * ROWS_PER_BLOCK
-        i1 = min(n, i0 + ROWS_PER_BLOCK)
-        # trees in order: each row's sum grows round after round, as in the reference
-        for t in range(n_trees):
-            c = t % k
-            for i in range(i0, i1):
-                nd = _leaf(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
-                           max_depth, missing_bin)
-                out[i, c] += values[t, nd]
+    for c in prange(n_chunks):
+        nd = np.empty(ROWS_PER_BLOCK, dtype=np.int64)
+        for blk in range(c * n_blocks // n_chunks, (c + 1) * n_blocks // n_chunks):
+            i0 = blk * ROWS_PER_BLOCK
+            i1 = min(n, i0 + ROWS_PER_BLOCK)
+            # trees in order: each row's sum grows round after round, as in the reference
+            for t in range(n_trees):
+                _walk_block(X, i0, i1, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left,
+                            any_cat, max_depth, missing_bin)
+                col = t % k
+                for j in range(i1 - i0):
+                    out[i0 + j, col] += values[t, nd[j]]
     return out
 
 
@@ -652,23 +688,26 @@ def _tree_arrays(batch):
 def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
     """Same contract as :func:`gputrees._predictor.apply_trees_reference`: rows in parallel, trees in turn."""
     work = int(X.shape[0]) * int(batch.left.shape[0]) * max(1, int(batch.max_depth))
-    with _Threads(_threads_for(n_threads, work)):
-        return _apply_trees(np.ascontiguousarray(X, dtype=np.float64), *_tree_arrays(batch), int(missing_bin))
+    threads = _threads_for(n_threads, work)
+    with _Threads(threads):
+        return _apply_trees(_float_rows(X), *_tree_arrays(batch), int(missing_bin), threads)
 
 
 def predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_threads: int = 1):
     """Same contract as :func:`gputrees.kernels._reference.predict_raw`, in one compiled pass.
 
     Blocks of :data:`ROWS_PER_BLOCK` rows in parallel; a block walks every
-    tree in turn and adds the leaf values as it goes (no (rows, trees) array of
+    tree in turn, level by level for all its rows, and adds the leaf values as it goes (no (rows, trees) array of
     leaves), in tree order, so the sums equal the reference's bit for bit.
     """
     work = int(X.shape[0]) * int(batch.left.shape[0]) * max(1, int(batch.max_depth))
-    with _Threads(_threads_for(n_threads, work)):
+    threads = _threads_for(n_threads, work)
+    with _Threads(threads):
         return _predict_raw(
-            np.ascontiguousarray(X, dtype=np.float64), *_tree_arrays(batch), int(missing_bin),
-            np.ascontiguousarray(values, dtype=np.float64), np.ascontiguousarray(base, dtype=np.float64),
+            _float_rows(X), *_tree_arrays(batch), int(missing_bin),
+            np.ascontiguousarray(values, dtype=np.float64), np.ascontiguousarray(base, dtype=np.float64), threads,
         )
+
 
 
 # -- rows grouped by node -------------------------------------------------------
