@@ -176,7 +176,7 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
 
     Parameters
     ----------
-    X : array of shape (n_samples, n_features), float64, in namespace ``xp``
+    X : array of shape (n_samples, n_features), float64 or float32, in namespace ``xp``
         NaN marks missing values. Categorical columns hold category values.
     is_categorical : ndarray of shape (n_features,), bool
     max_bins : int
@@ -196,7 +196,8 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
         sample = from_numpy(xp, np.sort(idx).astype(np.int64))
     features = []
     for f in range(n_features):
-        x = X[:, f]
+        # float32 columns: edges and midpoints from their float64 values
+        x = xp.astype(X[:, f], xp.float64, copy=False)
         s, distinct = _sorted_distinct(xp, x if sample is None else xp.take(x, sample))
         if sample is not None and distinct.shape[0] <= max_bins:
             # few distinct values in the sample: exact only if the sample saw them all

@@ -267,8 +267,11 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         if warm and self.n_estimators == len(self._rounds):
             return self
         xp = _backend.namespace_of(self._baseline) if warm else _backend.namespace_for(X, self.device)
+        # float32 rows stay float32 on NumPy: binned (and walked for the raw
+        # predictions) as their float64 copies would be, without that copy
         Xd, is_cat, categories = to_numeric_2d(
-            X, xp, None if warm else self.categorical_features, self._categories if warm else None
+            X, xp, None if warm else self.categorical_features, self._categories if warm else None,
+            keep_float32=_backend.is_numpy_namespace(xp),
         )
         validate_data(self, X, reset=not warm, skip_check_array=True)
         check_finite_x(xp, Xd)
@@ -486,7 +489,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
     def _prepared(self, X):
         check_is_fitted(self, "_rounds")
         xp = _backend.namespace_of(self._baseline)
-        # float32 rows stay float32 for the compiled CPU walk (no float64 copy of X)
+        # float32 rows stay float32 on NumPy (no float64 copy of X), see fit
         Xd, _, _ = to_numeric_2d(X, xp, None, self._categories, keep_float32=_backend.is_numpy_namespace(xp))
         validate_data(self, X, reset=False, skip_check_array=True)
         check_finite_x(xp, Xd)

@@ -106,13 +106,13 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
     fitted_categories : list, at predict
         Per feature: the labels of label-coded categorical features, else None.
     keep_float32 : bool, default=False
-        A float32 array already in ``xp`` stays float32 instead of being copied
-        to float64 (prediction: its values compare with the float64 thresholds
-        exactly as their float64 copies would).
+        A float32 array stays float32 instead of being copied to float64 (its
+        values compare with float64 thresholds exactly as their float64 copies
+        would); only for NumPy ``xp``.
 
     Returns
     -------
-    Xd : array of shape (n_samples, n_features), float64, in ``xp``
+    Xd : array of shape (n_samples, n_features), float64 (or float32, see ``keep_float32``), in ``xp``
     is_categorical : ndarray of shape (n_features,), bool (meaningful at fit)
     categories : list of (ndarray or None)
         Labels of label-coded categorical features (strings, pandas categories).
@@ -223,7 +223,9 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         raise ValueError("Complex data not supported")
     if arr.dtype.kind not in "biuf":
         raise ValueError(f"X has an unsupported dtype {arr.dtype}")
-    return _backend.from_numpy(xp, arr.astype(np.float64)), is_cat, categories
+    # float64 rows are used as they are (never written to), float32 ones too when asked
+    keep = arr.dtype == np.float64 or (keep_float32 and arr.dtype == np.float32)
+    return _backend.from_numpy(xp, arr if keep else arr.astype(np.float64)), is_cat, categories
 
 
 def _check_fit_memory(X, xp) -> None:

@@ -419,3 +419,22 @@ def test_float32_rows_predict_as_their_float64_copies():
     at = np.resize(np.asarray([t for t in np.unique(m._forest()[0].threshold) if np.isfinite(t)], np.float32), 3000)
     Xt = np.tile(at[:, None], (1, 6))
     assert np.array_equal(m.predict_proba(Xt), m.predict_proba(Xt.astype(np.float64)))
+
+
+@pytest.mark.parametrize("kernels", ["numba", "bincount"])
+def test_float32_fit_equals_float64_copy(kernels, monkeypatch):
+    """float32 X is binned without a float64 copy: the model is the one fitted on the copy, bit for bit."""
+    monkeypatch.setenv("GPUTREES_KERNELS", kernels)
+    rng = np.random.default_rng(6)
+    X = (rng.standard_normal((4000, 5)) * [1, 1e-3, 1e4, 1, 1]).astype(np.float32)
+    X[:, 3] = rng.integers(0, 20, 4000) / 7  # few distinct values: exact bins, midpoint thresholds
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 3]) > 0.3).astype(int)
+    kw = dict(n_estimators=10, max_depth=4, early_stopping=True, validation_fraction=0.2, n_iter_no_change=50,
+              random_state=0)
+    a = GradientBoostingClassifier(**kw).fit(X, y)
+    b = GradientBoostingClassifier(**kw).fit(X.astype(np.float64), y)
+    ba, va = a._forest()
+    bb, vb = b._forest()
+    assert np.array_equal(ba.threshold, bb.threshold, equal_nan=True) and np.array_equal(va, vb)
+    assert np.array_equal(a.train_score_, b.train_score_) and np.array_equal(a.validation_score_, b.validation_score_)
