@@ -90,7 +90,9 @@ class LocalRows:
         if multiplicity is None and self.per_tree_channels:
             self.n_trees = int(channels.shape[0])
             self.key = xp.arange(self.n_trees * self.n, dtype=xp.int64)
-            self.row = self.key % self.n
+            # one tree: key == row, and one array (not two equal ones) moves
+            # through the routing passes
+            self.row = self.key if self.n_trees == 1 else self.key % self.n
             self.node = self.key // self.n
             self.mult = None
         elif multiplicity is None:

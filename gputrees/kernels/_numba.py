@@ -271,6 +271,32 @@ def _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode):
 
 
 @numba.njit(inline="always")
+def _add_rows3(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult, mode, prefetch):
+    """Pairs ``i0:i1`` into slot ``s``'s histogram, features ``f0:f1``, three channels.
+
+    The row's three weights are computed once (not per feature) and the
+    channel loop is unrolled; each output gets the same additions, in the
+    same order, as :func:`_add_row`. ``prefetch``: fetch the data of the
+    pair :data:`PREFETCH_AHEAD` positions ahead.
+    """
+    stop = i1 - PREFETCH_AHEAD
+    for i in range(i0, i1):
+        if prefetch and i < stop:
+            _prefetch(codes, row[i + PREFETCH_AHEAD])
+            _prefetch(chan, chan_index[i + PREFETCH_AHEAD])
+        r = row[i]
+        ci = chan_index[i]
+        w0 = _weight(chan, ci, 0, i, mult, wmult, mode)
+        w1 = _weight(chan, ci, 1, i, mult, wmult, mode)
+        w2 = _weight(chan, ci, 2, i, mult, wmult, mode)
+        for f in range(f0, f1):
+            b = codes[r, f]
+            out[s, f, b, 0] += w0
+            out[s, f, b, 1] += w1
+            out[s, f, b, 2] += w2
+
+
+@numba.njit(inline="always")
 def _add_sums(out, s, chan, ci, i, mult, wmult, mode):
     """Add pair ``i``'s channels (channel row ``ci``) to slot ``s``'s sums."""
     for c in range(chan.shape[1]):
@@ -335,7 +361,9 @@ def _route_group(
     m = row.shape[0]
     any_cat = cat_left.shape[1] > 0
     new_node = np.empty(m, dtype=np.int64)
-    count = np.zeros((n_chunks, n_ids), dtype=np.int64)
+    # each chunk's counters on cache lines of their own (8 int64 = 64 bytes of
+    # padding): chunks updating one shared line slow each other down
+    count = np.zeros((n_chunks, n_ids + 8), dtype=np.int64)
     for c in prange(n_chunks):
         i0 = c * m // n_chunks
         i1 = (c + 1) * m // n_chunks
@@ -633,7 +661,13 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
         # rows of a node are increasing (stable grouping); far apart, they
         # miss the cache one after the other unless prefetched
         span = abs(row[e - 1] - row[start[s]]) + 1
-        if span * row_bytes > SPARSE_GAP_BYTES * (e - start[s]):
+        sparse = span * row_bytes > SPARSE_GAP_BYTES * (e - start[s])
+        if n_channels == 3:  # boosting's (count, g, h), regression: an unrolled variant per mode
+            if mode == 0:
+                _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, 0, sparse)
+            else:
+                _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse)
+        elif sparse:
             stop = e - PREFETCH_AHEAD
             for i in range(start[s], e):
                 if i < stop:
@@ -650,10 +684,13 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
 def _run_sums(chan_index, mult, wmult, mode, chan, start, end):
     n_slots = start.shape[0]
     n_channels = chan.shape[1]
-    out = np.zeros((n_slots, n_channels), dtype=np.float64)
+    # each slot's sums on cache lines of their own (8 float64 = 64 bytes of
+    # padding): neighbouring slots summed by two threads, row after row,
+    # would pass a shared line back and forth
+    out = np.zeros((n_slots, n_channels + 8), dtype=np.float64)
     for s in prange(n_slots):
         if start[s] < 0:
             continue
         for i in range(start[s], end[s]):
             _add_sums(out, s, chan, chan_index[i], i, mult, wmult, mode)
-    return out
+    return np.ascontiguousarray(out[:, :n_channels])
