@@ -144,14 +144,24 @@ class LocalRows:
     def retire(self, slots) -> None:
         """Keep only the pairs whose node has a slot (``slots`` None: none is kept)."""
         xp = self.xp
-        if slots is None:
-            hit = xp.zeros(self.node.shape, dtype=xp.bool)
-        else:
+        m = int(self.node.shape[0])
+        kept = 0
+        if slots is not None:
             hit = xp.take(slots, self.node) >= 0
-        if self.record_leaves:
+            kept = int(xp.sum(xp.astype(hit, xp.int64)))
+        if m and kept == m:  # every pair stays (a level of a depth-limited tree): nothing to gather
+            return
+        if kept == 0:  # every pair leaves: the arrays themselves are recorded, not copies
+            if self.record_leaves:
+                self._leaf_keys.append(self.key)
+                self._leaf_nodes.append(self.node)
+            hit = slice(0, 0)
+        elif self.record_leaves:
             self._leaf_keys.append(self.key[~hit])
             self._leaf_nodes.append(self.node[~hit])
-        self.row, self.key, self.node = self.row[hit], self.key[hit], self.node[hit]
+        one = self.key is self.row
+        self.row, self.node = self.row[hit], self.node[hit]
+        self.key = self.row if one else self.key[hit]
         if self.mult is not None:
             self.mult = self.mult[hit]
         if self.wmult is not None:
@@ -181,12 +191,16 @@ class LocalRows:
         """
         xp = self.xp
         self.retire(None)  # rows still active (best-first stop, unsplittable root)
-        keys = xp.concat(self._leaf_keys)
-        nodes = xp.concat(self._leaf_nodes)
+        keys = xp.concat(self._leaf_keys) if len(self._leaf_keys) > 1 else self._leaf_keys[0]
+        nodes = xp.concat(self._leaf_nodes) if len(self._leaf_nodes) > 1 else self._leaf_nodes[0]
         total = self.n_trees * self.n
         if int(keys.shape[0]) != total:
             raise RuntimeError(f"recorded {int(keys.shape[0])} row leaves, expected {total}")
-        nodes = xp.take(nodes, xp.argsort(keys))
+        # the node of every key, in key order: keys are a permutation of 0 .. total - 1
+        if self.kernels.scatter_rows is not None:
+            nodes = self.kernels.scatter_rows(xp, keys, nodes, total)
+        else:
+            nodes = xp.take(nodes, xp.argsort(keys))
         for _ in range(layout.n_rounds + 1):  # at most one step per round
             kept = xp.take(layout.keep, nodes)
             if bool(xp.all(kept)):

@@ -381,3 +381,26 @@ def test_predict_raw_equals_reference(k, categorical):
     with_numba_walk = _reference.predict_raw(NP, batch, values, X, n_bins - 1, base,
                                              apply_trees=_numba.apply_trees)
     assert np.array_equal(with_numba_walk, want)
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 1000])
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_scatter_rows_equals_reference(size, dtype):
+    """Every set's scatter equals the reference's gather by the inverse permutation (argsort)."""
+    import array_api_strict as xs
+
+    from gputrees.kernels import get_kernels
+
+    rng = np.random.default_rng(size)
+    index = rng.permutation(size).astype(np.int64)
+    values = rng.integers(-50, 50, size).astype(dtype)
+    want = np.empty(size, dtype=dtype)
+    want[index] = values
+    strict = _reference.scatter_rows(xs, xs.asarray(index), xs.asarray(values), size)
+    assert np.array_equal(np.asarray(strict), want)
+    for name in ("numba", "bincount"):
+        scatter = get_kernels(NP, name).scatter_rows
+        got = scatter(NP, index, values, size)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    with pytest.raises(ValueError, match="permutation"):
+        _bincount.scatter_rows(NP, index[:-1] if size else np.zeros(1, np.int64), values[:-1], size)

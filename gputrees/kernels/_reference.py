@@ -288,3 +288,25 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
     go_left = xp.where(code == missing_bin, xp.take(split.missing_left, slot), go_left)
     child = first_child + 2 * slot + xp.astype(~go_left, xp.int64)
     return dataclasses.replace(active, node=xp.where(hit, child, active.node))
+
+
+def scatter_rows(xp, index, values, size: int):
+    """``values`` put at positions ``index``: ``out[index[i]] = values[i]``.
+
+    Parameters
+    ----------
+    index : array of shape (size,), int64
+        A permutation of ``0 .. size - 1``.
+    values : array of shape (size,)
+    size : int
+
+    Returns
+    -------
+    array of shape (size,), the dtype of ``values``
+
+    The standard has no scatter: this is a gather by the inverse permutation
+    (an argsort); the fast sets write each value once.
+    """
+    if int(index.shape[0]) != size:
+        raise ValueError(f"scatter_rows needs a permutation of {size} positions, got {int(index.shape[0])}")
+    return xp.take(values, xp.argsort(index))
