@@ -90,6 +90,12 @@ class Kernels:
         positions ``index`` (a permutation); see
         :func:`gputrees.kernels._reference.scatter_rows`, which ``None``
         means (an argsort).
+    route_and_sum : callable or None
+        ``route_and_sum(xp, codes, active, chan, slot_of_node, split,
+        first_child, missing_bin)``: ``route_rows`` and the children's
+        channel sums in one call; see
+        :func:`gputrees.kernels._reference.route_and_sum`, which ``None``
+        means (``route_rows`` then ``node_sums``).
     """
 
     name: str
@@ -105,6 +111,7 @@ class Kernels:
     predict_raw: Callable | None = None
     fixed_point: bool = False
     scatter_rows: Callable | None = None
+    route_and_sum: Callable | None = None
 
     def quantised(self, scale) -> "Kernels":
         """The set to use on channels quantised with ``scale`` (see :mod:`gputrees.kernels._quantise`).
@@ -129,6 +136,7 @@ class Kernels:
             node_histograms=functools.partial(self.node_histograms, scale=scale),
             node_sums=functools.partial(self.node_sums, scale=scale),
             fixed_point=False,
+            route_and_sum=None,  # its sums would not be the fixed-point ones
         )
 
 
@@ -207,6 +215,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             functools.partial(_numba.bin_codes, n_threads=threads),
             functools.partial(_numba.predict_raw, n_threads=threads),
             scatter_rows=_bincount.scatter_rows,
+            route_and_sum=functools.partial(_numba.route_and_sum, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)
