@@ -488,3 +488,28 @@ def test_histograms_and_sums_read_bounds():
                                   _numba.node_histograms(NP, codes, active, chan, table, k, n_bins))
             assert np.array_equal(_numba.node_sums(NP, with_b, chan, table, k, n_threads=threads),
                                   _numba.node_sums(NP, active, chan, table, k))
+
+
+@pytest.mark.parametrize("n_workers", [1, 2, 3, 7, 40])
+def test_histogram_plan_covers_every_slot_feature_once(n_workers):
+    """The workers' pieces cover every (slot with rows, feature) once, in order; histograms do not change."""
+    start = np.array([0, -1, 10, 11, 400, -1], dtype=np.int64)
+    end = np.array([10, 0, 11, 400, 1000, 0], dtype=np.int64)
+    n_features = 5
+    p_slot, p_f0, p_f1, first = _numba._histogram_plan(start, end, n_features, n_workers)
+    assert first[0] == 0 and first[-1] == p_slot.shape[0] and (np.diff(first) >= 0).all()
+    assert p_slot.shape[0] <= 4 + n_workers
+    covered = [(s, f) for s, a, b in zip(p_slot, p_f0, p_f1) for f in range(a, b)]
+    assert covered == [(s, f) for s in (0, 2, 3, 4) for f in range(n_features)]
+    # shares: no worker gets more than its share plus one slot's feature
+    work = np.array([(end[s] - start[s]) * (b - a) for s, a, b in zip(p_slot, p_f0, p_f1)])
+    per_worker = [work[first[w]:first[w + 1]].sum() for w in range(n_workers)]
+    assert max(per_worker) <= work.sum() / n_workers + (end - start).max()
+    # the histograms are the same whatever the split
+    codes = _codes(71, 1000, n_features=n_features, n_bins=9)
+    chan = _chan(72, 1000, "float")
+    row = np.arange(1000, dtype=np.int64)
+    e = np.empty(0)
+    one = _numba._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, 1, 0)
+    got = _numba._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, n_workers, 0)
+    assert np.array_equal(one, got)

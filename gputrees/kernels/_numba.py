@@ -680,14 +680,10 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     threads = _threads_for(n_threads, int(node.shape[0]) * int(codes.shape[1]))
     start, end, grouped = _node_runs(active, node, table, int(n_slots))
     if grouped:
-        present = max(1, int((start >= 0).sum()))
-        # enough tasks for every thread; one block (each row read once) when
-        # the nodes alone give each thread two or more tasks
-        blocks = 1 if present >= 2 * threads else max(1, min(codes.shape[1], -(-2 * threads // present)))
         with _Threads(threads):
             return _run_histograms(
                 codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode,
-                np.ascontiguousarray(chan, dtype=np.float64), start, end, int(n_bins), blocks, _row_bytes(codes),
+                np.ascontiguousarray(chan, dtype=np.float64), start, end, int(n_bins), threads, _row_bytes(codes),
             )
     blocks = max(1, min(threads, codes.shape[1]))
     with _Threads(threads):
@@ -951,41 +947,90 @@ def _runs(node, slot_of_node, n_slots):
     return start, end, ok
 
 
+@numba.njit(**_JIT)
+def _histogram_plan(start, end, n_features, n_workers):
+    """Pieces (slot, features f0:f1) of the histogram updates, each worker an equal share.
+
+    The (row, feature) updates of the slots with rows, slot by slot and
+    feature by feature, are split into ``n_workers`` equal shares; a slot
+    crossing the end of a share is cut between features. Few slots (the
+    first levels): each slot's rows are read by as few workers as balance
+    allows (not once per fixed block of features); many slots: whole slots.
+
+    Returns (slot, f0, f1) of every piece in order and each worker's first
+    piece (n_workers + 1).
+    """
+    total = 0
+    n_pieces = 0
+    for s in range(start.shape[0]):
+        if start[s] >= 0:
+            total += (end[s] - start[s]) * n_features
+            n_pieces += 1
+    n_pieces += n_workers  # at most one cut per share's end
+    p_slot = np.empty(n_pieces, dtype=np.int64)
+    p_f0 = np.empty(n_pieces, dtype=np.int64)
+    p_f1 = np.empty(n_pieces, dtype=np.int64)
+    first = np.zeros(n_workers + 1, dtype=np.int64)
+    j = 0
+    pos = 0
+    for s in range(start.shape[0]):
+        if start[s] < 0:
+            continue
+        rows = end[s] - start[s]
+        f = 0
+        while f < n_features:
+            w = _share_of(pos, total, n_workers)
+            room = (w + 1) * total // n_workers - pos
+            # rounded up: the next piece starts in a later share (at most
+            # one cut per share's end)
+            nf = max(1, min(n_features - f, -(-room // rows)))
+            p_slot[j] = s
+            p_f0[j] = f
+            p_f1[j] = f + nf
+            first[w + 1] = j + 1
+            pos += nf * rows
+            f += nf
+            j += 1
+    for w in range(n_workers):
+        first[w + 1] = max(first[w + 1], first[w])
+    return p_slot[:j], p_f0[:j], p_f1[:j], first
+
+
 @numba.njit(parallel=True, **_JIT)
-def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_blocks, row_bytes):
+def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers, row_bytes):
     n_slots = start.shape[0]
     n_features = codes.shape[1]
     n_channels = chan.shape[1]
     out = np.zeros((n_slots, n_features, n_bins, n_channels), dtype=np.float64)
-    # one task per (slot, block of features): each output is summed by one
+    # each worker a share of the (row, feature) updates, as pieces (slot,
+    # features f0:f1) (see _histogram_plan): each output is summed by one
     # thread, in row order
-    for task in prange(n_slots * n_blocks):
-        s = task // n_blocks
-        blk = task % n_blocks
-        if start[s] < 0:
-            continue
-        f0 = blk * n_features // n_blocks
-        f1 = (blk + 1) * n_features // n_blocks
-        e = end[s]
-        # rows of a node are increasing (stable grouping); far apart, they
-        # miss the cache one after the other unless prefetched
-        span = abs(row[e - 1] - row[start[s]]) + 1
-        sparse = span * row_bytes > SPARSE_GAP_BYTES * (e - start[s])
-        if n_channels == 3:  # boosting's (count, g, h), regression: an unrolled variant per mode
-            if mode == 0:
-                _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, 0, sparse)
+    p_slot, p_f0, p_f1, first = _histogram_plan(start, end, n_features, n_workers)
+    for w in prange(n_workers):
+        for j in range(first[w], first[w + 1]):
+            s = p_slot[j]
+            f0 = p_f0[j]
+            f1 = p_f1[j]
+            e = end[s]
+            # rows of a node are increasing (stable grouping); far apart, they
+            # miss the cache one after the other unless prefetched
+            span = abs(row[e - 1] - row[start[s]]) + 1
+            sparse = span * row_bytes > SPARSE_GAP_BYTES * (e - start[s])
+            if n_channels == 3:  # boosting's (count, g, h), regression: an unrolled variant per mode
+                if mode == 0:
+                    _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, 0, sparse)
+                else:
+                    _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse)
+            elif sparse:
+                stop = e - PREFETCH_AHEAD
+                for i in range(start[s], e):
+                    if i < stop:
+                        _prefetch(codes, row[i + PREFETCH_AHEAD])
+                        _prefetch(chan, chan_index[i + PREFETCH_AHEAD])
+                    _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
             else:
-                _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse)
-        elif sparse:
-            stop = e - PREFETCH_AHEAD
-            for i in range(start[s], e):
-                if i < stop:
-                    _prefetch(codes, row[i + PREFETCH_AHEAD])
-                    _prefetch(chan, chan_index[i + PREFETCH_AHEAD])
-                _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
-        else:
-            for i in range(start[s], e):
-                _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
+                for i in range(start[s], e):
+                    _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
     return out
 
 
