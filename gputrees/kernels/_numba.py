@@ -558,7 +558,7 @@ def _route_places(p_node, p_a, p_b, n_left, slot_of_node, first_child, n_ids):
 
 @numba.njit(**_JIT)
 def _zeros2(rows, cols):
-    """np.zeros((rows, cols)), float64, as a plain loop (see :func:`_route_plan`)."""
+    """np.zeros((rows, cols)), float64, outside any parallel region (see :func:`_route_plan`)."""
     return np.zeros((rows, cols), dtype=np.float64)
 
 
@@ -1001,7 +1001,16 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
     n_slots = start.shape[0]
     n_features = codes.shape[1]
     n_channels = chan.shape[1]
-    out = np.zeros((n_slots, n_features, n_bins, n_channels), dtype=np.float64)
+    out = np.empty((n_slots, n_features, n_bins, n_channels), dtype=np.float64)
+    flat = out.reshape(-1)
+    per_feature = n_bins * n_channels
+    # slots without rows: zeros here; the others are zeroed by the worker
+    # that fills them (np.zeros would be one more parallel region, which
+    # waits for every thread: a time slice when the cores are shared)
+    for s in range(n_slots):
+        if start[s] < 0:
+            for x in range(s * n_features * per_feature, (s + 1) * n_features * per_feature):
+                flat[x] = 0.0
     # each worker a share of the (row, feature) updates, as pieces (slot,
     # features f0:f1) (see _histogram_plan): each output is summed by one
     # thread, in row order
@@ -1011,6 +1020,8 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             s = p_slot[j]
             f0 = p_f0[j]
             f1 = p_f1[j]
+            for x in range((s * n_features + f0) * per_feature, (s * n_features + f1) * per_feature):
+                flat[x] = 0.0
             e = end[s]
             # rows of a node are increasing (stable grouping); far apart, they
             # miss the cache one after the other unless prefetched
