@@ -653,12 +653,14 @@ def _route_runs(
                 for c in range(n_channels):
                     sums[2 * s, c] = psum[2 * j, c]
                     sums[2 * s + 1, c] = psum[2 * j + 1, c]
-        # children of cut nodes: one thread each, over its run, in row order
-        for t in prange(2 * n_slots):
-            if not whole[t // 2]:
-                nd = first_child + t
-                for i in range(out_bounds[nd], out_bounds[nd + 1]):
-                    _add_sums(sums, t, chan, cio[i], i, mult_o, wmult_o, mode)
+        # children of cut nodes (the first levels only: no parallel region
+        # otherwise): one thread each, over its run, in row order
+        if not whole.all():
+            for t in prange(2 * n_slots):
+                if not whole[t // 2]:
+                    nd = first_child + t
+                    for i in range(out_bounds[nd], out_bounds[nd + 1]):
+                        _add_sums(sums, t, chan, cio[i], i, mult_o, wmult_o, mode)
     return row_o, ci_o, node_o, key_o, mult_o, wmult_o, out_bounds, sums
 
 
