@@ -173,6 +173,12 @@ class LocalRows:
         """Keep only the pairs whose node has a slot (``slots`` None: none is kept)."""
         xp = self.xp
         m = int(self.node.shape[0])
+        if m and slots is not None and self.bounds is not None:
+            # counted from the node runs, without a pass over the pairs
+            n_ids = min(int(self.bounds.shape[0]) - 1, int(slots.shape[0]))
+            runs = self.bounds[1 : n_ids + 1] - self.bounds[:n_ids]
+            if int(xp.sum(xp.where(slots[:n_ids] >= 0, runs, xp.zeros_like(runs)))) == m:
+                return
         kept = 0
         if slots is not None:
             hit = xp.take(slots, self.node) >= 0

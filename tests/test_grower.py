@@ -581,6 +581,10 @@ def test_local_rows_retire_and_row_leaves_with_and_without_scatter():
         rows.node = node[order]
         rows.retire(np.array([0, 1, 2], dtype=np.int64))  # every node stays: nothing recorded
         assert rows.node.shape[0] == n and not rows._leaf_keys
+        # the same, counted from the node runs (bounds), and a node leaving despite them
+        rows.bounds = np.searchsorted(rows.node, np.arange(4), side="left").astype(np.int64)
+        rows.retire(np.array([0, 1, 2, -1], dtype=np.int64))
+        assert rows.node.shape[0] == n and not rows._leaf_keys and rows.bounds is not None
         rows.retire(np.array([0, -1, 1], dtype=np.int64))  # node 1 leaves
         assert (rows.node != 1).all() and rows.key is rows.row
         assert rows._leaf_nodes[0].tolist() == [1] * int((node == 1).sum())
