@@ -86,11 +86,17 @@ class LocalRows:
         # channels looked up by key = tree * n + row (3-D) or by row (2-D)
         self.chan = xp.reshape(channels, (-1, self.n_channels)) if self.per_tree_channels else channels
         self._leaf_keys, self._leaf_nodes = [], []
+        # positions of every node id's pairs when known (ActiveRows.bounds),
+        # and the children's sums of the last routing: (first child, count, sums)
+        self.bounds = None
+        self._child_sums = None
         self.wmult = None
         if multiplicity is None and self.per_tree_channels:
             self.n_trees = int(channels.shape[0])
             self.key = xp.arange(self.n_trees * self.n, dtype=xp.int64)
-            self.row = self.key % self.n
+            # one tree: key == row, and one array (not two equal ones) moves
+            # through the routing passes
+            self.row = self.key if self.n_trees == 1 else self.key % self.n
             self.node = self.key // self.n
             self.mult = None
         elif multiplicity is None:
@@ -118,6 +124,7 @@ class LocalRows:
             mult=self.mult,
             wmult=self.wmult,
             key=self.key,
+            bounds=self.bounds,
         )
 
     def histograms(self, slots, n_slots: int, n_bins: int):
@@ -125,8 +132,24 @@ class LocalRows:
         return self.kernels.node_histograms(self.xp, self.codes, self.active(), self.chan, slots, n_slots, n_bins)
 
     def sums(self, slots, n_slots: int):
-        """Channel sums (n_slots, C), float64, of the nodes with a slot."""
+        """Channel sums (n_slots, C), float64, of the nodes with a slot.
+
+        The children of the last routing, asked for in their order (slot
+        ``t`` for child ``base + t``), come from the routing pass when the
+        kernels summed them there (``Kernels.route_and_sum``).
+        """
+        cached, self._child_sums = self._child_sums, None
+        if cached is not None and self._is_children_table(slots, n_slots, *cached[:2]):
+            return cached[2]
         return self.kernels.node_sums(self.xp, self.active(), self.chan, slots, n_slots)
+
+    def _is_children_table(self, slots, n_slots, base, count):
+        xp = self.xp
+        if n_slots != count or int(slots.shape[0]) < base + count:
+            return False
+        want = xp.arange(int(slots.shape[0]), dtype=xp.int64) - base
+        want = xp.where((want >= 0) & (want < count), want, xp.asarray(-1, dtype=xp.int64))
+        return bool(xp.all(slots == want))
 
     def route(self, slots, split, base: int, missing_bin: int) -> None:
         """Send the pairs of the split nodes (those with a slot) to their children.
@@ -134,22 +157,46 @@ class LocalRows:
         The children of the node in slot ``s`` are ``base + 2 s`` (left) and
         ``base + 2 s + 1``; ``split`` is the nodes' SplitRecord, by slot.
         """
-        routed = self.kernels.route_rows(self.xp, self.codes, self.active(), slots, split, base, missing_bin)
+        args = (self.xp, self.codes, self.active())
+        if self.kernels.route_and_sum is not None:
+            routed, sums = self.kernels.route_and_sum(*args, self.chan, slots, split, base, missing_bin)
+            self._child_sums = (base, 2 * int(split.feature.shape[0]), sums)
+        else:
+            routed = self.kernels.route_rows(*args, slots, split, base, missing_bin)
+            self._child_sums = None
         # the kernels may regroup the pairs (by node): take every array back
         self.row, self.node, self.key = routed.row, routed.node, routed.key
         self.mult, self.wmult = routed.mult, routed.wmult
+        self.bounds = routed.bounds
 
     def retire(self, slots) -> None:
         """Keep only the pairs whose node has a slot (``slots`` None: none is kept)."""
         xp = self.xp
-        if slots is None:
-            hit = xp.zeros(self.node.shape, dtype=xp.bool)
-        else:
+        m = int(self.node.shape[0])
+        if m and slots is not None and self.bounds is not None:
+            # counted from the node runs, without a pass over the pairs
+            n_ids = min(int(self.bounds.shape[0]) - 1, int(slots.shape[0]))
+            runs = self.bounds[1 : n_ids + 1] - self.bounds[:n_ids]
+            if int(xp.sum(xp.where(slots[:n_ids] >= 0, runs, xp.zeros_like(runs)))) == m:
+                return
+        kept = 0
+        if slots is not None:
             hit = xp.take(slots, self.node) >= 0
-        if self.record_leaves:
+            kept = int(xp.sum(xp.astype(hit, xp.int64)))
+        if m and kept == m:  # every pair stays (a level of a depth-limited tree): nothing to gather
+            return
+        if kept == 0:  # every pair leaves: the arrays themselves are recorded, not copies
+            if self.record_leaves:
+                self._leaf_keys.append(self.key)
+                self._leaf_nodes.append(self.node)
+            hit = slice(0, 0)
+        elif self.record_leaves:
             self._leaf_keys.append(self.key[~hit])
             self._leaf_nodes.append(self.node[~hit])
-        self.row, self.key, self.node = self.row[hit], self.key[hit], self.node[hit]
+        one = self.key is self.row
+        self.bounds = self._child_sums = None
+        self.row, self.node = self.row[hit], self.node[hit]
+        self.key = self.row if one else self.key[hit]
         if self.mult is not None:
             self.mult = self.mult[hit]
         if self.wmult is not None:
@@ -179,12 +226,16 @@ class LocalRows:
         """
         xp = self.xp
         self.retire(None)  # rows still active (best-first stop, unsplittable root)
-        keys = xp.concat(self._leaf_keys)
-        nodes = xp.concat(self._leaf_nodes)
+        keys = xp.concat(self._leaf_keys) if len(self._leaf_keys) > 1 else self._leaf_keys[0]
+        nodes = xp.concat(self._leaf_nodes) if len(self._leaf_nodes) > 1 else self._leaf_nodes[0]
         total = self.n_trees * self.n
         if int(keys.shape[0]) != total:
             raise RuntimeError(f"recorded {int(keys.shape[0])} row leaves, expected {total}")
-        nodes = xp.take(nodes, xp.argsort(keys))
+        # the node of every key, in key order: keys are a permutation of 0 .. total - 1
+        if self.kernels.scatter_rows is not None:
+            nodes = self.kernels.scatter_rows(xp, keys, nodes, total)
+        else:
+            nodes = xp.take(nodes, xp.argsort(keys))
         for _ in range(layout.n_rounds + 1):  # at most one step per round
             kept = xp.take(layout.keep, nodes)
             if bool(xp.all(kept)):

@@ -554,3 +554,46 @@ def test_max_features_all_equals_none():
     a = gputrees.DecisionTreeClassifier(max_features=20, random_state=1).fit(X, y)
     b = gputrees.DecisionTreeClassifier(max_features=None, random_state=2).fit(X, y)
     assert_same_tree(a.tree_, b.tree_)
+
+
+def test_local_rows_retire_and_row_leaves_with_and_without_scatter():
+    """retire keeps, drops or records pairs; row_leaves is the same with the scatter kernel and the argsort."""
+    import dataclasses as dc
+
+    from gputrees._rows import LeafLayout, LocalRows
+    from gputrees.kernels import get_kernels
+
+    xp = _backend.namespace_of(np.empty(0))
+    rng = np.random.default_rng(3)
+    n = 50
+    codes = rng.integers(0, 4, (n, 3)).astype(np.uint8)
+    channels = rng.standard_normal((1, n, 3))
+    node = rng.integers(0, 3, n).astype(np.int64)
+    leaves = []
+    for scatter in (True, False):
+        kernels = get_kernels(xp, "numba")
+        if not scatter:
+            kernels = dc.replace(kernels, scatter_rows=None)
+        rows = LocalRows(xp, codes, channels, kernels, record_leaves=True)
+        assert rows.key is rows.row  # one tree: one array
+        order = np.argsort(node, kind="stable")
+        rows.row = rows.key = order.astype(np.int64)
+        rows.node = node[order]
+        rows.retire(np.array([0, 1, 2], dtype=np.int64))  # every node stays: nothing recorded
+        assert rows.node.shape[0] == n and not rows._leaf_keys
+        # the same, counted from the node runs (bounds), and a node leaving despite them
+        rows.bounds = np.searchsorted(rows.node, np.arange(4), side="left").astype(np.int64)
+        rows.retire(np.array([0, 1, 2, -1], dtype=np.int64))
+        assert rows.node.shape[0] == n and not rows._leaf_keys and rows.bounds is not None
+        rows.retire(np.array([0, -1, 1], dtype=np.int64))  # node 1 leaves
+        assert (rows.node != 1).all() and rows.key is rows.row
+        assert rows._leaf_nodes[0].tolist() == [1] * int((node == 1).sum())
+        layout = LeafLayout(
+            parent=np.array([-1, 0, 0], dtype=np.int64), keep=np.ones(3, dtype=bool),
+            new_id=np.arange(3, dtype=np.int64), local_of_new=np.arange(3, dtype=np.int64), n_rounds=1,
+        )
+        got = rows.row_leaves(layout)
+        assert rows.node.shape[0] == 0
+        assert got.tolist() == [node.tolist()]
+        leaves.append(got)
+    assert np.array_equal(*leaves)

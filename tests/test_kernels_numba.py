@@ -9,6 +9,7 @@ bincount composition) and the Numba kernels give every output to one thread.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -430,3 +431,134 @@ def test_predict_raw_equals_reference(k, categorical):
     x32 = X.astype(np.float32)
     assert np.array_equal(_numba.predict_raw(NP, batch, values, x32, n_bins - 1, base),
                           _reference.predict_raw(NP, batch, values, x32.astype(np.float64), n_bins - 1, base))
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 1000])
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_scatter_rows_equals_reference(size, dtype):
+    """Every set's scatter equals the reference's gather by the inverse permutation (argsort)."""
+    import array_api_strict as xs
+
+    from gputrees.kernels import get_kernels
+
+    rng = np.random.default_rng(size)
+    index = rng.permutation(size).astype(np.int64)
+    values = rng.integers(-50, 50, size).astype(dtype)
+    want = np.empty(size, dtype=dtype)
+    want[index] = values
+    strict = _reference.scatter_rows(xs, xs.asarray(index), xs.asarray(values), size)
+    assert np.array_equal(np.asarray(strict), want)
+    for name in ("numba", "bincount"):
+        scatter = get_kernels(NP, name).scatter_rows
+        got = scatter(NP, index, values, size)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    with pytest.raises(ValueError, match="permutation"):
+        _bincount.scatter_rows(NP, index[:-1] if size else np.zeros(1, np.int64), values[:-1], size)
+
+
+def _sorted_pairs(seed, n, n_nodes, mult, empty_nodes=(), n_trees=1):
+    """Pairs sorted by node id, each node's rows increasing (the grower's layout), with their bounds."""
+    rng = np.random.default_rng(seed)
+    key = np.arange(n_trees * n, dtype=np.int64)
+    node = rng.integers(0, n_nodes, key.shape[0]).astype(np.int64)
+    for e in empty_nodes:
+        node[node == e] = (e + 1) % n_nodes
+    order = np.argsort(node, kind="stable")
+    key, node = key[order], node[order]
+    mu = rng.integers(1, 4, key.shape[0]).astype(np.float64) if mult in ("mult", "both") else None
+    wmu = rng.integers(0, 5, key.shape[0]).astype(np.float64) if mult == "both" else None
+    bounds = np.searchsorted(node, np.arange(n_nodes + 1), side="left").astype(np.int64)
+    active = ActiveRows(row=key % n, chan_index=key, node=node, mult=mu, wmult=wmu, key=key)
+    return active, bounds
+
+
+@pytest.mark.parametrize("mult", MULTS)
+@pytest.mark.parametrize("categorical", [False, True])
+@pytest.mark.parametrize("with_bounds", [False, True])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_route_and_sum_equals_reference(mult, categorical, with_bounds, threads):
+    """Routing pairs sorted by node id (run by run) and summing the children equals route_rows + node_sums."""
+    n, n_bins, n_nodes = 400, 12, 7
+    active, bounds = _sorted_pairs(41, n, n_nodes, mult, empty_nodes=(2,), n_trees=2)
+    if with_bounds:
+        active = dataclasses.replace(active, bounds=bounds)
+    codes = _codes(42, n, n_bins=n_bins)
+    chan = _chan(43, 2 * n, "float")
+    # node 2 is split with no rows; node 5 is not split
+    table = np.array([1, 0, 2, 3, -1, -1, 4], dtype=np.int64)
+    split = _split(44, 5, codes.shape[1], n_bins, categorical)
+    want, want_sums = _reference.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1,
+                                               sums=functools.partial(_reference.node_sums,
+                                                                      build=_bincount.build_histograms))
+    got, sums = _numba.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1, n_threads=threads)
+    plain = _numba.route_rows(NP, codes, active, table, split, n_nodes, n_bins - 1, n_threads=threads)
+    assert (np.diff(got.node) >= 0).all()
+    back, want_back = np.argsort(got.key), np.argsort(want.key)
+    for name in ("row", "chan_index", "node", "mult", "wmult"):
+        a = getattr(got, name)
+        assert (a is None) == (getattr(want, name) is None), name
+        if a is not None:
+            assert np.array_equal(a[back], getattr(want, name)[want_back]), name
+            assert np.array_equal(a, getattr(plain, name)), name
+    assert np.array_equal(got.bounds, np.searchsorted(got.node, np.arange(got.bounds.shape[0]), side="left"))
+    assert np.array_equal(plain.bounds, got.bounds)
+    # bit for bit: the children's sums of the routing pass are node_sums over their runs
+    table_c, k2 = _numba._children_table(table, split, n_nodes)
+    assert np.array_equal(sums, _numba.node_sums(NP, got, chan, table_c, k2, n_threads=threads))
+    assert np.array_equal(sums, _numba.node_sums(NP, dataclasses.replace(got, bounds=None), chan, table_c, k2))
+    assert np.array_equal(sums, want_sums)
+    assert not sums[4:6].any()  # node 2, split (slot 2) with no rows
+
+
+@pytest.mark.parametrize("m", [0, 1])
+def test_route_and_sum_no_rows_and_one_row(m):
+    codes = _codes(51, 3, n_bins=6)
+    chan = _chan(52, 3, "float")
+    active = ActiveRows(row=np.arange(m, dtype=np.int64), chan_index=np.arange(m, dtype=np.int64),
+                        node=np.zeros(m, dtype=np.int64))
+    split = _split(53, 1, codes.shape[1], 6, False)
+    got, sums = _numba.route_and_sum(NP, codes, active, chan, np.array([0]), split, 1, 5, n_threads=2)
+    want, want_sums = _reference.route_and_sum(NP, codes, active, chan, np.array([0]), split, 1, 5)
+    assert np.array_equal(got.node, want.node) and np.array_equal(got.row, want.row)
+    assert np.array_equal(sums, want_sums) and sums.shape == (2, 3)
+
+
+def test_histograms_and_sums_read_bounds():
+    """Given bounds (pairs sorted by node id), histograms and sums equal the ones found by scanning the nodes."""
+    n, n_bins = 300, 9
+    active, bounds = _sorted_pairs(61, n, 6, "both", empty_nodes=(3,))
+    codes = _codes(62, n, n_bins=n_bins)
+    chan = _chan(63, n, "float")
+    with_b = dataclasses.replace(active, bounds=bounds)
+    for table, k in ((np.array([2, -1, 0, 1, -1, 3], dtype=np.int64), 4), (np.array([0, 1, -1, -1, -1, -1], dtype=np.int64), 2),
+                     (np.arange(9, dtype=np.int64), 9)):
+        for threads in (1, 2):
+            assert np.array_equal(_numba.node_histograms(NP, codes, with_b, chan, table, k, n_bins, n_threads=threads),
+                                  _numba.node_histograms(NP, codes, active, chan, table, k, n_bins))
+            assert np.array_equal(_numba.node_sums(NP, with_b, chan, table, k, n_threads=threads),
+                                  _numba.node_sums(NP, active, chan, table, k))
+
+
+@pytest.mark.parametrize("n_workers", [1, 2, 3, 7, 40])
+def test_histogram_plan_covers_every_slot_feature_once(n_workers):
+    """The workers' pieces cover every (slot with rows, feature) once, in order; histograms do not change."""
+    start = np.array([0, -1, 10, 11, 400, -1], dtype=np.int64)
+    end = np.array([10, 0, 11, 400, 1000, 0], dtype=np.int64)
+    n_features = 5
+    p_slot, p_f0, p_f1, first = _numba._histogram_plan(start, end, n_features, n_workers)
+    assert first[0] == 0 and first[-1] == p_slot.shape[0] and (np.diff(first) >= 0).all()
+    assert p_slot.shape[0] <= 4 + n_workers
+    covered = [(s, f) for s, a, b in zip(p_slot, p_f0, p_f1) for f in range(a, b)]
+    assert covered == [(s, f) for s in (0, 2, 3, 4) for f in range(n_features)]
+    # shares: no worker gets more than its share plus one slot's feature
+    work = np.array([(end[s] - start[s]) * (b - a) for s, a, b in zip(p_slot, p_f0, p_f1)])
+    per_worker = [work[first[w]:first[w + 1]].sum() for w in range(n_workers)]
+    assert max(per_worker) <= work.sum() / n_workers + (end - start).max()
+    # the histograms are the same whatever the split
+    codes = _codes(71, 1000, n_features=n_features, n_bins=9)
+    chan = _chan(72, 1000, "float")
+    row = np.arange(1000, dtype=np.int64)
+    e = np.empty(0)
+    one = _numba._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, 1, 0)
+    got = _numba._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, n_workers, 0)
+    assert np.array_equal(one, got)

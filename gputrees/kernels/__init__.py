@@ -85,6 +85,17 @@ class Kernels:
     fixed_point : bool
         Whether ``node_histograms`` and ``node_sums`` take a ``scale``
         keyword (int64 fixed-point sums); see :meth:`quantised`.
+    scatter_rows : callable or None
+        ``scatter_rows(xp, index, values, size)``: ``values`` put at the
+        positions ``index`` (a permutation); see
+        :func:`gputrees.kernels._reference.scatter_rows`, which ``None``
+        means (an argsort).
+    route_and_sum : callable or None
+        ``route_and_sum(xp, codes, active, chan, slot_of_node, split,
+        first_child, missing_bin)``: ``route_rows`` and the children's
+        channel sums in one call; see
+        :func:`gputrees.kernels._reference.route_and_sum`, which ``None``
+        means (``route_rows`` then ``node_sums``).
     """
 
     name: str
@@ -99,6 +110,8 @@ class Kernels:
     bin_codes: Callable | None = None
     predict_raw: Callable | None = None
     fixed_point: bool = False
+    scatter_rows: Callable | None = None
+    route_and_sum: Callable | None = None
 
     def quantised(self, scale) -> "Kernels":
         """The set to use on channels quantised with ``scale`` (see :mod:`gputrees.kernels._quantise`).
@@ -123,6 +136,7 @@ class Kernels:
             node_histograms=functools.partial(self.node_histograms, scale=scale),
             node_sums=functools.partial(self.node_sums, scale=scale),
             fixed_point=False,
+            route_and_sum=None,  # its sums would not be the fixed-point ones
         )
 
 
@@ -185,7 +199,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             raise ValueError("the numba kernels need NumPy arrays")
         if not numba_available():
             raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
-        from . import _numba
+        from . import _bincount, _numba
 
         threads = _numba.thread_count(n_jobs)
         return Kernels(
@@ -200,6 +214,8 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             functools.partial(_numba.apply_trees, n_threads=threads),
             functools.partial(_numba.bin_codes, n_threads=threads),
             functools.partial(_numba.predict_raw, n_threads=threads),
+            scatter_rows=_bincount.scatter_rows,
+            route_and_sum=functools.partial(_numba.route_and_sum, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)
@@ -211,11 +227,12 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
         from . import _bincount
 
         numpy_only = is_numpy_namespace(xp)
-        return _composed(
+        composed = _composed(
             "bincount",
             _bincount.build_histograms,
             _bincount if numpy_only else _reference,
         )
+        return dataclasses.replace(composed, scatter_rows=_bincount.scatter_rows)
     return _composed("reference", _reference.build_histograms, _reference)
 
 

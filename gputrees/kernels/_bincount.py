@@ -88,3 +88,13 @@ def _reduce(np_, ufunc, values, seg):
     starts = _starts(np_, seg)
     lengths = np_.diff(np_.append(starts, seg.shape[0]))
     return np_.repeat(ufunc.reduceat(values, starts), lengths)
+
+
+def scatter_rows(xp, index, values, size: int):
+    """Same contract as :func:`gputrees.kernels._reference.scatter_rows`: one fancy-index assignment."""
+    if int(index.shape[0]) != size:
+        raise ValueError(f"scatter_rows needs a permutation of {size} positions, got {int(index.shape[0])}")
+    m = _module(xp)
+    out = m.empty(size, dtype=values.dtype)
+    out[index] = values
+    return out

@@ -359,6 +359,32 @@ def _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode):
 
 
 @numba.njit(inline="always")
+def _add_rows3(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult, mode, prefetch):
+    """Pairs ``i0:i1`` into slot ``s``'s histogram, features ``f0:f1``, three channels.
+
+    The row's three weights are computed once (not per feature) and the
+    channel loop is unrolled; each output gets the same additions, in the
+    same order, as :func:`_add_row`. ``prefetch``: fetch the data of the
+    pair :data:`PREFETCH_AHEAD` positions ahead.
+    """
+    stop = i1 - PREFETCH_AHEAD
+    for i in range(i0, i1):
+        if prefetch and i < stop:
+            _prefetch(codes, row[i + PREFETCH_AHEAD])
+            _prefetch(chan, chan_index[i + PREFETCH_AHEAD])
+        r = row[i]
+        ci = chan_index[i]
+        w0 = _weight(chan, ci, 0, i, mult, wmult, mode)
+        w1 = _weight(chan, ci, 1, i, mult, wmult, mode)
+        w2 = _weight(chan, ci, 2, i, mult, wmult, mode)
+        for f in range(f0, f1):
+            b = codes[r, f]
+            out[s, f, b, 0] += w0
+            out[s, f, b, 1] += w1
+            out[s, f, b, 2] += w2
+
+
+@numba.njit(inline="always")
 def _add_sums(out, s, chan, ci, i, mult, wmult, mode):
     """Add pair ``i``'s channels (channel row ``ci``) to slot ``s``'s sums."""
     for c in range(chan.shape[1]):
@@ -395,15 +421,20 @@ def _node_sums(chan_index, node, mult, wmult, mode, chan, slot_of_node, n_slots)
 
 
 @numba.njit(inline="always")
-def _child(codes, r, s, feature, bin_, missing_left, is_cat, cat_left, any_cat, first_child, missing_bin):
-    """Node id of the child of split slot ``s`` that row ``r`` goes to."""
+def _goes_left(codes, r, s, feature, bin_, missing_left, is_cat, cat_left, any_cat, missing_bin):
+    """Whether row ``r`` goes to the left child of split slot ``s``."""
     code = codes[r, feature[s]]
     if code == missing_bin:
-        left = missing_left[s]
-    elif any_cat and is_cat[s]:
-        left = cat_left[s, code]
-    else:
-        left = code <= bin_[s]
+        return missing_left[s]
+    if any_cat and is_cat[s]:
+        return cat_left[s, code]
+    return code <= bin_[s]
+
+
+@numba.njit(inline="always")
+def _child(codes, r, s, feature, bin_, missing_left, is_cat, cat_left, any_cat, first_child, missing_bin):
+    """Node id of the child of split slot ``s`` that row ``r`` goes to."""
+    left = _goes_left(codes, r, s, feature, bin_, missing_left, is_cat, cat_left, any_cat, missing_bin)
     return first_child + 2 * s + (0 if left else 1)
 
 
@@ -423,7 +454,9 @@ def _route_group(
     m = row.shape[0]
     any_cat = cat_left.shape[1] > 0
     new_node = np.empty(m, dtype=np.int64)
-    count = np.zeros((n_chunks, n_ids), dtype=np.int64)
+    # each chunk's counters on cache lines of their own (8 int64 = 64 bytes of
+    # padding): chunks updating one shared line slow each other down
+    count = np.zeros((n_chunks, n_ids + 8), dtype=np.int64)
     for c in prange(n_chunks):
         i0 = c * m // n_chunks
         i1 = (c + 1) * m // n_chunks
@@ -443,12 +476,7 @@ def _route_group(
             here = count[c, k]
             count[c, k] = total
             total += here
-    row_o = np.empty(m, dtype=np.int64)
-    node_o = np.empty(m, dtype=np.int64)
-    ci_o = np.empty(m if chan_index.shape[0] else 0, dtype=np.int64)
-    key_o = np.empty(m if key.shape[0] else 0, dtype=np.int64)
-    mult_o = np.empty(m if mult.shape[0] else 0, dtype=np.float64)
-    wmult_o = np.empty(m if wmult.shape[0] else 0, dtype=np.float64)
+    row_o, ci_o, node_o, key_o, mult_o, wmult_o = _routed_arrays(m, chan_index, key, mult, wmult)
     for c in prange(n_chunks):
         i0 = c * m // n_chunks
         i1 = (c + 1) * m // n_chunks
@@ -456,17 +484,272 @@ def _route_group(
             nd = new_node[i]
             p = count[c, nd]
             count[c, nd] = p + 1
-            row_o[p] = row[i]
-            node_o[p] = nd
-            if ci_o.shape[0]:
-                ci_o[p] = chan_index[i]
-            if key_o.shape[0]:
-                key_o[p] = key[i]
-            if mult_o.shape[0]:
-                mult_o[p] = mult[i]
-            if wmult_o.shape[0]:
-                wmult_o[p] = wmult[i]
+            _put(row_o, ci_o, node_o, key_o, mult_o, wmult_o, p, nd, row, chan_index, key, mult, wmult, i)
     return row_o, ci_o, node_o, key_o, mult_o, wmult_o
+
+
+@numba.njit(**_JIT)
+def _sorted_bounds(node, n_ids):
+    """(bounds, ok): ``bounds[k]:bounds[k + 1]`` are node id ``k``'s positions, ok when ``node`` is sorted."""
+    bounds = np.zeros(n_ids + 1, dtype=np.int64)
+    for i in range(node.shape[0]):
+        if (i > 0 and node[i] < node[i - 1]) or node[i] < 0 or node[i] >= n_ids:
+            return bounds, False
+        bounds[node[i] + 1] += 1
+    for k in range(n_ids):
+        bounds[k + 1] += bounds[k]
+    return bounds, True
+
+
+@numba.njit(**_JIT)
+def _runs_from_bounds(bounds, slot_of_node, n_slots):
+    """:func:`_runs` of pairs sorted by node id, read from their ``bounds`` (no pass over the pairs)."""
+    start = np.full(n_slots, -1, dtype=np.int64)
+    end = np.zeros(n_slots, dtype=np.int64)
+    for k in range(min(slot_of_node.shape[0], bounds.shape[0] - 1)):
+        s = slot_of_node[k]
+        if s >= 0 and bounds[k + 1] > bounds[k]:
+            start[s] = bounds[k]
+            end[s] = bounds[k + 1]
+    return start, end
+
+
+@numba.njit(inline="always")
+def _share_of(i, m, n_workers):
+    """The worker whose share of ``m`` positions holds position ``i`` (shares ``w m / n_workers`` on)."""
+    w = i * n_workers // m
+    while (w + 1) * m // n_workers <= i:
+        w += 1
+    while w * m // n_workers > i:
+        w -= 1
+    return w
+
+
+@numba.njit(inline="always")
+def _n_cuts(a, b, m, n_workers):
+    """Pieces of the run ``a:b`` cut at the workers' shares (0 for an empty run)."""
+    if b <= a:
+        return 0
+    return _share_of(b - 1, m, n_workers) - _share_of(a, m, n_workers) + 1
+
+
+@numba.njit(**_JIT)
+def _routed_arrays(m, chan_index, key, mult, wmult):
+    """The routing's outputs (row, chan_index, node, key, mult, wmult): empty where the input is."""
+    return (
+        np.empty(m, dtype=np.int64),
+        np.empty(m if chan_index.shape[0] else 0, dtype=np.int64),
+        np.empty(m, dtype=np.int64),
+        np.empty(m if key.shape[0] else 0, dtype=np.int64),
+        np.empty(m if mult.shape[0] else 0, dtype=np.float64),
+        np.empty(m if wmult.shape[0] else 0, dtype=np.float64),
+    )
+
+
+@numba.njit(inline="always")
+def _put(row_o, ci_o, node_o, key_o, mult_o, wmult_o, p, nd, row, chan_index, key, mult, wmult, i):
+    """Pair ``i`` to place ``p`` of the routed arrays, in node ``nd`` (empty arrays are skipped)."""
+    row_o[p] = row[i]
+    node_o[p] = nd
+    if ci_o.shape[0]:
+        ci_o[p] = chan_index[i]
+    if key_o.shape[0]:
+        key_o[p] = key[i]
+    if mult_o.shape[0]:
+        mult_o[p] = mult[i]
+    if wmult_o.shape[0]:
+        wmult_o[p] = wmult[i]
+
+
+# The sequential steps of _route_runs are functions of their own: compiled
+# without parallel=True, their array allocations stay plain loops (inside a
+# parallel function every np.zeros / np.full is a parallel region of its own,
+# and each region waits for every thread: a time slice per region when the
+# cores are shared).
+@numba.njit(**_JIT)
+def _route_plan(bounds, slot_of_node, n_slots, m, n_workers):
+    """Pieces of the node runs cut at the workers' shares (worker ``w``: positions ``w m / n_workers`` on).
+
+    Returns (node, start, end) of every piece in position order, each
+    worker's first piece (n_workers + 1), whether each split slot's run is
+    one piece (``whole``), and that piece (or -1).
+    """
+    n_in = bounds.shape[0] - 1
+    n_pieces = 0
+    for k in range(n_in):
+        n_pieces += _n_cuts(bounds[k], bounds[k + 1], m, n_workers)
+    p_node = np.empty(n_pieces, dtype=np.int64)
+    p_a = np.empty(n_pieces, dtype=np.int64)
+    p_b = np.empty(n_pieces, dtype=np.int64)
+    whole = np.ones(n_slots, dtype=np.bool_)
+    piece_of_slot = np.full(n_slots, -1, dtype=np.int64)
+    first = np.zeros(n_workers + 1, dtype=np.int64)
+    j = 0
+    for k in range(n_in):
+        s = slot_of_node[k] if k < slot_of_node.shape[0] else -1
+        a = bounds[k]
+        while a < bounds[k + 1]:
+            w = _share_of(a, m, n_workers)
+            b = min((w + 1) * m // n_workers, bounds[k + 1])
+            p_node[j] = k
+            p_a[j] = a
+            p_b[j] = b
+            first[w + 1] = j + 1
+            if s >= 0:
+                piece_of_slot[s] = j
+                if b - a < bounds[k + 1] - bounds[k]:
+                    whole[s] = False
+            a = b
+            j += 1
+    for w in range(n_workers):
+        first[w + 1] = max(first[w + 1], first[w])
+    return p_node, p_a, p_b, first, whole, piece_of_slot
+
+
+@numba.njit(**_JIT)
+def _route_places(p_node, p_a, p_b, n_left, slot_of_node, first_child, n_ids):
+    """Where every piece's pairs go: node ids in order, each id's pieces in position order.
+
+    Returns the new bounds (n_ids + 1) and each piece's first place on the
+    left (or, for a node not split, its only) side and on the right side.
+    """
+    n_pieces = p_node.shape[0]
+    count = np.zeros(n_ids, dtype=np.int64)
+    for j in range(n_pieces):
+        k = p_node[j]
+        s = slot_of_node[k] if k < slot_of_node.shape[0] else -1
+        if s < 0:
+            count[k] += p_b[j] - p_a[j]
+        else:
+            count[first_child + 2 * s] += n_left[j]
+            count[first_child + 2 * s + 1] += p_b[j] - p_a[j] - n_left[j]
+    out_bounds = np.zeros(n_ids + 1, dtype=np.int64)
+    for k in range(n_ids):
+        out_bounds[k + 1] = out_bounds[k] + count[k]
+    cursor = out_bounds[:n_ids].copy()
+    pos_l = np.zeros(n_pieces, dtype=np.int64)
+    pos_r = np.zeros(n_pieces, dtype=np.int64)
+    for j in range(n_pieces):
+        k = p_node[j]
+        s = slot_of_node[k] if k < slot_of_node.shape[0] else -1
+        if s < 0:
+            pos_l[j] = cursor[k]
+            cursor[k] += p_b[j] - p_a[j]
+        else:
+            lft = first_child + 2 * s
+            pos_l[j] = cursor[lft]
+            cursor[lft] += n_left[j]
+            pos_r[j] = cursor[lft + 1]
+            cursor[lft + 1] += p_b[j] - p_a[j] - n_left[j]
+    return out_bounds, pos_l, pos_r
+
+
+@numba.njit(**_JIT)
+def _zeros2(rows, cols):
+    """np.zeros((rows, cols)), float64, outside any parallel region (see :func:`_route_plan`)."""
+    return np.zeros((rows, cols), dtype=np.float64)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _route_runs(
+    codes, row, chan_index, node, key, mult, wmult, mode, chan, bounds, slot_of_node, feature, bin_, missing_left,
+    is_cat, cat_left, first_child, missing_bin, n_ids, n_workers, row_bytes, with_sums,
+):
+    """Route pairs sorted by node id (``bounds``) and keep them sorted, stably; optionally sum the children.
+
+    Worker ``w`` takes the positions ``w m / n_workers`` to
+    ``(w + 1) m / n_workers``, as pieces of node runs (a run crossing a
+    share's end is cut there, :func:`_route_plan`). Pass 1 marks every pair
+    of a split node left or right and counts each piece's left pairs; with
+    ``with_sums`` it also sums each child's channels, in row order, over a
+    piece that is a whole node (the sums :func:`_run_sums` makes over the
+    child's run). Then :func:`_route_places` places every piece, and pass 2
+    writes the pairs. The children of cut nodes (only the first levels are
+    cut) are summed over their runs afterwards.
+
+    Empty ``chan_index`` / ``key`` / ``mult`` / ``wmult`` stand for "the same
+    as ``row``" (the first two) or None (the others). Returns the routed
+    arrays, the new ``bounds`` (n_ids + 1) and the sums (2 n_slots, C + 8;
+    the first C columns) of the children ``first_child + t`` (zeros without
+    ``with_sums``).
+    """
+    m = row.shape[0]
+    n_slots = feature.shape[0]
+    n_channels = chan.shape[1]
+    any_cat = cat_left.shape[1] > 0
+    cidx = chan_index if chan_index.shape[0] else row
+    p_node, p_a, p_b, first, whole, piece_of_slot = _route_plan(bounds, slot_of_node, n_slots, m, n_workers)
+    n_pieces = p_node.shape[0]
+    # pass 1: directions, left counts, sums of whole nodes' children (rows
+    # 2 j, 2 j + 1 of piece j; 8 float64 of padding between pieces)
+    go = np.empty(m, dtype=np.bool_)
+    n_left = np.empty(n_pieces, dtype=np.int64)
+    psum = _zeros2(n_pieces * 2 if with_sums else 0, n_channels + 8)
+    for w in prange(n_workers):
+        for j in range(first[w], first[w + 1]):
+            k = p_node[j]
+            s = slot_of_node[k] if k < slot_of_node.shape[0] else -1
+            if s < 0:
+                continue
+            a = p_a[j]
+            b = p_b[j]
+            sparse = (abs(row[b - 1] - row[a]) + 1) * row_bytes > SPARSE_GAP_BYTES * (b - a)
+            nl = 0
+            for i in range(a, b):
+                if sparse and i + PREFETCH_AHEAD < b:
+                    _prefetch(codes, row[i + PREFETCH_AHEAD])
+                    if with_sums:
+                        _prefetch(chan, cidx[i + PREFETCH_AHEAD])
+                left = _goes_left(codes, row[i], s, feature, bin_, missing_left, is_cat, cat_left, any_cat,
+                                  missing_bin)
+                go[i] = left
+                nl += 1 if left else 0
+                if with_sums:
+                    _add_sums(psum, 2 * j + (0 if left else 1), chan, cidx[i], i, mult, wmult, mode)
+            n_left[j] = nl
+    out_bounds, pos_l, pos_r = _route_places(p_node, p_a, p_b, n_left, slot_of_node, first_child, n_ids)
+    # pass 2: the pairs to their places
+    row_o, ci_o, node_o, key_o, mult_o, wmult_o = _routed_arrays(m, chan_index, key, mult, wmult)
+    for w in prange(n_workers):
+        for j in range(first[w], first[w + 1]):
+            k = p_node[j]
+            s = slot_of_node[k] if k < slot_of_node.shape[0] else -1
+            a = p_a[j]
+            b = p_b[j]
+            if s < 0:
+                p = pos_l[j]
+                for i in range(a, b):
+                    _put(row_o, ci_o, node_o, key_o, mult_o, wmult_o, p + i - a, k,
+                         row, chan_index, key, mult, wmult, i)
+                continue
+            pl = pos_l[j]
+            pr = pos_r[j]
+            right = first_child + 2 * s + 1
+            # selects, not branches: the side is a coin toss per pair
+            for i in range(a, b):
+                g = np.int64(go[i])
+                p = pr + (pl - pr) * g
+                pl += g
+                pr += 1 - g
+                _put(row_o, ci_o, node_o, key_o, mult_o, wmult_o, p, right - g, row, chan_index, key, mult, wmult, i)
+    sums = _zeros2(2 * n_slots, n_channels + 8)
+    if with_sums:
+        cio = ci_o if ci_o.shape[0] else row_o
+        for s in range(n_slots):
+            j = piece_of_slot[s]
+            if whole[s] and j >= 0:
+                for c in range(n_channels):
+                    sums[2 * s, c] = psum[2 * j, c]
+                    sums[2 * s + 1, c] = psum[2 * j + 1, c]
+        # children of cut nodes (the first levels only: no parallel region
+        # otherwise): one thread each, over its run, in row order
+        if not whole.all():
+            for t in prange(2 * n_slots):
+                if not whole[t // 2]:
+                    nd = first_child + t
+                    for i in range(out_bounds[nd], out_bounds[nd + 1]):
+                        _add_sums(sums, t, chan, cio[i], i, mult_o, wmult_o, mode)
+    return row_o, ci_o, node_o, key_o, mult_o, wmult_o, out_bounds, sums
 
 
 def _i64(a):
@@ -485,16 +768,12 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     node = _i64(active.node)
     table = _i64(slot_of_node)
     threads = _threads_for(n_threads, int(node.shape[0]) * int(codes.shape[1]))
-    start, end, grouped = _runs(node, table, int(n_slots))
+    start, end, grouped = _node_runs(active, node, table, int(n_slots))
     if grouped:
-        present = max(1, int((start >= 0).sum()))
-        # enough tasks for every thread; one block (each row read once) when
-        # the nodes alone give each thread two or more tasks
-        blocks = 1 if present >= 2 * threads else max(1, min(codes.shape[1], -(-2 * threads // present)))
         with _Threads(threads):
             return _run_histograms(
                 codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode,
-                np.ascontiguousarray(chan, dtype=np.float64), start, end, int(n_bins), blocks, _row_bytes(codes),
+                np.ascontiguousarray(chan, dtype=np.float64), start, end, int(n_bins), threads, _row_bytes(codes),
             )
     blocks = max(1, min(threads, codes.shape[1]))
     with _Threads(threads):
@@ -511,33 +790,73 @@ def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, n_threads: int = 
     thread per node); otherwise one sequential scan.
     """
     mult, wmult, mode = _mults(active)
-    start, end, grouped = _runs(_i64(active.node), _i64(slot_of_node), int(n_slots))
+    start, end, grouped = _node_runs(active, _i64(active.node), _i64(slot_of_node), int(n_slots))
     if grouped:
         # no more threads than nodes: an idle thread would only wait (OpenMP
         # spins while it waits, slowing the busy thread on a shared machine)
         with _Threads(min(_threads_for(n_threads, int(active.node.shape[0])), max(1, int((start >= 0).sum())))):
-            return _run_sums(
+            return np.ascontiguousarray(_run_sums(
                 _i64(active.chan_index), mult, wmult, mode, np.ascontiguousarray(chan, dtype=np.float64), start, end
-            )
+            ))
     return _node_sums(
         _i64(active.chan_index), _i64(active.node), mult, wmult, mode,
         np.ascontiguousarray(chan, dtype=np.float64), _i64(slot_of_node), int(n_slots),
     )
 
 
-def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing_bin: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.route_rows`; the pairs come back grouped by node.
+def _node_runs(active, node, table, n_slots):
+    """(start, end, grouped) of every slot's run: from ``active.bounds`` when known, else a pass (:func:`_runs`)."""
+    if active.bounds is not None:
+        start, end = _runs_from_bounds(_i64(active.bounds), table, n_slots)
+        return start, end, True
+    return _runs(node, table, n_slots)
 
-    One compiled pass routes the pairs and regroups them with a stable
-    counting sort by node id (:func:`_route_group`), so each node's pairs keep
-    their relative order (and row-order sums stay the same). Arrays that are
-    the same object on input (``chan_index`` or ``key`` being ``row``) are
-    the same object on output.
+
+def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing_bin: int, *, n_threads: int = 1):
+    """Same contract as :func:`gputrees.kernels._reference.route_rows`; the pairs come back sorted by node id.
+
+    Pairs sorted by node id on input (the grower's, whose ``bounds`` the
+    previous routing gave): one compiled pass per node run
+    (:func:`_route_runs`); otherwise a stable counting sort by node id
+    (:func:`_route_group`). Either way each node's pairs keep their relative
+    order (and row-order sums stay the same), and arrays that are the same
+    object on input (``chan_index`` or ``key`` being ``row``) are the same
+    object on output.
     """
+    return _route(codes, active, None, slot_of_node, split, first_child, missing_bin, n_threads)[0]
+
+
+def route_and_sum(xp, codes, active, chan, slot_of_node, split, first_child: int, missing_bin: int, *,
+                  n_threads: int = 1):
+    """Same contract as :func:`gputrees.kernels._reference.route_and_sum`: the children summed while routing.
+
+    With pairs sorted by node id, the routing pass sums each child's
+    channels in row order by one thread, as :func:`node_sums` does over the
+    child's run (bit for bit); otherwise :func:`node_sums` after routing.
+    """
+    routed, sums = _route(codes, active, chan, slot_of_node, split, first_child, missing_bin, n_threads)
+    if sums is None:
+        table, k2 = _children_table(slot_of_node, split, first_child)
+        sums = node_sums(xp, routed, chan, table, k2, n_threads=n_threads)
+    return routed, sums
+
+
+def _children_table(slot_of_node, split, first_child):
+    """Slot table of the children of a routing (child ``first_child + t`` in slot ``t``), and its size."""
+    k2 = 2 * int(split.feature.shape[0])
+    n_ids = max(int(slot_of_node.shape[0]), int(first_child) + k2)
+    table = np.arange(n_ids, dtype=np.int64) - int(first_child)
+    return np.where((table >= 0) & (table < k2), table, -1), k2
+
+
+def _route(codes, active, chan, slot_of_node, split, first_child, missing_bin, n_threads):
+    """(routed ActiveRows, children's sums or None); sums asked for when ``chan`` is given."""
     row = _i64(active.row)
+    node = _i64(active.node)
+    table = _i64(slot_of_node)
     m = int(row.shape[0])
     n_slots = int(split.feature.shape[0])
-    n_ids = max(int(slot_of_node.shape[0]), int(first_child) + 2 * n_slots)
+    n_ids = max(int(table.shape[0]), int(first_child) + 2 * n_slots)
     empty_i, empty_f = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
 
     def own(a, empty, dtype):
@@ -546,30 +865,46 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
             return empty
         return np.ascontiguousarray(a, dtype=dtype)
 
+    split_args = (
+        _i64(split.feature), _i64(split.bin), np.ascontiguousarray(split.missing_left, dtype=np.bool_),
+        np.ascontiguousarray(split.is_categorical, dtype=np.bool_),
+        np.ascontiguousarray(split.cat_left, dtype=np.bool_),
+    )
+    ci, key = own(active.chan_index, empty_i, np.int64), own(active.key, empty_i, np.int64)
+    mult, wmult = own(active.mult, empty_f, np.float64), own(active.wmult, empty_f, np.float64)
+    bounds, ok = (_i64(active.bounds), True) if active.bounds is not None else _sorted_bounds(node, n_ids)
     threads = _threads_for(n_threads, m)
-    # mean distance between consecutive rows of a node being split
-    sparse = int(codes.shape[0]) * max(n_slots, 1) * _row_bytes(codes) > SPARSE_GAP_BYTES * max(m, 1)
+    sums = out_bounds = None
     with _Threads(threads):
-        row_o, ci_o, node_o, key_o, mult_o, wmult_o = _route_group(
-            codes, row, own(active.chan_index, empty_i, np.int64), _i64(active.node),
-            own(active.key, empty_i, np.int64), own(active.mult, empty_f, np.float64),
-            own(active.wmult, empty_f, np.float64), _i64(slot_of_node),
-            _i64(split.feature), _i64(split.bin),
-            np.ascontiguousarray(split.missing_left, dtype=np.bool_),
-            np.ascontiguousarray(split.is_categorical, dtype=np.bool_),
-            np.ascontiguousarray(split.cat_left, dtype=np.bool_),
-            int(first_child), int(missing_bin), n_ids, threads, sparse,
-        )
+        if ok:
+            mode = 0 if active.mult is None else (1 if active.wmult is None else 2)
+            chan_a = np.zeros((1, 1)) if chan is None else np.ascontiguousarray(chan, dtype=np.float64)
+            row_o, ci_o, node_o, key_o, mult_o, wmult_o, out_bounds, padded = _route_runs(
+                codes, row, ci, node, key, mult, wmult, mode, chan_a, bounds, table, *split_args,
+                int(first_child), int(missing_bin), max(n_ids, int(bounds.shape[0]) - 1), threads,
+                _row_bytes(codes), chan is not None,
+            )
+            if chan is not None:
+                sums = np.ascontiguousarray(padded[:, : chan_a.shape[1]])
+        else:
+            # mean distance between consecutive rows of a node being split
+            sparse = int(codes.shape[0]) * max(n_slots, 1) * _row_bytes(codes) > SPARSE_GAP_BYTES * max(m, 1)
+            row_o, ci_o, node_o, key_o, mult_o, wmult_o = _route_group(
+                codes, row, ci, node, key, mult, wmult, table, *split_args,
+                int(first_child), int(missing_bin), n_ids, threads, sparse,
+            )
 
     def back(a, out):
         if a is None:
             return None
         return row_o if a is active.row else out
 
-    return ActiveRows(
+    routed = ActiveRows(
         row=row_o, chan_index=back(active.chan_index, ci_o), node=node_o,
         mult=back(active.mult, mult_o), wmult=back(active.wmult, wmult_o), key=back(active.key, key_o),
+        bounds=out_bounds,
     )
+    return routed, sums
 
 
 # -- prediction -----------------------------------------------------------------
@@ -736,35 +1071,101 @@ def _runs(node, slot_of_node, n_slots):
     return start, end, ok
 
 
+@numba.njit(**_JIT)
+def _histogram_plan(start, end, n_features, n_workers):
+    """Pieces (slot, features f0:f1) of the histogram updates, each worker an equal share.
+
+    The (row, feature) updates of the slots with rows, slot by slot and
+    feature by feature, are split into ``n_workers`` equal shares; a slot
+    crossing the end of a share is cut between features. Few slots (the
+    first levels): each slot's rows are read by as few workers as balance
+    allows (not once per fixed block of features); many slots: whole slots.
+
+    Returns (slot, f0, f1) of every piece in order and each worker's first
+    piece (n_workers + 1).
+    """
+    total = 0
+    n_pieces = 0
+    for s in range(start.shape[0]):
+        if start[s] >= 0:
+            total += (end[s] - start[s]) * n_features
+            n_pieces += 1
+    n_pieces += n_workers  # at most one cut per share's end
+    p_slot = np.empty(n_pieces, dtype=np.int64)
+    p_f0 = np.empty(n_pieces, dtype=np.int64)
+    p_f1 = np.empty(n_pieces, dtype=np.int64)
+    first = np.zeros(n_workers + 1, dtype=np.int64)
+    j = 0
+    pos = 0
+    for s in range(start.shape[0]):
+        if start[s] < 0:
+            continue
+        rows = end[s] - start[s]
+        f = 0
+        while f < n_features:
+            w = _share_of(pos, total, n_workers)
+            room = (w + 1) * total // n_workers - pos
+            # rounded up: the next piece starts in a later share (at most
+            # one cut per share's end)
+            nf = max(1, min(n_features - f, -(-room // rows)))
+            p_slot[j] = s
+            p_f0[j] = f
+            p_f1[j] = f + nf
+            first[w + 1] = j + 1
+            pos += nf * rows
+            f += nf
+            j += 1
+    for w in range(n_workers):
+        first[w + 1] = max(first[w + 1], first[w])
+    return p_slot[:j], p_f0[:j], p_f1[:j], first
+
+
 @numba.njit(parallel=True, **_JIT)
-def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_blocks, row_bytes):
+def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers, row_bytes):
     n_slots = start.shape[0]
     n_features = codes.shape[1]
     n_channels = chan.shape[1]
-    out = np.zeros((n_slots, n_features, n_bins, n_channels), dtype=np.float64)
-    # one task per (slot, block of features): each output is summed by one
-    # thread, in row order
-    for task in prange(n_slots * n_blocks):
-        s = task // n_blocks
-        blk = task % n_blocks
+    out = np.empty((n_slots, n_features, n_bins, n_channels), dtype=np.float64)
+    flat = out.reshape(-1)
+    per_feature = n_bins * n_channels
+    # slots without rows: zeros here; the others are zeroed by the worker
+    # that fills them (np.zeros would be one more parallel region, which
+    # waits for every thread: a time slice when the cores are shared)
+    for s in range(n_slots):
         if start[s] < 0:
-            continue
-        f0 = blk * n_features // n_blocks
-        f1 = (blk + 1) * n_features // n_blocks
-        e = end[s]
-        # rows of a node are increasing (stable grouping); far apart, they
-        # miss the cache one after the other unless prefetched
-        span = abs(row[e - 1] - row[start[s]]) + 1
-        if span * row_bytes > SPARSE_GAP_BYTES * (e - start[s]):
-            stop = e - PREFETCH_AHEAD
-            for i in range(start[s], e):
-                if i < stop:
-                    _prefetch(codes, row[i + PREFETCH_AHEAD])
-                    _prefetch(chan, chan_index[i + PREFETCH_AHEAD])
-                _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
-        else:
-            for i in range(start[s], e):
-                _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
+            for x in range(s * n_features * per_feature, (s + 1) * n_features * per_feature):
+                flat[x] = 0.0
+    # each worker a share of the (row, feature) updates, as pieces (slot,
+    # features f0:f1) (see _histogram_plan): each output is summed by one
+    # thread, in row order
+    p_slot, p_f0, p_f1, first = _histogram_plan(start, end, n_features, n_workers)
+    for w in prange(n_workers):
+        for j in range(first[w], first[w + 1]):
+            s = p_slot[j]
+            f0 = p_f0[j]
+            f1 = p_f1[j]
+            for x in range((s * n_features + f0) * per_feature, (s * n_features + f1) * per_feature):
+                flat[x] = 0.0
+            e = end[s]
+            # rows of a node are increasing (stable grouping); far apart, they
+            # miss the cache one after the other unless prefetched
+            span = abs(row[e - 1] - row[start[s]]) + 1
+            sparse = span * row_bytes > SPARSE_GAP_BYTES * (e - start[s])
+            if n_channels == 3:  # boosting's (count, g, h), regression: an unrolled variant per mode
+                if mode == 0:
+                    _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, 0, sparse)
+                else:
+                    _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse)
+            elif sparse:
+                stop = e - PREFETCH_AHEAD
+                for i in range(start[s], e):
+                    if i < stop:
+                        _prefetch(codes, row[i + PREFETCH_AHEAD])
+                        _prefetch(chan, chan_index[i + PREFETCH_AHEAD])
+                    _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
+            else:
+                for i in range(start[s], e):
+                    _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
     return out
 
 
@@ -772,10 +1173,13 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
 def _run_sums(chan_index, mult, wmult, mode, chan, start, end):
     n_slots = start.shape[0]
     n_channels = chan.shape[1]
-    out = np.zeros((n_slots, n_channels), dtype=np.float64)
+    # each slot's sums on cache lines of their own (8 float64 = 64 bytes of
+    # padding): neighbouring slots summed by two threads, row after row,
+    # would pass a shared line back and forth
+    out = _zeros2(n_slots, n_channels + 8)
     for s in prange(n_slots):
         if start[s] < 0:
             continue
         for i in range(start[s], end[s]):
             _add_sums(out, s, chan, chan_index[i], i, mult, wmult, mode)
-    return out
+    return out[:, :n_channels]

@@ -26,6 +26,11 @@ class ActiveRows:
         means ``mult``.
     key : (m,) int64 or None
         Identity of the pair, ``tree * n + row`` (None: ``row``, one tree).
+    bounds : (n_ids + 1,) int64 or None
+        When given, the pairs are sorted by node id and node ``k``'s pairs
+        are the positions ``bounds[k]:bounds[k + 1]`` (ids from ``n_ids`` on
+        have none); a kernel that routes pairs may give it, and the row-level
+        kernels may read it instead of scanning ``node``. None: unknown.
 
     A kernel set may return the pairs in another order (``route_rows`` of the
     Numba set groups them by node); the pairs of one node always keep their
@@ -38,3 +43,4 @@ class ActiveRows:
     mult: object = None
     wmult: object = None
     key: object = None
+    bounds: object = None

@@ -287,4 +287,54 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
         go_left = xp.where(xp.take(split.is_categorical, slot), cat_go, go_left)
     go_left = xp.where(code == missing_bin, xp.take(split.missing_left, slot), go_left)
     child = first_child + 2 * slot + xp.astype(~go_left, xp.int64)
-    return dataclasses.replace(active, node=xp.where(hit, child, active.node))
+    return dataclasses.replace(active, node=xp.where(hit, child, active.node), bounds=None)
+
+
+def route_and_sum(xp, codes, active, chan, slot_of_node, split, first_child: int, missing_bin: int, *,
+                  route=None, sums=None):
+    """Route the pairs (:func:`route_rows`), then sum the children's channels (:func:`node_sums`).
+
+    Parameters
+    ----------
+    codes, active, slot_of_node, split, first_child, missing_bin
+        As :func:`route_rows` takes them.
+    chan : array of shape (n_chan_rows, n_channels), float64
+    route, sums : callable or None
+        The ``route_rows`` and ``node_sums`` kernels to use (default: this module's).
+
+    Returns
+    -------
+    routed : ActiveRows
+        As :func:`route_rows` returns it.
+    sums : array of shape (2 n_split, n_channels), float64
+        Row ``t``: the channel sums of child ``first_child + t`` (``n_split``
+        the number of split nodes, ``split.feature.shape[0]``).
+    """
+    routed = (route or route_rows)(xp, codes, active, slot_of_node, split, first_child, missing_bin)
+    k2 = 2 * int(split.feature.shape[0])
+    n_ids = max(int(slot_of_node.shape[0]), int(first_child) + k2)
+    table = xp.arange(n_ids, dtype=xp.int64) - int(first_child)
+    table = xp.where((table >= 0) & (table < k2), table, xp.asarray(-1, dtype=xp.int64))
+    return routed, (sums or node_sums)(xp, routed, chan, table, k2)
+
+
+def scatter_rows(xp, index, values, size: int):
+    """``values`` put at positions ``index``: ``out[index[i]] = values[i]``.
+
+    Parameters
+    ----------
+    index : array of shape (size,), int64
+        A permutation of ``0 .. size - 1``.
+    values : array of shape (size,)
+    size : int
+
+    Returns
+    -------
+    array of shape (size,), the dtype of ``values``
+
+    The standard has no scatter: this is a gather by the inverse permutation
+    (an argsort); the fast sets write each value once.
+    """
+    if int(index.shape[0]) != size:
+        raise ValueError(f"scatter_rows needs a permutation of {size} positions, got {int(index.shape[0])}")
+    return xp.take(values, xp.argsort(index))
