@@ -85,6 +85,11 @@ class Kernels:
     fixed_point : bool
         Whether ``node_histograms`` and ``node_sums`` take a ``scale``
         keyword (int64 fixed-point sums); see :meth:`quantised`.
+    best_splits : callable or None
+        A compiled :func:`gputrees._splitting.find_best_splits` (same
+        arguments and record) that returns None for the cases it does not
+        cover; see :func:`gputrees.kernels._numba_split.best_splits`. None:
+        the generic search only.
     """
 
     name: str
@@ -99,6 +104,7 @@ class Kernels:
     bin_codes: Callable | None = None
     predict_raw: Callable | None = None
     fixed_point: bool = False
+    best_splits: Callable | None = None
 
     def quantised(self, scale) -> "Kernels":
         """The set to use on channels quantised with ``scale`` (see :mod:`gputrees.kernels._quantise`).
@@ -185,7 +191,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             raise ValueError("the numba kernels need NumPy arrays")
         if not numba_available():
             raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
-        from . import _numba
+        from . import _numba, _numba_split
 
         threads = _numba.thread_count(n_jobs)
         return Kernels(
@@ -200,6 +206,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             functools.partial(_numba.apply_trees, n_threads=threads),
             functools.partial(_numba.bin_codes, n_threads=threads),
             functools.partial(_numba.predict_raw, n_threads=threads),
+            best_splits=functools.partial(_numba_split.best_splits, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)
