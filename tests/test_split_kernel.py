@@ -9,6 +9,8 @@ then uses the generic code) for what it does not cover.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -220,3 +222,87 @@ def test_kernel_sets():
     assert get_kernels(NP, "numba").best_splits is not None
     assert get_kernels(NP, "bincount").best_splits is None
     assert get_kernels(NP, "reference").best_splits is None
+
+
+# ---------------------------------------------------------------------------
+# the sort-based search of small nodes
+# ---------------------------------------------------------------------------
+
+
+def _sorted_case(rng, criterion, m, n_features, rows_per_node=12, missing=0.1, max_bins=32):
+    n = 400
+    X = rng.standard_normal((n, n_features))
+    X[:, ::2] = np.round(X[:, ::2] * 2)
+    X[rng.random(X.shape) < missing] = np.nan
+    mapper = fit_bin_mapper(NP, X, np.zeros(n_features, dtype=bool), max_bins)
+    codes = mapper.transform(NP, X)
+    counts = rng.integers(1, rows_per_node + 1, m)
+    slot = np.repeat(np.arange(m), counts)
+    rng.shuffle(slot)  # the nodes' rows interleaved, as the grower's row set gives them
+    rows = rng.integers(0, n, slot.shape[0])
+    weights = _channels(criterion, rng, slot.shape[0])
+    if not isinstance(criterion, Newton):
+        weights[:, 0] = rng.choice([1.0, 1.0, 2.0], slot.shape[0])  # bootstrap multiplicities
+    parent = np.zeros((m, weights.shape[1]))
+    np.add.at(parent, slot, weights)
+    return codes, rows, slot, weights, parent, mapper, int(counts.max())
+
+
+def compare_sorted(case, criterion, cons=None, n_threads=1, **kw):
+    from gputrees._sorted_split import find_best_splits_sorted
+
+    codes, rows, slot, weights, parent, mapper, max_rows = case
+    cons = cons or SplitConstraints(min_samples_leaf=1, min_weight_leaf=0.0)
+    args = (NP, codes, rows, slot, weights, parent, criterion, cons, mapper, max_rows)
+    # the generic search with the numba set's sequential segmented sums: the same order of additions
+    scans = dataclasses.replace(get_kernels(NP, "numba"), sorted_splits=None)
+    want = find_best_splits_sorted(*args, scans, **kw)
+    got = _numba_split.sorted_splits(*args, None, n_threads=n_threads, **kw)
+    assert got is not None
+    found = np.asarray(want.found)
+    np.testing.assert_array_equal(got.found, found)
+    np.testing.assert_allclose(got.proxy, want.proxy, rtol=1e-12, atol=0)
+    # the other fields are specified for the nodes with a split
+    for k in ("feature", "bin", "missing_left", "left", "right"):
+        a, b = np.asarray(getattr(got, k)), np.asarray(getattr(want, k))
+        np.testing.assert_array_equal(a[found], b[found], err_msg=k)
+    np.testing.assert_allclose(got.threshold[found], np.asarray(want.threshold)[found], rtol=1e-12, atol=0)
+    for k in ("is_categorical", "cat_left"):
+        np.testing.assert_array_equal(getattr(got, k), getattr(want, k), err_msg=k)
+    return got
+
+
+@pytest.mark.parametrize("name", sorted(CRITERIA))
+def test_sorted_search_every_criterion(name):
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    for m, f, missing in ((1, 3, 0.0), (30, 5, 0.15), (60, 4, 0.0)):
+        case = _sorted_case(rng, criterion, m, f, missing=missing)
+        compare_sorted(case, criterion)
+    u = rng.random((60, 4))
+    mask = rng.random((60, 4)) < 0.6
+    compare_sorted(case, criterion, feature_mask=mask)
+    compare_sorted(case, criterion, random_u=u)
+    compare_sorted(case, criterion, random_u=u, feature_mask=mask, cons=SplitConstraints(2, 1.0))
+
+
+def test_sorted_search_ties_and_threads():
+    criterion = CRITERIA["gini2"]
+    rng = np.random.default_rng(8)
+    codes, rows, slot, weights, parent, mapper, max_rows = _sorted_case(rng, criterion, 200, 3, rows_per_node=30)
+    nb = mapper.n_bins
+    mirrored = np.where(codes[:, :1] == nb - 1, nb - 1, (nb - 2) - codes[:, :1].astype(np.int64)).astype(codes.dtype)
+    tied = np.concatenate([codes[:, 1:2], codes[:, :1], codes[:, :1], mirrored], axis=1)
+    cols = [1, 0, 0, 0]
+    mapper4 = dataclasses.replace(
+        mapper,
+        category_values=[mapper.category_values[c] for c in cols],
+        **{k: np.asarray(getattr(mapper, k))[cols] for k in ("thresholds", "n_value_bins", "bin_values",
+                                                              "is_exact", "is_categorical")},
+    )
+    case = (np.ascontiguousarray(tied), rows, slot, weights, parent, mapper4, max_rows)
+    one = compare_sorted(case, criterion, n_threads=1)
+    many = compare_sorted(case, criterion, n_threads=8)
+    assert not np.any(one.found & (one.feature == 2))
+    for k in one.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(one, k), getattr(many, k), err_msg=k)

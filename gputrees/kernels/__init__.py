@@ -90,6 +90,9 @@ class Kernels:
         arguments and record) that returns None for the cases it does not
         cover; see :func:`gputrees.kernels._numba_split.best_splits`. None:
         the generic search only.
+    sorted_splits : callable or None
+        The same for :func:`gputrees._sorted_split.find_best_splits_sorted`;
+        see :func:`gputrees.kernels._numba_split.sorted_splits`.
     """
 
     name: str
@@ -105,6 +108,7 @@ class Kernels:
     predict_raw: Callable | None = None
     fixed_point: bool = False
     best_splits: Callable | None = None
+    sorted_splits: Callable | None = None
 
     def quantised(self, scale) -> "Kernels":
         """The set to use on channels quantised with ``scale`` (see :mod:`gputrees.kernels._quantise`).
@@ -207,6 +211,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             functools.partial(_numba.bin_codes, n_threads=threads),
             functools.partial(_numba.predict_raw, n_threads=threads),
             best_splits=functools.partial(_numba_split.best_splits, n_threads=threads),
+            sorted_splits=functools.partial(_numba_split.sorted_splits, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)

@@ -27,8 +27,18 @@ features, and the rare criteria whose channel sums would need NumPy's
 pairwise summation beyond one block (more than 128 classes or outputs), are
 left to the generic code: :func:`best_splits` returns None for them.
 
+:func:`sorted_splits` is the compiled twin of
+:func:`gputrees._sorted_split.find_best_splits_sorted` (small nodes, no
+histograms): per node, in parallel over nodes, each drawn feature's codes are
+sorted stably and the rows' channels summed in that order (the generic
+search's order), its present codes are the candidates, scored by the same
+proxy loops, and the same tie rule picks the split.
+
 Like the other Numba kernels, the functions are compiled on their first call
-and cached on disk; this module is imported only with the Numba kernel set.
+(about 13 s and 8 s for the two searches on the shared 2-core development
+machine; Numba-level inlining of the criterion helpers multiplied that by
+ten) and cached on disk; this module is imported only with the Numba kernel
+set.
 """
 
 from __future__ import annotations
@@ -54,7 +64,7 @@ from .._criteria import (
 from .._splitting import TIE_RTOL, SplitRecord
 from ._numba import _JIT, _threads_for, _Threads
 
-__all__ = ["best_splits", "CRITERION_KINDS"]
+__all__ = ["best_splits", "sorted_splits", "CRITERION_KINDS"]
 
 #: Criterion class -> kind code of the compiled proxies (exact types: a
 #: subclass may change the formulas, and then uses the generic code).
@@ -310,6 +320,23 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
 
 
 @numba.njit(**_JIT_SPLIT)
+def _first_near(out, n, target, L, res):
+    """Target -inf: (-1, the best of ``out[:n]``). Otherwise the first index whose proxy is
+    ``>= target`` (and above -inf) and that proxy, its row of ``L`` copied to ``res``; (-1, -inf) if none."""
+    best = _NEG_INF
+    for j in range(n):
+        p = out[j]
+        if target > _NEG_INF:
+            if p >= target and p > _NEG_INF:
+                for c in range(L.shape[1]):
+                    res[c] = L[j, c]
+                return j, p
+        elif p > best:
+            best = p
+    return -1, best
+
+
+@numba.njit(**_JIT_SPLIT)
 def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch):
     """One (node, feature): its candidates in tie order.
 
@@ -321,7 +348,6 @@ def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch):
     cum, R, tmp, res, L, out = scratch
     nb, C = h.shape
     n = nb - 1
-    find = target > _NEG_INF
     best = _NEG_INF
     for variant in range(2 if h[nb - 1, 0] > 0 else 1):
         for c in range(C):
@@ -347,15 +373,10 @@ def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch):
                 for c in range(C):
                     L[b, c] = cum[c] + h[nb - 1, c] if variant == 1 else cum[c]
         _proxies(kind, L[:n], out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, tmp)
-        for b in range(n):
-            p = out[b]
-            if find:
-                if p >= target and p > _NEG_INF:
-                    for c in range(C):
-                        res[c] = L[b, c]
-                    return p, b, variant
-            elif p > best:
-                best = p
+        b, p = _first_near(out, n, target, L, res)
+        if b >= 0:
+            return p, b, variant
+        best = max(best, p)
     return best, -1, -1
 
 
@@ -377,21 +398,22 @@ def _scratch(nb, C):
     return np.empty(C), np.empty(C), np.empty(C), np.empty(C), np.empty((nb, C)), np.empty(nb)
 
 
+@numba.njit(**_JIT_SPLIT)
+def _outputs(m, C, threshold):
+    """The record's arrays (found, proxy, feature, bin, missing_left, left, threshold) as for no split."""
+    return (np.zeros(m, dtype=np.bool_), np.full(m, _NEG_INF), np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+            np.zeros(m, dtype=np.bool_), np.zeros((m, C)), np.full(m, threshold))
+
+
 @numba.njit(parallel=True, **_JIT_SPLIT)
 def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, bounds, direction, mono,
                  thresholds, bin_values, is_exact, n_value_bins, has_mapper, local, tie_rtol, n_blocks):
     m, F, nb, C = hist.shape
     fmax = np.full(m * F, _NEG_INF)
-    found = np.zeros(m, dtype=np.bool_)
-    proxy = np.full(m, _NEG_INF)
-    feature = np.zeros(m, dtype=np.int64)
-    bin_ = np.zeros(m, dtype=np.int64)
-    missing_left = np.zeros(m, dtype=np.bool_)
-    left = np.empty((m, C))
-    threshold = np.full(m, np.nan)
+    found, proxy, feature, bin_, missing_left, left, threshold = _outputs(m, C, np.nan)
     # phase 0: every (node, feature)'s best proxy; phase 1: every node's first
-    # near-best feature, replayed for its first near-best candidate. One call
-    # site of the scan for both (it is compiled, inlined, once).
+    # near-best feature, replayed for its first near-best candidate (one call
+    # site of the scan for both: less machine code to compile).
     for phase in range(2):
         n_items = m * F if phase == 0 else m
         per = (n_items + n_blocks - 1) // n_blocks
@@ -462,8 +484,15 @@ def _threshold(h, nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins,
     else:
         has_next = pos + 1 < n_value_bins[f]
         nxt = pos + 1 if has_next else pos
+    return _split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact):
+    """:func:`gputrees._splitting.split_thresholds` for one split."""
     if not has_next:
         return np.inf
+    f = max(feat, 0)
     width = thresholds.shape[1]
     p = min(max(pos, 0), width - 1)
     nxt = min(max(nxt, 0), width - 1)
@@ -475,83 +504,154 @@ def _threshold(h, nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins,
     return lo if mid == hi else mid
 
 
-def _supported(hist, criterion, is_categorical, bin_mapper, bounds):
-    if type(criterion) not in CRITERION_KINDS or not isinstance(hist, np.ndarray) or hist.ndim != 4:
-        return False
-    m, n_features, nb, c = hist.shape
-    if m == 0 or n_features == 0 or nb < 2 or np.any(is_categorical):
-        return False
-    kind = CRITERION_KINDS[type(criterion)]
-    if bounds is not None and kind != _NEWTON:
-        return False
-    summed = c - 1 if kind <= 2 else getattr(criterion, "n_outputs", 1)
-    if summed > _PW_BLOCK:
-        return False
-    return bin_mapper is None or (bin_mapper.bin_values is not None and bin_mapper.is_exact is not None)
+# -- sort-based search of small nodes ----------------------------------------------
+@numba.njit(**_JIT_SPLIT)
+def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, target, scratch):
+    """One (node, feature) of the sort-based search: :func:`_scan` over the node's sorted codes.
 
-
-def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=None, bin_mapper=None,
-                random_u=None, feature_ids=None, bounds=None, monotonic_cst=None, local_thresholds=True, *,
-                n_threads: int = 1):
-    """:func:`gputrees._splitting.find_best_splits` compiled, or None where it is not covered.
-
-    Same arguments and result (NumPy arrays); None for batches with
-    categorical features, criteria other than those of
-    :data:`CRITERION_KINDS`, and very wide class / output sums (the caller
-    then uses the generic code).
+    ``pairs``: the node's pair indices (into ``rows`` / ``weights``) in input
+    order. The codes are sorted stably (ties in input order, as the generic
+    search's stable sort of (node, feature, code) keys) and the rows' channels
+    summed in that order; candidates are the present codes. Returns as
+    :func:`_scan`, plus the next code present in the node after the found
+    candidate's (``nb - 1`` where none: only missing values go right); its
+    left stats in ``scratch[3]``.
     """
-    if not _supported(hist, criterion, is_categorical, bin_mapper, bounds):
-        return None
-    m, n_cols, nb, c = hist.shape
-    kind = CRITERION_KINDS[type(criterion)]
+    kind, n_out, l2, msl, mwl = crit
+    cum, R, miss, res, L, out = scratch
+    C = weights.shape[1]
+    missing = nb - 1
+    n = pairs.shape[0]
+    key = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        key[k] = codes[rows[pairs[k]], f]
+    order = np.argsort(key, kind="mergesort")
+    cand_code = np.empty(n + 1, dtype=np.int64)
+    # variant 0 candidates: the stats of the codes <= each present code (run ends)
+    n_cand = 0
+    for k in range(n):
+        code = key[order[k]]
+        w = weights[pairs[order[k]]]
+        for c in range(C):
+            cum[c] = w[c] if k == 0 else cum[c] + w[c]
+        if code != missing and (k == n - 1 or key[order[k + 1]] != code):
+            for c in range(C):
+                L[n_cand, c] = cum[c]
+            cand_code[n_cand] = code
+            n_cand += 1
+    cand_code[n_cand] = missing  # the code after the last candidate
+    has_missing = n > 0 and key[order[n - 1]] == missing
+    # the missing values' stats: the node's minus the non-missing ones' (the last candidate's)
+    for c in range(C):
+        miss[c] = P[c] - (L[n_cand - 1, c] if n_cand > 0 else 0.0)
+    pick = -1
+    if has_u and n_cand > 0:
+        first, last = cand_code[0], cand_code[n_cand - 1]
+        pick = first + np.int64(math.floor(u * np.float64(last - first)))
+        pick = min(pick, last - 1) if last > first else -1
+    best = _NEG_INF
+    for variant in range(2 if has_missing else 1):
+        for j in range(n_cand):
+            if variant == 1:
+                for c in range(C):
+                    L[j, c] = L[j, c] + miss[c]
+            # extremely randomised: only the last present code <= pick
+            out[j] = _NEG_INF if has_u and not (cand_code[j] <= pick < cand_code[j + 1]) else 0.0
+        _proxies(kind, L[:n_cand], out, P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0.0, R, res)
+        j, p = _first_near(out, n_cand, target, L, res)
+        if j >= 0:
+            return p, cand_code[j], variant, cand_code[j + 1]
+        best = max(best, p)
+    return best, -1, -1, missing
+
+
+@numba.njit(parallel=True, **_JIT_SPLIT)
+def _sorted_splits(codes, rows, weights, node_pairs, node_start, parent, crit, fmask, has_mask, u, has_u, nb,
+                   thresholds, bin_values, is_exact, tie_rtol, n_blocks, max_rows):
+    m, C = parent.shape
+    F = codes.shape[1]
+    missing = nb - 1
+    found, proxy, feature, bin_, missing_left, left, threshold = _outputs(m, C, np.inf)
+    per = (m + n_blocks - 1) // n_blocks
+    for blk in prange(n_blocks):
+        scratch = _scratch(max_rows + 1, C)
+        fbest = np.empty(F)
+        for i in range(blk * per, min(m, (blk + 1) * per)):
+            pairs = node_pairs[node_start[i]:node_start[i + 1]]
+            best = _NEG_INF
+            for f in range(F):
+                fbest[f] = _NEG_INF
+                if not has_mask or fmask[i, f]:
+                    uf = u[i, f] if has_u else 0.0
+                    fbest[f] = _sorted_feature(codes, rows, weights, pairs, f, parent[i], crit, uf, has_u, nb,
+                                               _NEG_INF, scratch)[0]
+                best = max(best, fbest[f])
+            target = best - tie_rtol * abs(best)
+            for f in range(F):
+                if not (fbest[f] > _NEG_INF and fbest[f] >= target):
+                    continue
+                p, code, variant, nxt = _sorted_feature(codes, rows, weights, pairs, f, parent[i], crit,
+                                                        u[i, f] if has_u else 0.0, has_u, nb, target, scratch)
+                if code < 0:
+                    continue
+                found[i] = True
+                proxy[i] = p
+                feature[i] = f
+                bin_[i] = code
+                for c in range(C):
+                    left[i, c] = scratch[3][c]
+                node_has_missing = False
+                for k in range(pairs.shape[0]):
+                    if codes[rows[pairs[k]], f] == missing:
+                        node_has_missing = True
+                if node_has_missing:
+                    missing_left[i] = variant == 1
+                else:  # no missing values in the node: NaN goes to the child with more rows
+                    missing_left[i] = left[i, 0] > parent[i, 0] - left[i, 0]
+                threshold[i] = _split_threshold(f, code, nxt, nxt != missing, thresholds, bin_values, is_exact)
+                break
+    return found, proxy, feature, bin_, missing_left, left, threshold
+
+
+def _supported_criterion(criterion, n_channels):
+    kind = CRITERION_KINDS.get(type(criterion))
+    if kind is None:
+        return False
+    summed = n_channels - 1 if kind <= 2 else getattr(criterion, "n_outputs", 1)
+    return summed <= _PW_BLOCK
+
+
+def _has_values(bin_mapper):
+    return bin_mapper.bin_values is not None and bin_mapper.is_exact is not None
+
+
+def _crit(criterion, cons):
+    """The criterion and constraints as the kernels' tuple (kind, n_outputs, l2, min_samples_leaf, min_weight_leaf)."""
+    return (
+        CRITERION_KINDS[type(criterion)],
+        int(getattr(criterion, "n_outputs", 1)),
+        float(getattr(criterion, "l2", 0.0)),
+        float(cons.min_samples_leaf),
+        float(cons.min_weight_leaf),
+    )
+
+
+def _mapper_arrays(bin_mapper):
+    """(thresholds, bin_values, is_exact, n_value_bins) as the kernels take them (placeholders without a mapper)."""
     f8 = np.float64
-    hist = np.ascontiguousarray(hist, dtype=f8)
-    parent = np.ascontiguousarray(parent, dtype=f8)
-    dummy_b = np.ones((1, 1), dtype=np.bool_)
-    dummy_f = np.zeros((1, 1), dtype=f8)
-    mono = bounds is not None
-    direction = dummy_f
-    if mono:
-        cst = np.asarray(monotonic_cst, dtype=f8)
-        direction = cst[feature_ids] if feature_ids is not None else np.broadcast_to(cst[None, :], (m, n_cols))
-        direction = np.ascontiguousarray(direction, dtype=f8)
-    if bin_mapper is not None:
-        mapper = (
-            np.ascontiguousarray(bin_mapper.thresholds, dtype=f8),
-            np.ascontiguousarray(bin_mapper.bin_values, dtype=f8),
-            np.ascontiguousarray(bin_mapper.is_exact, dtype=np.bool_),
-            np.ascontiguousarray(bin_mapper.n_value_bins, dtype=np.int64),
-        )
-    else:
-        mapper = (dummy_f, dummy_f, np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int64))
-    threads = _threads_for(n_threads, m * n_cols * nb * c)
-    n_blocks = min(m * n_cols, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
-    with _Threads(threads):
-        found, proxy, feature, bin_, missing_left, left, threshold = _best_splits(
-            hist,
-            parent,
-            (
-                kind,
-                int(getattr(criterion, "n_outputs", 1)),
-                float(getattr(criterion, "l2", 0.0)),
-                float(cons.min_samples_leaf),
-                float(cons.min_weight_leaf),
-            ),
-            dummy_b if feature_mask is None else np.ascontiguousarray(feature_mask, dtype=np.bool_),
-            feature_mask is not None,
-            dummy_f if random_u is None else np.ascontiguousarray(random_u, dtype=f8),
-            random_u is not None,
-            np.zeros((1, 1), dtype=np.int64) if feature_ids is None else np.ascontiguousarray(feature_ids, np.int64),
-            feature_ids is not None,
-            dummy_f if bounds is None else np.ascontiguousarray(bounds, dtype=f8),
-            direction,
-            mono,
-            *mapper,
-            bin_mapper is not None,
-            bool(local_thresholds),
-            TIE_RTOL,
-            n_blocks,
-        )
+    if bin_mapper is None:
+        dummy = np.zeros((1, 1), dtype=f8)
+        return dummy, dummy, np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int64)
+    return (
+        np.ascontiguousarray(bin_mapper.thresholds, dtype=f8),
+        np.ascontiguousarray(bin_mapper.bin_values, dtype=f8),
+        np.ascontiguousarray(bin_mapper.is_exact, dtype=np.bool_),
+        np.ascontiguousarray(bin_mapper.n_value_bins, dtype=np.int64),
+    )
+
+
+def _record(found, proxy, feature, bin_, missing_left, left, threshold, parent):
+    m = found.shape[0]
     return SplitRecord(
         found=found,
         proxy=proxy,
@@ -564,3 +664,100 @@ def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=
         right=parent - left,
         threshold=threshold,
     )
+
+
+def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=None, bin_mapper=None,
+                random_u=None, feature_ids=None, bounds=None, monotonic_cst=None, local_thresholds=True, *,
+                n_threads: int = 1):
+    """:func:`gputrees._splitting.find_best_splits` compiled, or None where it is not covered.
+
+    Same arguments and result (NumPy arrays); None for batches with
+    categorical features, criteria other than those of
+    :data:`CRITERION_KINDS`, and very wide class / output sums (the caller
+    then uses the generic code).
+    """
+    if not isinstance(hist, np.ndarray) or hist.ndim != 4 or np.any(is_categorical):
+        return None
+    m, n_cols, nb, c = hist.shape
+    if m == 0 or n_cols == 0 or nb < 2 or not _supported_criterion(criterion, c):
+        return None
+    if bounds is not None and type(criterion) is not Newton:
+        return None
+    if bin_mapper is not None and not _has_values(bin_mapper):
+        return None
+    f8 = np.float64
+    hist = np.ascontiguousarray(hist, dtype=f8)
+    parent = np.ascontiguousarray(parent, dtype=f8)
+    dummy_f = np.zeros((1, 1), dtype=f8)
+    mono = bounds is not None
+    direction = dummy_f
+    if mono:
+        cst = np.asarray(monotonic_cst, dtype=f8)
+        direction = cst[feature_ids] if feature_ids is not None else np.broadcast_to(cst[None, :], (m, n_cols))
+        direction = np.ascontiguousarray(direction, dtype=f8)
+    threads = _threads_for(n_threads, m * n_cols * nb * c)
+    n_blocks = min(m * n_cols, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
+    with _Threads(threads):
+        out = _best_splits(
+            hist,
+            parent,
+            _crit(criterion, cons),
+            np.ones((1, 1), dtype=np.bool_) if feature_mask is None else np.ascontiguousarray(feature_mask, np.bool_),
+            feature_mask is not None,
+            dummy_f if random_u is None else np.ascontiguousarray(random_u, dtype=f8),
+            random_u is not None,
+            np.zeros((1, 1), dtype=np.int64) if feature_ids is None else np.ascontiguousarray(feature_ids, np.int64),
+            feature_ids is not None,
+            dummy_f if bounds is None else np.ascontiguousarray(bounds, dtype=f8),
+            direction,
+            mono,
+            *_mapper_arrays(bin_mapper),
+            bin_mapper is not None,
+            bool(local_thresholds),
+            TIE_RTOL,
+            n_blocks,
+        )
+    return _record(*out, parent)
+
+
+def sorted_splits(xp, codes, rows, slot, weights, parent, criterion, cons, bin_mapper, max_rows, kernels,
+                  feature_mask=None, random_u=None, *, n_threads: int = 1):
+    """:func:`gputrees._sorted_split.find_best_splits_sorted` compiled, or None where it is not covered.
+
+    Same arguments and result, per node (in parallel over nodes): each drawn
+    feature's codes sorted stably, the rows' channels summed in that order,
+    the present codes scored as candidates, then the tie rule. The fields
+    ``bin``, ``missing_left`` and ``threshold`` of nodes without a split are
+    unspecified (here 0, False, inf). None for criteria other than those of
+    :data:`CRITERION_KINDS` and >128-term sums.
+    """
+    m = int(parent.shape[0])
+    if m == 0 or not _supported_criterion(criterion, int(weights.shape[1])) or not _has_values(bin_mapper):
+        return None
+    f8 = np.float64
+    slot = np.asarray(slot, dtype=np.int64)
+    node_pairs = np.argsort(slot, kind="stable")
+    node_start = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(slot, minlength=m), out=node_start[1:])
+    threads = _threads_for(n_threads, int(slot.shape[0]) * int(codes.shape[1]) * 16)
+    n_blocks = min(m, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
+    with _Threads(threads):
+        out = _sorted_splits(
+            codes,
+            np.asarray(rows, dtype=np.int64),
+            np.ascontiguousarray(weights, dtype=f8),
+            node_pairs,
+            node_start,
+            np.ascontiguousarray(parent, dtype=f8),
+            _crit(criterion, cons),
+            np.ones((1, 1), dtype=np.bool_) if feature_mask is None else np.ascontiguousarray(feature_mask, np.bool_),
+            feature_mask is not None,
+            np.zeros((1, 1), dtype=f8) if random_u is None else np.ascontiguousarray(random_u, dtype=f8),
+            random_u is not None,
+            int(bin_mapper.n_bins),
+            *_mapper_arrays(bin_mapper)[:3],
+            TIE_RTOL,
+            n_blocks,
+            max(int(max_rows), 1),
+        )
+    return _record(*out, parent)
