@@ -264,8 +264,8 @@ def _random_pick(h, nb, u):
 def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, tmp):
     """``_score`` of every candidate row of ``L`` whose ``out`` is not already ``-inf`` (skipped).
 
-    Newton, Gini and squared error (up to 8 summed channels) have their own
-    loops; the other criteria and monotonic bounds score row by row.
+    Newton, Gini and squared error have their own loops; the other criteria
+    and monotonic bounds score row by row.
     """
     n, C = L.shape
     P0 = P[0]
@@ -288,21 +288,28 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
         return
     first = 1 if kind == 0 else 2  # Gini: classes 1.., squared error: sums 2..
     n_sum = C - 1 if kind == 0 else n_out
-    if (kind == 0 or kind == 3) and n_sum <= _UNROLL_CHANNELS:
+    if kind == 0 or kind == 3:
         for b in range(n):
             if out[b] == _NEG_INF:
                 continue
-            v = L[b, first]
-            r = P[first] - v
-            sl, sr = v * v, r * r
-            wl, wr = v, r  # Gini: the class sums
-            for c in range(first + 1, first + n_sum):
-                v = L[b, c]
-                r = P[c] - v
-                sl = sl + v * v
-                sr = sr + r * r
-                wl = wl + v
-                wr = wr + r
+            if n_sum <= _UNROLL_CHANNELS:  # _channel_sum's chain of adds
+                v = L[b, first]
+                r = P[first] - v
+                sl, sr = v * v, r * r
+                wl, wr = v, r  # Gini: the class sums
+                for c in range(first + 1, first + n_sum):
+                    v = L[b, c]
+                    r = P[c] - v
+                    sl = sl + v * v
+                    sr = sr + r * r
+                    wl = wl + v
+                    wr = wr + r
+            else:  # NumPy's pairwise sums
+                for c in range(C):
+                    tmp[c] = L[b, c]
+                    R[c] = P[c] - tmp[c]
+                sl, sr = _npsum(tmp, first, n_sum, True), _npsum(R, first, n_sum, True)
+                wl, wr = _npsum(tmp, first, n_sum, False), _npsum(R, first, n_sum, False)
             if kind == 3:
                 wl, wr = L[b, 1], P[1] - L[b, 1]
             l0 = L[b, 0]
