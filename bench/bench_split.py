@@ -19,7 +19,7 @@ import numpy as np
 
 from gputrees._backend import namespace_of
 from gputrees._binning import fit_bin_mapper
-from gputrees._criteria import Gini, Newton, SquaredError
+from gputrees._criteria import Entropy, Gini, Newton, SquaredError
 from gputrees._splitting import SplitConstraints, find_best_splits
 from gputrees.kernels import get_kernels
 
@@ -27,6 +27,7 @@ CRITERIA = {
     "newton": lambda: Newton(1.0),
     "gini": lambda: Gini(n_classes=2),
     "gini10": lambda: Gini(n_classes=10),
+    "entropy": lambda: Entropy(n_classes=2),
     "squared_error": lambda: SquaredError(n_outputs=1),
 }
 
@@ -92,7 +93,8 @@ def main(argv=None):
     g, k = np.median(times["generic"]), np.median(times["kernel"])
     shape = f"{args.nodes} nodes x {args.features} features x {mapper.n_bins} bins x {hist.shape[3]} channels"
     drawn = f", {args.max_features} features drawn" if args.max_features else ""
-    print(f"{args.criterion}: {shape}{drawn}, {args.threads or 'all'} threads: generic {g * 1e3:.3f} ms, kernel {k * 1e3:.3f} ms, x{g / k:.1f}")
+    threads = f"{args.threads or 'all'} threads"
+    print(f"{args.criterion}: {shape}{drawn}, {threads}: generic {g * 1e3:.3f} ms, kernel {k * 1e3:.3f} ms, x{g / k:.1f}")
 
 
 if __name__ == "__main__":

@@ -264,8 +264,9 @@ def _random_pick(h, nb, u):
 def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, tmp):
     """``_score`` of every candidate row of ``L`` whose ``out`` is not already ``-inf`` (skipped).
 
-    Newton, Gini and squared error have their own loops; the other criteria
-    and monotonic bounds score row by row.
+    Newton, Gini, squared error, and entropy / misclassification with fewer
+    than 8 classes have their own loops; the other criteria and monotonic
+    bounds score row by row.
     """
     n, C = L.shape
     P0 = P[0]
@@ -321,9 +322,41 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
                     p = _NEG_INF
             out[b] = p
         return
+    if (kind == 1 or kind == 2) and C - 1 < 8:  # entropy, misclassification: sums of fewer than 8 terms
+        for b in range(n):
+            if out[b] == _NEG_INF:
+                continue
+            wl, wr = L[b, 1], P[1] - L[b, 1]
+            for c in range(2, C):
+                wl = wl + L[b, c]
+                wr = wr + (P[c] - L[b, c])
+            l0 = L[b, 0]
+            r0 = P0 - l0
+            p = _NEG_INF
+            if l0 >= msl and r0 >= msl and wl >= mwl and wr >= mwl and wl > 0 and wr > 0:
+                p = -(wr * _row_impurity(kind, L, b, P, True, wr)) - wl * _row_impurity(kind, L, b, P, False, wl)
+                if p != p:
+                    p = _NEG_INF
+            out[b] = p
+        return
     for b in range(n):
         if out[b] != _NEG_INF:
             out[b] = _score(kind, L[b], R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _row_impurity(kind, L, b, P, right, w):
+    """Entropy (kind 1) or misclassification (kind 2) of row ``b`` of ``L`` (``P - L[b]`` with ``right``),
+    fewer than 8 classes: :func:`_class_impurity` without the row copy."""
+    ws = _safe(w)
+    acc = 0.0 if kind == 1 else _NEG_INF
+    for c in range(1, L.shape[1]):
+        p = ((P[c] - L[b, c]) if right else L[b, c]) / ws
+        if kind == 1:
+            acc += p * (math.log(p if p > 0 else 1.0) / _LOG2)
+        elif p > acc:
+            acc = p
+    return -acc if kind == 1 else 1.0 - acc
 
 
 @numba.njit(**_JIT_SPLIT)
