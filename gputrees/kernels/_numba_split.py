@@ -264,9 +264,9 @@ def _random_pick(h, nb, u):
 def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, tmp):
     """``_score`` of every candidate row of ``L`` whose ``out`` is not already ``-inf`` (skipped).
 
-    Newton, Gini, squared error, and entropy / misclassification with fewer
-    than 8 classes have their own loops; the other criteria and monotonic
-    bounds score row by row.
+    Newton, Gini, squared error, and entropy / misclassification / Friedman /
+    Poisson with fewer than 8 classes or outputs have their own loops; the
+    rest (and monotonic bounds) score row by row.
     """
     n, C = L.shape
     P0 = P[0]
@@ -339,9 +339,45 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
                     p = _NEG_INF
             out[b] = p
         return
+    if (kind == 4 or kind == 5) and n_out < 8:  # Friedman, Poisson: sums of fewer than 8 outputs
+        for b in range(n):
+            if out[b] == _NEG_INF:
+                continue
+            wl, wr = L[b, 1], P[1] - L[b, 1]
+            l0 = L[b, 0]
+            r0 = P0 - l0
+            p = _NEG_INF
+            if l0 >= msl and r0 >= msl and wl >= mwl and wr >= mwl and wl > 0 and wr > 0:
+                p = _row_regression(kind, L, b, P, _safe(wl), _safe(wr), n_out)
+                if p != p:
+                    p = _NEG_INF
+            out[b] = p
+        return
     for b in range(n):
         if out[b] != _NEG_INF:
             out[b] = _score(kind, L[b], R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _row_regression(kind, L, b, P, a, c, n_out):
+    """Friedman (kind 4) or Poisson (kind 5) proxy of row ``b`` of ``L`` (safe weights ``a``, ``c``),
+    fewer than 8 outputs: :func:`_proxy` without the row copies."""
+    sl, sr = 0.0, 0.0
+    for j in range(n_out):
+        vl = L[b, 2 + j]
+        vr = P[2 + j] - vl
+        if kind == 4:
+            sl += vl
+            sr += vr
+        else:
+            if not (vl > POISSON_EPSILON and vr > POISSON_EPSILON):
+                return _NEG_INF
+            sl += vl * math.log(vl / a)
+            sr += vr * math.log(vr / c)
+    if kind == 5:
+        return sl + sr
+    diff = c * sl - a * sr
+    return diff * diff / (a * c)
 
 
 @numba.njit(**_JIT_SPLIT)
