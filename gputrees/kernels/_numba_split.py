@@ -205,14 +205,14 @@ def _proxy(kind, L, R, wl, wr, n_out, l2, tmp):
 
 
 @numba.njit(**_JIT_SPLIT)
-def _bounded(s, l2, lo, up):
-    """Newton: the clipped leaf value and the score at it (``gain_at``)."""
-    d = s[2] + l2
+def _bounded(g, h, l2, lo, up):
+    """Newton, gradient and hessian sums ``g``, ``h``: the clipped leaf value and the score at it (``gain_at``)."""
+    d = h + l2
     d = d if d > 0 else 1.0
-    v = -s[1] / d
+    v = -g / d
     v = max(v, lo)
     v = min(v, up)
-    return v, -(2.0 * s[1] * v + (s[2] + l2) * v * v)
+    return v, -(2.0 * g * v + (h + l2) * v * v)
 
 
 @numba.njit(**_JIT_SPLIT)
@@ -227,8 +227,8 @@ def _score(kind, L, R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp):
     if not (wl >= mwl and wr >= mwl and wl > 0 and wr > 0):
         return _NEG_INF
     if mono:
-        vl, gl = _bounded(L, l2, lo, up)
-        vr, gr = _bounded(R, l2, lo, up)
+        vl, gl = _bounded(L[1], L[2], l2, lo, up)
+        vr, gr = _bounded(R[1], R[2], l2, lo, up)
         p = gl + gr
         if not (direction * (vr - vl) >= 0):
             return _NEG_INF
@@ -264,13 +264,13 @@ def _random_pick(h, nb, u):
 def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, tmp):
     """``_score`` of every candidate row of ``L`` whose ``out`` is not already ``-inf`` (skipped).
 
-    Newton, Gini, squared error, and entropy / misclassification / Friedman /
-    Poisson with fewer than 8 classes or outputs have their own loops; the
-    rest (and monotonic bounds) score row by row.
+    Newton (with or without monotonic bounds), Gini, squared error, and
+    entropy / misclassification / Friedman / Poisson with fewer than 8
+    classes or outputs have their own loops; the rest scores row by row.
     """
     n, C = L.shape
     P0 = P[0]
-    if kind == _NEWTON and not mono:
+    if kind == _NEWTON:
         P1, P2 = P[1], P[2]
         for b in range(n):
             if out[b] == _NEG_INF:
@@ -279,10 +279,15 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
             r0, r1, h_r = P0 - l0, P1 - l1, P2 - h_l
             p = _NEG_INF
             if l0 >= msl and r0 >= msl and h_l >= mwl and h_r >= mwl and h_l > 0 and h_r > 0:
-                dl, dr = h_l + l2, h_r + l2
-                dl = dl if dl > 0 else 1.0
-                dr = dr if dr > 0 else 1.0
-                p = l1 * l1 / dl + r1 * r1 / dr
+                if mono:
+                    vl, gl = _bounded(l1, h_l, l2, lo, up)
+                    vr, gr = _bounded(r1, h_r, l2, lo, up)
+                    p = gl + gr if direction * (vr - vl) >= 0 else _NEG_INF
+                else:
+                    dl, dr = h_l + l2, h_r + l2
+                    dl = dl if dl > 0 else 1.0
+                    dr = dr if dr > 0 else 1.0
+                    p = l1 * l1 / dl + r1 * r1 / dr
                 if p != p:
                     p = _NEG_INF
             out[b] = p
