@@ -839,6 +839,6 @@ def sorted_splits(xp, codes, rows, slot, weights, parent, criterion, cons, bin_m
             *_mapper_arrays(bin_mapper)[:3],
             TIE_RTOL,
             n_blocks,
-            max(int(max_rows), 1),
+            max(int(np.diff(node_start).max()), 1),  # scratch rows: the largest node's (not trusting max_rows)
         )
     return _record(*out, parent)
