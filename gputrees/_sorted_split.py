@@ -85,7 +85,8 @@ def find_best_splits_sorted(
     compiled = getattr(kernels, "sorted_splits", None)
     if compiled is not None:
         rec = compiled(
-            xp, codes, rows, slot, weights, parent, criterion, cons, bin_mapper, max_rows, kernels, feature_mask, random_u
+            xp, codes, rows, slot, weights, parent, criterion, cons, bin_mapper, max_rows, kernels,
+            feature_mask, random_u,
         )
         if rec is not None:
             return rec
