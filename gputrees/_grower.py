@@ -476,6 +476,7 @@ class Grower:
             bounds=bounds,
             monotonic_cst=self.mono,
             local_thresholds=self.params.local_thresholds,
+            kernel=self.inp.kernels.best_splits,
         )
         imp, ok = self._improvement_ok(rec, stats, tree, bounds)
         return rec, imp, ok

@@ -257,6 +257,7 @@ def find_best_splits(
     bounds=None,
     monotonic_cst=None,
     local_thresholds=True,
+    kernel=None,
 ) -> SplitRecord:
     """Best split of every node.
 
@@ -294,11 +295,22 @@ def find_best_splits(
         value bin of the feature (XGBoost's cut), which routes any row like
         its bin code even when channel 0 leaves some rows out (boosting's
         row subsampling).
+    kernel : callable, optional
+        A compiled twin of this function (:attr:`gputrees.kernels.Kernels.best_splits`,
+        same arguments and result), tried first; where it returns None (a
+        case it does not cover) the generic search below runs.
 
     Returns
     -------
     SplitRecord
     """
+    if kernel is not None:
+        rec = kernel(
+            xp, hist, parent, criterion, cons, is_categorical, feature_mask, bin_mapper, random_u, feature_ids,
+            bounds, monotonic_cst, local_thresholds,
+        )
+        if rec is not None:
+            return rec
     m, n_features, nb, c = hist.shape
     num_idx = np.flatnonzero(~is_categorical)
     cat_idx = np.flatnonzero(is_categorical)

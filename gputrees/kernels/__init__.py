@@ -96,6 +96,14 @@ class Kernels:
         channel sums in one call; see
         :func:`gputrees.kernels._reference.route_and_sum`, which ``None``
         means (``route_rows`` then ``node_sums``).
+    best_splits : callable or None
+        A compiled :func:`gputrees._splitting.find_best_splits` (same
+        arguments and record) that returns None for the cases it does not
+        cover; see :func:`gputrees.kernels._numba_split.best_splits`. None:
+        the generic search only.
+    sorted_splits : callable or None
+        The same for :func:`gputrees._sorted_split.find_best_splits_sorted`;
+        see :func:`gputrees.kernels._numba_split.sorted_splits`.
     """
 
     name: str
@@ -112,6 +120,8 @@ class Kernels:
     fixed_point: bool = False
     scatter_rows: Callable | None = None
     route_and_sum: Callable | None = None
+    best_splits: Callable | None = None
+    sorted_splits: Callable | None = None
 
     def quantised(self, scale) -> "Kernels":
         """The set to use on channels quantised with ``scale`` (see :mod:`gputrees.kernels._quantise`).
@@ -199,7 +209,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             raise ValueError("the numba kernels need NumPy arrays")
         if not numba_available():
             raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
-        from . import _bincount, _numba
+        from . import _bincount, _numba, _numba_split
 
         threads = _numba.thread_count(n_jobs)
         return Kernels(
@@ -216,6 +226,8 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             functools.partial(_numba.predict_raw, n_threads=threads),
             scatter_rows=_bincount.scatter_rows,
             route_and_sum=functools.partial(_numba.route_and_sum, n_threads=threads),
+            best_splits=functools.partial(_numba_split.best_splits, n_threads=threads),
+            sorted_splits=functools.partial(_numba_split.sorted_splits, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)

@@ -1,0 +1,844 @@
+"""Compiled split scan (Numba): the numerical split search of a batch of nodes.
+
+The compiled twin of :func:`gputrees._splitting.find_best_splits` for
+numerical features, which it equals (the generic array-API code is the
+reference): same candidates, same proxies computed with the same formulas in
+the same operation order, same masks, same tie rule and tolerance, same
+thresholds. Instead of a dozen array passes over every (node, feature, bin)
+it makes one:
+
+1. per (node, feature) -- in parallel over blocks of them, each computed by
+   one thread -- a running sum over the value bins gives every candidate's
+   left statistics (missing bin right, and, where the node has missing values,
+   left); each valid candidate is scored and the feature's best proxy kept.
+   A bin whose channels are all zero leaves the running sum unchanged: its
+   candidate repeats the previous one, which comes first in the tie order,
+   so it is skipped (most bins of small nodes are empty);
+2. per node: its best proxy, then the first feature holding a candidate
+   within ``TIE_RTOL`` of it, whose scan is replayed to find its first such
+   candidate (missing right before missing left, lowest bin first).
+
+Results do not depend on the number of threads. Covered: every criterion of
+:mod:`gputrees._criteria` (matched by exact type), ``min_samples_leaf`` /
+``min_weight_leaf``, ``feature_mask``, ``random_u`` (extremely randomised
+candidates), ``feature_ids`` (histograms of the drawn features only),
+monotonic bounds (Newton), both threshold rules. Batches with categorical
+features, and the rare criteria whose channel sums would need NumPy's
+pairwise summation beyond one block (more than 128 classes or outputs), are
+left to the generic code: :func:`best_splits` returns None for them.
+
+:func:`sorted_splits` is the compiled twin of
+:func:`gputrees._sorted_split.find_best_splits_sorted` (small nodes, no
+histograms): per node, in parallel over nodes, each drawn feature's codes are
+sorted stably and the rows' channels summed in that order (the generic
+search's order), its present codes are the candidates, scored by the same
+proxy loops, and the same tie rule picks the split.
+
+Like the other Numba kernels, the functions are compiled on their first call
+(about 13 s and 8 s for the two searches on the shared 2-core development
+machine; Numba-level inlining of the criterion helpers multiplied that by
+ten) and cached on disk; this module is imported only with the Numba kernel
+set.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from .._criteria import (
+    _LOG2,
+    _UNROLL_CHANNELS,
+    POISSON_EPSILON,
+    Entropy,
+    FriedmanMSE,
+    Gini,
+    Misclassification,
+    Newton,
+    Poisson,
+    SquaredError,
+)
+from .._splitting import TIE_RTOL, SplitRecord
+from ._numba import _JIT, _threads_for, _Threads
+
+__all__ = ["best_splits", "sorted_splits", "CRITERION_KINDS"]
+
+#: Criterion class -> kind code of the compiled proxies (exact types: a
+#: subclass may change the formulas, and then uses the generic code).
+CRITERION_KINDS = {
+    Gini: 0,
+    Entropy: 1,
+    Misclassification: 2,
+    SquaredError: 3,
+    FriedmanMSE: 4,
+    Poisson: 5,
+    Newton: 6,
+}
+_NEWTON = 6
+#: NumPy's pairwise summation adds up to this many terms in one block of
+#: eight partial sums (``PW_BLOCKSIZE``); longer sums recurse, not reproduced.
+_PW_BLOCK = 128
+#: Blocks of (node, feature) tasks per thread (balances uneven features).
+_BLOCKS_PER_THREAD = 4
+_NEG_INF = -np.inf
+#: NumPy's float semantics (a division by zero gives inf / NaN, as in the
+#: generic code) instead of Python's ZeroDivisionError checks.
+_JIT_SPLIT = dict(_JIT, error_model="numpy")
+
+
+# -- sums in NumPy's order ---------------------------------------------------------
+@numba.njit(inline="always")
+def _term(a, i, square):
+    v = a[i]
+    return v * v if square else v
+
+
+@numba.njit(**_JIT_SPLIT)
+def _npsum(a, start, n, square):
+    """``numpy.sum`` of ``a[start:start + n]`` (of its squares): pairwise, n <= 128."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += _term(a, start + i, square)
+        return res
+    r0, r1 = _term(a, start, square), _term(a, start + 1, square)
+    r2, r3 = _term(a, start + 2, square), _term(a, start + 3, square)
+    r4, r5 = _term(a, start + 4, square), _term(a, start + 5, square)
+    r6, r7 = _term(a, start + 6, square), _term(a, start + 7, square)
+    i = 8
+    while i < n - (n % 8):
+        j = start + i
+        r0 += _term(a, j, square)
+        r1 += _term(a, j + 1, square)
+        r2 += _term(a, j + 2, square)
+        r3 += _term(a, j + 3, square)
+        r4 += _term(a, j + 4, square)
+        r5 += _term(a, j + 5, square)
+        r6 += _term(a, j + 6, square)
+        r7 += _term(a, j + 7, square)
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += _term(a, start + i, square)
+        i += 1
+    return 0.0 + res
+
+
+@numba.njit(**_JIT_SPLIT)
+def _chsum(a, start, n, square):
+    """:func:`gputrees._criteria._channel_sum`: a chain of adds up to 8 terms, else ``numpy.sum``."""
+    if n > _UNROLL_CHANNELS:
+        return _npsum(a, start, n, square)
+    res = _term(a, start, square)
+    for i in range(1, n):
+        res = res + _term(a, start + i, square)
+    return res
+
+
+# -- criteria (same formulas, same order as gputrees._criteria) ---------------------
+@numba.njit(**_JIT_SPLIT)
+def _weight(kind, s):
+    if kind <= 2:
+        return _chsum(s, 1, s.shape[0] - 1, False)
+    if kind <= 5:
+        return s[1]
+    return s[2]
+
+
+@numba.njit(**_JIT_SPLIT)
+def _safe(w):
+    return w if w > 0 else 1.0
+
+
+@numba.njit(**_JIT_SPLIT)
+def _class_impurity(kind, s, w, tmp):
+    """Entropy (kind 1) or misclassification (kind 2) impurity of ``s``."""
+    k = s.shape[0] - 1
+    ws = _safe(w)
+    if kind == 1:
+        for j in range(k):
+            p = s[1 + j] / ws
+            tmp[j] = p * (math.log(p if p > 0 else 1.0) / _LOG2)
+        return -_npsum(tmp, 0, k, False)
+    best = s[1] / ws
+    for j in range(1, k):
+        p = s[1 + j] / ws
+        if p > best:
+            best = p
+    return 1.0 - best
+
+
+@numba.njit(**_JIT_SPLIT)
+def _poisson_term(s, ws, n_out, tmp):
+    for j in range(n_out):
+        v = s[2 + j]
+        v = v if v > POISSON_EPSILON else 1.0
+        tmp[j] = v * math.log(v / ws)
+    return _npsum(tmp, 0, n_out, False)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _proxy(kind, L, R, wl, wr, n_out, l2, tmp):
+    if kind == 0:  # Gini
+        k = L.shape[0] - 1
+        return _chsum(L, 1, k, True) / _safe(wl) + _chsum(R, 1, k, True) / _safe(wr)
+    if kind <= 2:  # Entropy, Misclassification: -(w_r i_r) - w_l i_l
+        return -(wr * _class_impurity(kind, R, wr, tmp)) - wl * _class_impurity(kind, L, wl, tmp)
+    if kind == 3:  # squared error
+        return _chsum(L, 2, n_out, True) / _safe(wl) + _chsum(R, 2, n_out, True) / _safe(wr)
+    if kind == 4:  # Friedman
+        a, b = _safe(wl), _safe(wr)
+        diff = b * _npsum(L, 2, n_out, False) - a * _npsum(R, 2, n_out, False)
+        return diff * diff / (a * b)
+    if kind == 5:  # Poisson
+        for j in range(n_out):
+            if not (L[2 + j] > POISSON_EPSILON and R[2 + j] > POISSON_EPSILON):
+                return _NEG_INF
+        return _poisson_term(L, _safe(wl), n_out, tmp) + _poisson_term(R, _safe(wr), n_out, tmp)
+    dl, dr = L[2] + l2, R[2] + l2  # Newton
+    dl = dl if dl > 0 else 1.0
+    dr = dr if dr > 0 else 1.0
+    return L[1] * L[1] / dl + R[1] * R[1] / dr
+
+
+@numba.njit(**_JIT_SPLIT)
+def _bounded(g, h, l2, lo, up):
+    """Newton, gradient and hessian sums ``g``, ``h``: the clipped leaf value and the score at it (``gain_at``)."""
+    d = h + l2
+    d = d if d > 0 else 1.0
+    v = -g / d
+    v = max(v, lo)
+    v = min(v, up)
+    return v, -(2.0 * g * v + (h + l2) * v * v)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _score(kind, L, R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp):
+    """Proxy of the candidate with left stats ``L`` (``-inf`` where invalid); fills ``R``."""
+    for c in range(L.shape[0]):
+        R[c] = P[c] - L[c]
+    if not (L[0] >= msl and R[0] >= msl):
+        return _NEG_INF
+    wl = _weight(kind, L)
+    wr = _weight(kind, R)
+    if not (wl >= mwl and wr >= mwl and wl > 0 and wr > 0):
+        return _NEG_INF
+    if mono:
+        vl, gl = _bounded(L[1], L[2], l2, lo, up)
+        vr, gr = _bounded(R[1], R[2], l2, lo, up)
+        p = gl + gr
+        if not (direction * (vr - vl) >= 0):
+            return _NEG_INF
+    else:
+        p = _proxy(kind, L, R, wl, wr, n_out, l2, tmp)
+    if p != p:
+        return _NEG_INF
+    return p
+
+
+@numba.njit(**_JIT_SPLIT)
+def _random_pick(h, nb, u):
+    """:func:`gputrees._splitting._random_bins` for one (node, feature): the bin, or -1."""
+    lo = 0
+    while lo < nb - 1 and not (h[lo, 0] > 0):
+        lo += 1
+    if lo == nb - 1:
+        lo = 0
+    back = 0
+    while back < nb - 1 and not (h[nb - 2 - back, 0] > 0):
+        back += 1
+    if back == nb - 1:
+        back = 0
+    hi = (nb - 2) - back
+    span = hi - lo
+    if span <= 0:
+        return -1
+    pick = lo + np.int64(math.floor(u * np.float64(span)))
+    return min(pick, hi - 1)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, tmp):
+    """``_score`` of every candidate row of ``L`` whose ``out`` is not already ``-inf`` (skipped).
+
+    Newton (with or without monotonic bounds), Gini, squared error, and
+    entropy / misclassification / Friedman / Poisson with fewer than 8
+    classes or outputs have their own loops; the rest scores row by row.
+    """
+    n, C = L.shape
+    P0 = P[0]
+    if kind == _NEWTON:
+        P1, P2 = P[1], P[2]
+        for b in range(n):
+            if out[b] == _NEG_INF:
+                continue
+            l0, l1, h_l = L[b, 0], L[b, 1], L[b, 2]
+            r0, r1, h_r = P0 - l0, P1 - l1, P2 - h_l
+            p = _NEG_INF
+            if l0 >= msl and r0 >= msl and h_l >= mwl and h_r >= mwl and h_l > 0 and h_r > 0:
+                if mono:
+                    vl, gl = _bounded(l1, h_l, l2, lo, up)
+                    vr, gr = _bounded(r1, h_r, l2, lo, up)
+                    p = gl + gr if direction * (vr - vl) >= 0 else _NEG_INF
+                else:
+                    dl, dr = h_l + l2, h_r + l2
+                    dl = dl if dl > 0 else 1.0
+                    dr = dr if dr > 0 else 1.0
+                    p = l1 * l1 / dl + r1 * r1 / dr
+                if p != p:
+                    p = _NEG_INF
+            out[b] = p
+        return
+    first = 1 if kind == 0 else 2  # Gini: classes 1.., squared error: sums 2..
+    n_sum = C - 1 if kind == 0 else n_out
+    if kind == 0 or kind == 3:
+        for b in range(n):
+            if out[b] == _NEG_INF:
+                continue
+            if n_sum <= _UNROLL_CHANNELS:  # _channel_sum's chain of adds
+                v = L[b, first]
+                r = P[first] - v
+                sl, sr = v * v, r * r
+                wl, wr = v, r  # Gini: the class sums
+                for c in range(first + 1, first + n_sum):
+                    v = L[b, c]
+                    r = P[c] - v
+                    sl = sl + v * v
+                    sr = sr + r * r
+                    wl = wl + v
+                    wr = wr + r
+            else:  # NumPy's pairwise sums
+                for c in range(C):
+                    tmp[c] = L[b, c]
+                    R[c] = P[c] - tmp[c]
+                sl, sr = _npsum(tmp, first, n_sum, True), _npsum(R, first, n_sum, True)
+                wl, wr = _npsum(tmp, first, n_sum, False), _npsum(R, first, n_sum, False)
+            if kind == 3:
+                wl, wr = L[b, 1], P[1] - L[b, 1]
+            l0 = L[b, 0]
+            r0 = P0 - l0
+            p = _NEG_INF
+            if l0 >= msl and r0 >= msl and wl >= mwl and wr >= mwl and wl > 0 and wr > 0:
+                p = sl / _safe(wl) + sr / _safe(wr)
+                if p != p:
+                    p = _NEG_INF
+            out[b] = p
+        return
+    if (kind == 1 or kind == 2) and C - 1 < 8:  # entropy, misclassification: sums of fewer than 8 terms
+        for b in range(n):
+            if out[b] == _NEG_INF:
+                continue
+            wl, wr = L[b, 1], P[1] - L[b, 1]
+            for c in range(2, C):
+                wl = wl + L[b, c]
+                wr = wr + (P[c] - L[b, c])
+            l0 = L[b, 0]
+            r0 = P0 - l0
+            p = _NEG_INF
+            if l0 >= msl and r0 >= msl and wl >= mwl and wr >= mwl and wl > 0 and wr > 0:
+                p = -(wr * _row_impurity(kind, L, b, P, True, wr)) - wl * _row_impurity(kind, L, b, P, False, wl)
+                if p != p:
+                    p = _NEG_INF
+            out[b] = p
+        return
+    if (kind == 4 or kind == 5) and n_out < 8:  # Friedman, Poisson: sums of fewer than 8 outputs
+        for b in range(n):
+            if out[b] == _NEG_INF:
+                continue
+            wl, wr = L[b, 1], P[1] - L[b, 1]
+            l0 = L[b, 0]
+            r0 = P0 - l0
+            p = _NEG_INF
+            if l0 >= msl and r0 >= msl and wl >= mwl and wr >= mwl and wl > 0 and wr > 0:
+                p = _row_regression(kind, L, b, P, _safe(wl), _safe(wr), n_out)
+                if p != p:
+                    p = _NEG_INF
+            out[b] = p
+        return
+    for b in range(n):
+        if out[b] != _NEG_INF:
+            out[b] = _score(kind, L[b], R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _row_regression(kind, L, b, P, a, c, n_out):
+    """Friedman (kind 4) or Poisson (kind 5) proxy of row ``b`` of ``L`` (safe weights ``a``, ``c``),
+    fewer than 8 outputs: :func:`_proxy` without the row copies."""
+    sl, sr = 0.0, 0.0
+    for j in range(n_out):
+        vl = L[b, 2 + j]
+        vr = P[2 + j] - vl
+        if kind == 4:
+            sl += vl
+            sr += vr
+        else:
+            if not (vl > POISSON_EPSILON and vr > POISSON_EPSILON):
+                return _NEG_INF
+            sl += vl * math.log(vl / a)
+            sr += vr * math.log(vr / c)
+    if kind == 5:
+        return sl + sr
+    diff = c * sl - a * sr
+    return diff * diff / (a * c)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _row_impurity(kind, L, b, P, right, w):
+    """Entropy (kind 1) or misclassification (kind 2) of row ``b`` of ``L`` (``P - L[b]`` with ``right``),
+    fewer than 8 classes: :func:`_class_impurity` without the row copy."""
+    ws = _safe(w)
+    acc = 0.0 if kind == 1 else _NEG_INF
+    for c in range(1, L.shape[1]):
+        p = ((P[c] - L[b, c]) if right else L[b, c]) / ws
+        if kind == 1:
+            acc += p * (math.log(p if p > 0 else 1.0) / _LOG2)
+        elif p > acc:
+            acc = p
+    return -acc if kind == 1 else 1.0 - acc
+
+
+@numba.njit(**_JIT_SPLIT)
+def _first_near(out, n, target, L, res):
+    """Target -inf: (-1, the best of ``out[:n]``). Otherwise the first index whose proxy is
+    ``>= target`` (and above -inf) and that proxy, its row of ``L`` copied to ``res``; (-1, -inf) if none."""
+    best = _NEG_INF
+    for j in range(n):
+        p = out[j]
+        if target > _NEG_INF:
+            if p >= target and p > _NEG_INF:
+                for c in range(L.shape[1]):
+                    res[c] = L[j, c]
+                return j, p
+        elif p > best:
+            best = p
+    return -1, best
+
+
+@numba.njit(**_JIT_SPLIT)
+def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch):
+    """One (node, feature): its candidates in tie order.
+
+    ``target`` -inf: returns (best proxy, -1, -1). Otherwise returns the first
+    candidate whose proxy is ``>= target`` (and above -inf): (proxy, bin,
+    variant), its left stats in ``scratch[3]``.
+    """
+    kind, n_out, l2, msl, mwl = crit
+    cum, R, tmp, res, L, out = scratch
+    nb, C = h.shape
+    n = nb - 1
+    best = _NEG_INF
+    for variant in range(2 if h[nb - 1, 0] > 0 else 1):
+        for c in range(C):
+            cum[c] = h[0, c]
+        last = n - 1 if pick < 0 else pick
+        for b in range(n):
+            if b > last:
+                out[b] = _NEG_INF
+                continue
+            skip = pick >= 0 and b != pick
+            if b > 0:
+                empty = True
+                for c in range(C):
+                    if h[b, c] != 0:
+                        empty = False
+                if empty and pick < 0:
+                    skip = True  # same candidate as the previous bin, which comes first
+                else:
+                    for c in range(C):
+                        cum[c] = cum[c] + h[b, c]
+            out[b] = _NEG_INF if skip else 0.0
+            if not skip:
+                for c in range(C):
+                    L[b, c] = cum[c] + h[nb - 1, c] if variant == 1 else cum[c]
+        _proxies(kind, L[:n], out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, tmp)
+        b, p = _first_near(out, n, target, L, res)
+        if b >= 0:
+            return p, b, variant
+        best = max(best, p)
+    return best, -1, -1
+
+
+@numba.njit(**_JIT_SPLIT)
+def _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, target, scratch):
+    """:func:`_scan` of feature ``f`` of node ``i`` (its random candidate with ``has_u``)."""
+    pick = -1
+    if has_u:
+        pick = _random_pick(hist[i, f], hist.shape[2], u[i, f])
+        if pick < 0:
+            return _NEG_INF, -1, -1
+    d = direction[i, f] if mono else 0.0
+    lo, up = (bounds[i, 0], bounds[i, 1]) if mono else (0.0, 0.0)
+    return _scan(hist[i, f], parent[i], crit, mono, lo, up, d, pick, target, scratch)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _scratch(nb, C):
+    return np.empty(C), np.empty(C), np.empty(C), np.empty(C), np.empty((nb, C)), np.empty(nb)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _outputs(m, C, threshold):
+    """The record's arrays (found, proxy, feature, bin, missing_left, left, threshold) as for no split."""
+    return (np.zeros(m, dtype=np.bool_), np.full(m, _NEG_INF), np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+            np.zeros(m, dtype=np.bool_), np.zeros((m, C)), np.full(m, threshold))
+
+
+@numba.njit(parallel=True, **_JIT_SPLIT)
+def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, bounds, direction, mono,
+                 thresholds, bin_values, is_exact, n_value_bins, has_mapper, local, tie_rtol, n_blocks):
+    m, F, nb, C = hist.shape
+    fmax = np.full(m * F, _NEG_INF)
+    found, proxy, feature, bin_, missing_left, left, threshold = _outputs(m, C, np.nan)
+    # phase 0: every (node, feature)'s best proxy; phase 1: every node's first
+    # near-best feature, replayed for its first near-best candidate (one call
+    # site of the scan for both: less machine code to compile).
+    for phase in range(2):
+        n_items = m * F if phase == 0 else m
+        per = (n_items + n_blocks - 1) // n_blocks
+        for blk in prange(n_blocks):
+            scratch = _scratch(nb, C)
+            for item in range(blk * per, min(n_items, (blk + 1) * per)):
+                i, f0, f1, target = item // F, item % F, item % F + 1, _NEG_INF
+                if phase == 1:
+                    i, f0, f1 = item, 0, F
+                    best = _NEG_INF
+                    for f in range(F):
+                        best = max(best, fmax[i * F + f])
+                    target = best - tie_rtol * abs(best)
+                col, pos, variant = 0, 0, 0
+                for f in range(f0, f1):
+                    if phase == 0 and has_mask and not fmask[i, f]:
+                        continue
+                    if phase == 1 and not (fmax[i * F + f] > _NEG_INF and fmax[i * F + f] >= target):
+                        continue
+                    p, b, var = _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, target,
+                                              scratch)
+                    if phase == 0:
+                        fmax[item] = p
+                    elif b >= 0:
+                        found[i] = True
+                        proxy[i] = p
+                        col, pos, variant = f, b, var
+                        break
+                if phase == 1:
+                    _finish(hist, parent, i, col, pos, variant, found[i], scratch[3], fids, has_fids, thresholds,
+                            bin_values, is_exact, n_value_bins, has_mapper, local,
+                            (feature, bin_, missing_left, left, threshold))
+    return found, proxy, feature, bin_, missing_left, left, threshold
+
+
+@numba.njit(**_JIT_SPLIT)
+def _finish(hist, parent, i, col, pos, variant, found, L, fids, has_fids, thresholds, bin_values, is_exact,
+            n_value_bins, has_mapper, local, out):
+    """The record of node ``i`` from its winning (column, bin, variant) and left stats ``L``."""
+    feature, bin_, missing_left, left, threshold = out
+    nb = hist.shape[2]
+    for c in range(hist.shape[3]):
+        # not found: feature 0's first candidate, as the generic code gives
+        left[i, c] = L[c] if found else hist[i, 0, 0, c]
+    feat = fids[i, col] if has_fids else col
+    feature[i] = feat
+    bin_[i] = pos
+    if hist[i, col, nb - 1, 0] > 0:
+        missing_left[i] = variant == 1
+    else:  # no missing values in the node: NaN goes to the child with more rows
+        missing_left[i] = left[i, 0] > parent[i, 0] - left[i, 0]
+    if has_mapper:
+        threshold[i] = _threshold(hist[i, col], nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins, local)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _threshold(h, nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins, local):
+    """:func:`gputrees._splitting._thresholds` and ``split_thresholds`` for one node."""
+    f = max(feat, 0)
+    if local:
+        nxt = 0
+        has_next = False
+        for b in range(pos + 1, nb - 1):
+            if h[b, 0] > 0:
+                nxt = b
+                has_next = True
+                break
+    else:
+        has_next = pos + 1 < n_value_bins[f]
+        nxt = pos + 1 if has_next else pos
+    return _split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact):
+    """:func:`gputrees._splitting.split_thresholds` for one split."""
+    if not has_next:
+        return np.inf
+    f = max(feat, 0)
+    width = thresholds.shape[1]
+    p = min(max(pos, 0), width - 1)
+    nxt = min(max(nxt, 0), width - 1)
+    if not is_exact[feat]:
+        return thresholds[f, p]
+    lo = bin_values[f, p]
+    hi = bin_values[f, nxt]
+    mid = lo / 2.0 + hi / 2.0
+    return lo if mid == hi else mid
+
+
+# -- sort-based search of small nodes ----------------------------------------------
+@numba.njit(**_JIT_SPLIT)
+def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, target, scratch):
+    """One (node, feature) of the sort-based search: :func:`_scan` over the node's sorted codes.
+
+    ``pairs``: the node's pair indices (into ``rows`` / ``weights``) in input
+    order. The codes are sorted stably (ties in input order, as the generic
+    search's stable sort of (node, feature, code) keys) and the rows' channels
+    summed in that order; candidates are the present codes. Returns as
+    :func:`_scan`, plus the next code present in the node after the found
+    candidate's (``nb - 1`` where none: only missing values go right); its
+    left stats in ``scratch[3]``.
+    """
+    kind, n_out, l2, msl, mwl = crit
+    cum, R, miss, res, L, out = scratch
+    C = weights.shape[1]
+    missing = nb - 1
+    n = pairs.shape[0]
+    key = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        key[k] = codes[rows[pairs[k]], f]
+    order = np.argsort(key, kind="mergesort")
+    cand_code = np.empty(n + 1, dtype=np.int64)
+    # variant 0 candidates: the stats of the codes <= each present code (run ends)
+    n_cand = 0
+    for k in range(n):
+        code = key[order[k]]
+        w = weights[pairs[order[k]]]
+        for c in range(C):
+            cum[c] = w[c] if k == 0 else cum[c] + w[c]
+        if code != missing and (k == n - 1 or key[order[k + 1]] != code):
+            for c in range(C):
+                L[n_cand, c] = cum[c]
+            cand_code[n_cand] = code
+            n_cand += 1
+    cand_code[n_cand] = missing  # the code after the last candidate
+    has_missing = n > 0 and key[order[n - 1]] == missing
+    # the missing values' stats: the node's minus the non-missing ones' (the last candidate's)
+    for c in range(C):
+        miss[c] = P[c] - (L[n_cand - 1, c] if n_cand > 0 else 0.0)
+    pick = -1
+    if has_u and n_cand > 0:
+        first, last = cand_code[0], cand_code[n_cand - 1]
+        pick = first + np.int64(math.floor(u * np.float64(last - first)))
+        pick = min(pick, last - 1) if last > first else -1
+    best = _NEG_INF
+    for variant in range(2 if has_missing else 1):
+        for j in range(n_cand):
+            if variant == 1:
+                for c in range(C):
+                    L[j, c] = L[j, c] + miss[c]
+            # extremely randomised: only the last present code <= pick
+            out[j] = _NEG_INF if has_u and not (cand_code[j] <= pick < cand_code[j + 1]) else 0.0
+        _proxies(kind, L[:n_cand], out, P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0.0, R, res)
+        j, p = _first_near(out, n_cand, target, L, res)
+        if j >= 0:
+            return p, cand_code[j], variant, cand_code[j + 1]
+        best = max(best, p)
+    return best, -1, -1, missing
+
+
+@numba.njit(parallel=True, **_JIT_SPLIT)
+def _sorted_splits(codes, rows, weights, node_pairs, node_start, parent, crit, fmask, has_mask, u, has_u, nb,
+                   thresholds, bin_values, is_exact, tie_rtol, n_blocks, max_rows):
+    m, C = parent.shape
+    F = codes.shape[1]
+    missing = nb - 1
+    found, proxy, feature, bin_, missing_left, left, threshold = _outputs(m, C, np.inf)
+    per = (m + n_blocks - 1) // n_blocks
+    for blk in prange(n_blocks):
+        scratch = _scratch(max_rows + 1, C)
+        fbest = np.empty(F)
+        for i in range(blk * per, min(m, (blk + 1) * per)):
+            pairs = node_pairs[node_start[i]:node_start[i + 1]]
+            best = _NEG_INF
+            for f in range(F):
+                fbest[f] = _NEG_INF
+                if not has_mask or fmask[i, f]:
+                    uf = u[i, f] if has_u else 0.0
+                    fbest[f] = _sorted_feature(codes, rows, weights, pairs, f, parent[i], crit, uf, has_u, nb,
+                                               _NEG_INF, scratch)[0]
+                best = max(best, fbest[f])
+            target = best - tie_rtol * abs(best)
+            for f in range(F):
+                if not (fbest[f] > _NEG_INF and fbest[f] >= target):
+                    continue
+                p, code, variant, nxt = _sorted_feature(codes, rows, weights, pairs, f, parent[i], crit,
+                                                        u[i, f] if has_u else 0.0, has_u, nb, target, scratch)
+                if code < 0:
+                    continue
+                found[i] = True
+                proxy[i] = p
+                feature[i] = f
+                bin_[i] = code
+                for c in range(C):
+                    left[i, c] = scratch[3][c]
+                node_has_missing = False
+                for k in range(pairs.shape[0]):
+                    if codes[rows[pairs[k]], f] == missing:
+                        node_has_missing = True
+                if node_has_missing:
+                    missing_left[i] = variant == 1
+                else:  # no missing values in the node: NaN goes to the child with more rows
+                    missing_left[i] = left[i, 0] > parent[i, 0] - left[i, 0]
+                threshold[i] = _split_threshold(f, code, nxt, nxt != missing, thresholds, bin_values, is_exact)
+                break
+    return found, proxy, feature, bin_, missing_left, left, threshold
+
+
+def _supported_criterion(criterion, n_channels):
+    kind = CRITERION_KINDS.get(type(criterion))
+    if kind is None:
+        return False
+    summed = n_channels - 1 if kind <= 2 else getattr(criterion, "n_outputs", 1)
+    return summed <= _PW_BLOCK
+
+
+def _has_values(bin_mapper):
+    return bin_mapper.bin_values is not None and bin_mapper.is_exact is not None
+
+
+def _crit(criterion, cons):
+    """The criterion and constraints as the kernels' tuple (kind, n_outputs, l2, min_samples_leaf, min_weight_leaf)."""
+    return (
+        CRITERION_KINDS[type(criterion)],
+        int(getattr(criterion, "n_outputs", 1)),
+        float(getattr(criterion, "l2", 0.0)),
+        float(cons.min_samples_leaf),
+        float(cons.min_weight_leaf),
+    )
+
+
+def _mapper_arrays(bin_mapper):
+    """(thresholds, bin_values, is_exact, n_value_bins) as the kernels take them (placeholders without a mapper)."""
+    f8 = np.float64
+    if bin_mapper is None:
+        dummy = np.zeros((1, 1), dtype=f8)
+        return dummy, dummy, np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.int64)
+    return (
+        np.ascontiguousarray(bin_mapper.thresholds, dtype=f8),
+        np.ascontiguousarray(bin_mapper.bin_values, dtype=f8),
+        np.ascontiguousarray(bin_mapper.is_exact, dtype=np.bool_),
+        np.ascontiguousarray(bin_mapper.n_value_bins, dtype=np.int64),
+    )
+
+
+def _record(found, proxy, feature, bin_, missing_left, left, threshold, parent):
+    m = found.shape[0]
+    return SplitRecord(
+        found=found,
+        proxy=proxy,
+        feature=feature,
+        bin=bin_,
+        missing_left=missing_left,
+        is_categorical=np.zeros(m, dtype=np.bool_),
+        cat_left=np.zeros((m, 0), dtype=np.bool_),
+        left=left,
+        right=parent - left,
+        threshold=threshold,
+    )
+
+
+def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=None, bin_mapper=None,
+                random_u=None, feature_ids=None, bounds=None, monotonic_cst=None, local_thresholds=True, *,
+                n_threads: int = 1):
+    """:func:`gputrees._splitting.find_best_splits` compiled, or None where it is not covered.
+
+    Same arguments and result (NumPy arrays); None for batches with
+    categorical features, criteria other than those of
+    :data:`CRITERION_KINDS`, and very wide class / output sums (the caller
+    then uses the generic code).
+    """
+    if not isinstance(hist, np.ndarray) or hist.ndim != 4 or np.any(is_categorical):
+        return None
+    m, n_cols, nb, c = hist.shape
+    if m == 0 or n_cols == 0 or nb < 2 or not _supported_criterion(criterion, c):
+        return None
+    if bounds is not None and type(criterion) is not Newton:
+        return None
+    if bin_mapper is not None and not _has_values(bin_mapper):
+        return None
+    f8 = np.float64
+    hist = np.ascontiguousarray(hist, dtype=f8)
+    parent = np.ascontiguousarray(parent, dtype=f8)
+    dummy_f = np.zeros((1, 1), dtype=f8)
+    mono = bounds is not None
+    direction = dummy_f
+    if mono:
+        cst = np.asarray(monotonic_cst, dtype=f8)
+        direction = cst[feature_ids] if feature_ids is not None else np.broadcast_to(cst[None, :], (m, n_cols))
+        direction = np.ascontiguousarray(direction, dtype=f8)
+    threads = _threads_for(n_threads, m * n_cols * nb * c)
+    n_blocks = min(m * n_cols, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
+    with _Threads(threads):
+        out = _best_splits(
+            hist,
+            parent,
+            _crit(criterion, cons),
+            np.ones((1, 1), dtype=np.bool_) if feature_mask is None else np.ascontiguousarray(feature_mask, np.bool_),
+            feature_mask is not None,
+            dummy_f if random_u is None else np.ascontiguousarray(random_u, dtype=f8),
+            random_u is not None,
+            np.zeros((1, 1), dtype=np.int64) if feature_ids is None else np.ascontiguousarray(feature_ids, np.int64),
+            feature_ids is not None,
+            dummy_f if bounds is None else np.ascontiguousarray(bounds, dtype=f8),
+            direction,
+            mono,
+            *_mapper_arrays(bin_mapper),
+            bin_mapper is not None,
+            bool(local_thresholds),
+            TIE_RTOL,
+            n_blocks,
+        )
+    return _record(*out, parent)
+
+
+def sorted_splits(xp, codes, rows, slot, weights, parent, criterion, cons, bin_mapper, max_rows, kernels,
+                  feature_mask=None, random_u=None, *, n_threads: int = 1):
+    """:func:`gputrees._sorted_split.find_best_splits_sorted` compiled, or None where it is not covered.
+
+    Same arguments and result, per node (in parallel over nodes): each drawn
+    feature's codes sorted stably, the rows' channels summed in that order,
+    the present codes scored as candidates, then the tie rule. The fields
+    ``bin``, ``missing_left`` and ``threshold`` of nodes without a split are
+    unspecified (here 0, False, inf). None for criteria other than those of
+    :data:`CRITERION_KINDS` and >128-term sums.
+    """
+    m = int(parent.shape[0])
+    if m == 0 or not _supported_criterion(criterion, int(weights.shape[1])) or not _has_values(bin_mapper):
+        return None
+    f8 = np.float64
+    slot = np.asarray(slot, dtype=np.int64)
+    node_pairs = np.argsort(slot, kind="stable")
+    node_start = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(slot, minlength=m), out=node_start[1:])
+    threads = _threads_for(n_threads, int(slot.shape[0]) * int(codes.shape[1]) * 16)
+    n_blocks = min(m, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
+    with _Threads(threads):
+        out = _sorted_splits(
+            codes,
+            np.asarray(rows, dtype=np.int64),
+            np.ascontiguousarray(weights, dtype=f8),
+            node_pairs,
+            node_start,
+            np.ascontiguousarray(parent, dtype=f8),
+            _crit(criterion, cons),
+            np.ones((1, 1), dtype=np.bool_) if feature_mask is None else np.ascontiguousarray(feature_mask, np.bool_),
+            feature_mask is not None,
+            np.zeros((1, 1), dtype=f8) if random_u is None else np.ascontiguousarray(random_u, dtype=f8),
+            random_u is not None,
+            int(bin_mapper.n_bins),
+            *_mapper_arrays(bin_mapper)[:3],
+            TIE_RTOL,
+            n_blocks,
+            max(int(np.diff(node_start).max()), 1),  # scratch rows: the largest node's (not trusting max_rows)
+        )
+    return _record(*out, parent)

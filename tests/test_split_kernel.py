@@ -1,0 +1,312 @@
+"""The compiled split scan (gputrees.kernels._numba_split) against the generic find_best_splits.
+
+The generic array-API code is the reference: on hand-made and random
+histograms the kernel must give the same record (found, feature, bin,
+missing_left, left and right stats exactly; proxy and threshold to 1e-12
+relative), for every criterion and option it covers, and None (the caller
+then uses the generic code) for what it does not cover.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from gputrees._backend import namespace_of
+from gputrees._binning import fit_bin_mapper
+from gputrees._criteria import Entropy, FriedmanMSE, Gini, Misclassification, Newton, Poisson, SquaredError
+from gputrees._splitting import SplitConstraints, find_best_splits
+
+pytest.importorskip("numba")
+
+from gputrees.kernels import _numba_split, get_kernels  # noqa: E402
+
+NP = namespace_of(np.empty(0))
+EXACT = ("found", "feature", "bin", "missing_left", "is_categorical", "cat_left", "left", "right")
+
+CRITERIA = {
+    "gini2": Gini(n_classes=2),
+    "gini3": Gini(n_classes=3),
+    "gini10": Gini(n_classes=10),  # more than 8 classes: NumPy's pairwise sums
+    "entropy2": Entropy(n_classes=2),
+    "entropy9": Entropy(n_classes=9),
+    "misclassification3": Misclassification(n_classes=3),
+    "squared_error": SquaredError(n_outputs=1),
+    "squared_error2": SquaredError(n_outputs=2),
+    "squared_error9": SquaredError(n_outputs=9),
+    "friedman_mse": FriedmanMSE(n_outputs=1),
+    "friedman_mse3": FriedmanMSE(n_outputs=3),
+    "poisson": Poisson(n_outputs=1),
+    "poisson2": Poisson(n_outputs=2),
+    "newton": Newton(0.0),
+    "newton_l2": Newton(1.5),
+}
+
+
+def _channels(criterion, rng, n):
+    if isinstance(criterion, Newton):
+        return criterion.row_channels(NP, rng.standard_normal(n), rng.random(n) + 0.05)
+    w = rng.choice([0.5, 1.0, 2.0], n)
+    if criterion.is_classification:
+        return criterion.row_channels(NP, rng.integers(0, criterion.n_classes, n), w)
+    y = rng.random((n, criterion.n_outputs)) * 3
+    if isinstance(criterion, Poisson):
+        y[rng.random(y.shape) < 0.2] = 0.0
+    return criterion.row_channels(NP, y, w)
+
+
+def make_case(rng, criterion, m, n_features, max_bins=16, rows=400, missing=0.1, discrete=True):
+    """Histograms of ``m`` nodes built from binned random rows, with their bin mapper."""
+    X = rng.standard_normal((rows, n_features))
+    if discrete:  # some features with few values: exact bins, local thresholds differ
+        X[:, ::2] = np.round(X[:, ::2] * 2)
+    X[rng.random(X.shape) < missing] = np.nan
+    is_cat = np.zeros(n_features, dtype=bool)
+    mapper = fit_bin_mapper(NP, X, is_cat, max_bins)
+    codes = np.asarray(mapper.transform(NP, X)).astype(np.int64)
+    node = rng.integers(0, m, rows)
+    w = _channels(criterion, rng, rows)
+    hist = np.zeros((m, n_features, mapper.n_bins, w.shape[1]))
+    for f in range(n_features):
+        np.add.at(hist, (node, f, codes[:, f]), w)
+    parent = np.zeros((m, w.shape[1]))
+    np.add.at(parent, node, w)
+    return hist, parent, mapper
+
+
+def compare(hist, parent, criterion, cons=None, mapper=None, n_threads=1, **kw):
+    """Run both; assert equal records; return the kernel's."""
+    cons = cons or SplitConstraints(min_samples_leaf=1, min_weight_leaf=0.0)
+    is_cat = np.zeros(hist.shape[1], dtype=bool)
+    want = find_best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper, **kw)
+    got = _numba_split.best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper,
+                                   n_threads=n_threads, **kw)
+    assert got is not None
+    for k in EXACT:
+        a, b = np.asarray(getattr(want, k)), np.asarray(getattr(got, k))
+        assert a.shape == b.shape and a.dtype == b.dtype, k
+        np.testing.assert_array_equal(b, a, err_msg=k)
+    for k in ("proxy", "threshold"):
+        np.testing.assert_allclose(getattr(got, k), getattr(want, k), rtol=1e-12, atol=0, equal_nan=True, err_msg=k)
+    if not isinstance(criterion, (Entropy, Poisson)):
+        # IEEE operations in the same order: bit for bit (logarithms may differ in the last ulp between libms)
+        np.testing.assert_array_equal(got.proxy, want.proxy)
+        np.testing.assert_array_equal(got.threshold, want.threshold)
+    return got
+
+
+@pytest.mark.parametrize("name", sorted(CRITERIA))
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_random_histograms_every_criterion(name, missing):
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(abs(hash((name, missing))) % 2**32)
+    for m, f, rows in ((1, 3, 60), (7, 5, 300), (40, 4, 900)):
+        hist, parent, mapper = make_case(rng, criterion, m, f, rows=rows, missing=missing)
+        compare(hist, parent, criterion, mapper=mapper)
+        compare(hist, parent, criterion, mapper=mapper, local_thresholds=False)
+
+
+@pytest.mark.parametrize("name", ["gini2", "entropy9", "squared_error", "poisson", "newton_l2"])
+def test_min_samples_and_weight_leaf(name):
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(1)
+    hist, parent, mapper = make_case(rng, criterion, 12, 4, rows=500)
+    for msl, mwl in ((1, 0.0), (5, 0.0), (20, 0.0), (1, 3.0), (10, 8.0), (400, 0.0)):
+        compare(hist, parent, criterion, SplitConstraints(msl, mwl), mapper)
+
+
+@pytest.mark.parametrize("name", ["gini3", "squared_error", "newton"])
+def test_feature_mask_and_random_u(name):
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(2)
+    hist, parent, mapper = make_case(rng, criterion, 25, 6, rows=800)
+    mask = rng.random((25, 6)) < 0.5
+    mask[0] = False  # a node with no feature drawn
+    u = rng.random((25, 6))
+    compare(hist, parent, criterion, mapper=mapper, feature_mask=mask)
+    compare(hist, parent, criterion, mapper=mapper, random_u=u)
+    compare(hist, parent, criterion, mapper=mapper, random_u=u, feature_mask=mask)
+
+
+def test_feature_ids_and_monotonic_bounds():
+    criterion = CRITERIA["newton_l2"]
+    rng = np.random.default_rng(3)
+    hist, parent, mapper = make_case(rng, criterion, 10, 6, rows=600)
+    ids = np.stack([np.sort(rng.choice(6, 3, replace=False)) for _ in range(10)])
+    sub = np.stack([hist[i, ids[i]] for i in range(10)])
+    got = compare(sub, parent, criterion, mapper=mapper, feature_ids=ids, random_u=rng.random((10, 3)))
+    assert set(got.feature.tolist()) <= set(ids.ravel().tolist())
+    compare(sub, parent, criterion, mapper=mapper, feature_ids=ids)
+    bounds = np.stack([-rng.random(10) * 0.3, rng.random(10) * 0.3], axis=1)
+    bounds[0] = [-np.inf, np.inf]
+    cst = np.array([1.0, -1.0, 0.0, 1.0, 0.0, -1.0])
+    compare(hist, parent, criterion, mapper=mapper, bounds=bounds, monotonic_cst=cst)
+    compare(sub, parent, criterion, mapper=mapper, bounds=bounds, monotonic_cst=cst, feature_ids=ids)
+
+
+@pytest.mark.parametrize("name", ["gini2", "squared_error", "newton"])
+def test_ties_duplicate_and_mirrored_features(name):
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(4)
+    hist, parent, mapper = make_case(rng, criterion, 8, 2, rows=300, missing=0.0, discrete=False)
+    nb = hist.shape[2]
+    mirrored = hist[:, :1].copy()
+    mirrored[:, :, : nb - 1] = mirrored[:, :, nb - 2 :: -1]  # same cuts, reversed order
+    tied = np.concatenate([hist[:, 1:2], hist[:, :1], hist[:, :1], mirrored], axis=1)
+    got = compare(tied, parent, criterion)
+    # wherever the duplicated feature wins, the first copy (column 1) does
+    assert not np.any(got.found & (got.feature == 2))
+    # a missing bin: "missing right" candidates come before "missing left" ones
+    with_missing = tied.copy()
+    with_missing[:, :, nb - 1] = 0
+    compare(with_missing, parent, criterion)
+
+
+def test_empty_nodes_single_bin_nodes_and_wide_bins():
+    criterion = CRITERIA["gini2"]
+    rng = np.random.default_rng(5)
+    hist, parent, mapper = make_case(rng, criterion, 6, 3, rows=200)
+    hist[0] = 0.0  # an empty node
+    parent[0] = 0.0
+    hist[1] = 0.0  # a node whose rows all fall in one bin
+    hist[1, :, 2] = parent[1]
+    hist[2, :, :-1] = 0.0  # only missing values
+    hist[2, :, -1] = parent[2]
+    hist[3] = 0.0  # one value bin and missing values: the bin against the missing values
+    hist[3, :, 2] = parent[3] * 0.75
+    hist[3, :, -1] = parent[3] * 0.25
+    got = compare(hist, parent, criterion, mapper=mapper)
+    assert got.found.tolist()[:4] == [False, False, False, True]
+    # "codes <= 2 left, missing right" ties with "codes <= 0 (none) and missing left": missing right first
+    assert not got.missing_left[3] and got.bin[3] == 2
+    # uint16-size bins
+    for name in ("gini2", "newton"):
+        crit = CRITERIA[name]
+        hist, parent, mapper = make_case(rng, crit, 5, 3, max_bins=1024, rows=5000, discrete=False)
+        assert hist.shape[2] == 1025
+        compare(hist, parent, crit, mapper=mapper)
+        compare(hist, parent, crit, mapper=mapper, local_thresholds=False, random_u=rng.random((5, 3)))
+
+
+@pytest.mark.parametrize("name", ["gini2", "newton"])
+def test_threads_do_not_change_the_result(name):
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(6)
+    hist, parent, mapper = make_case(rng, criterion, 64, 16, max_bins=256, rows=20000, discrete=False)
+    one = compare(hist, parent, criterion, mapper=mapper, n_threads=1)
+    many = compare(hist, parent, criterion, mapper=mapper, n_threads=8)
+    for k in one.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(one, k), getattr(many, k), err_msg=k)
+
+
+def test_uncovered_cases_fall_back():
+    rng = np.random.default_rng(7)
+    criterion = CRITERIA["gini2"]
+    hist, parent, mapper = make_case(rng, criterion, 3, 3)
+    cons = SplitConstraints(1, 0.0)
+    is_cat = np.array([False, True, False])
+    assert _numba_split.best_splits(NP, hist, parent, criterion, cons, is_cat) is None
+
+    class MyGini(Gini):  # a subclass may change the formulas
+        pass
+
+    no_cat = np.zeros(3, dtype=bool)
+    assert _numba_split.best_splits(NP, hist, parent, MyGini(n_classes=2), cons, no_cat) is None
+    # find_best_splits then runs the generic code
+    kernels = get_kernels(NP, "numba")
+    a = find_best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper, kernel=kernels.best_splits)
+    b = find_best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper)
+    for k in a.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(a, k), getattr(b, k), err_msg=k)
+
+
+def test_kernel_sets():
+    assert get_kernels(NP, "numba").best_splits is not None
+    assert get_kernels(NP, "bincount").best_splits is None
+    assert get_kernels(NP, "reference").best_splits is None
+
+
+# ---------------------------------------------------------------------------
+# the sort-based search of small nodes
+# ---------------------------------------------------------------------------
+
+
+def _sorted_case(rng, criterion, m, n_features, rows_per_node=12, missing=0.1, max_bins=32):
+    n = 400
+    X = rng.standard_normal((n, n_features))
+    X[:, ::2] = np.round(X[:, ::2] * 2)
+    X[rng.random(X.shape) < missing] = np.nan
+    mapper = fit_bin_mapper(NP, X, np.zeros(n_features, dtype=bool), max_bins)
+    codes = mapper.transform(NP, X)
+    counts = rng.integers(1, rows_per_node + 1, m)
+    slot = np.repeat(np.arange(m), counts)
+    rng.shuffle(slot)  # the nodes' rows interleaved, as the grower's row set gives them
+    rows = rng.integers(0, n, slot.shape[0])
+    weights = _channels(criterion, rng, slot.shape[0])
+    if not isinstance(criterion, Newton):
+        weights[:, 0] = rng.choice([1.0, 1.0, 2.0], slot.shape[0])  # bootstrap multiplicities
+    parent = np.zeros((m, weights.shape[1]))
+    np.add.at(parent, slot, weights)
+    return codes, rows, slot, weights, parent, mapper, int(counts.max())
+
+
+def compare_sorted(case, criterion, cons=None, n_threads=1, **kw):
+    from gputrees._sorted_split import find_best_splits_sorted
+
+    codes, rows, slot, weights, parent, mapper, max_rows = case
+    cons = cons or SplitConstraints(min_samples_leaf=1, min_weight_leaf=0.0)
+    args = (NP, codes, rows, slot, weights, parent, criterion, cons, mapper, max_rows)
+    # the generic search with the numba set's sequential segmented sums: the same order of additions
+    scans = dataclasses.replace(get_kernels(NP, "numba"), sorted_splits=None)
+    want = find_best_splits_sorted(*args, scans, **kw)
+    got = _numba_split.sorted_splits(*args, None, n_threads=n_threads, **kw)
+    assert got is not None
+    found = np.asarray(want.found)
+    np.testing.assert_array_equal(got.found, found)
+    np.testing.assert_allclose(got.proxy, want.proxy, rtol=1e-12, atol=0)
+    # the other fields are specified for the nodes with a split
+    for k in ("feature", "bin", "missing_left", "left", "right"):
+        a, b = np.asarray(getattr(got, k)), np.asarray(getattr(want, k))
+        np.testing.assert_array_equal(a[found], b[found], err_msg=k)
+    np.testing.assert_allclose(got.threshold[found], np.asarray(want.threshold)[found], rtol=1e-12, atol=0)
+    for k in ("is_categorical", "cat_left"):
+        np.testing.assert_array_equal(getattr(got, k), getattr(want, k), err_msg=k)
+    return got
+
+
+@pytest.mark.parametrize("name", sorted(CRITERIA))
+def test_sorted_search_every_criterion(name):
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    for m, f, missing in ((1, 3, 0.0), (30, 5, 0.15), (60, 4, 0.0)):
+        case = _sorted_case(rng, criterion, m, f, missing=missing)
+        compare_sorted(case, criterion)
+    u = rng.random((60, 4))
+    mask = rng.random((60, 4)) < 0.6
+    compare_sorted(case, criterion, feature_mask=mask)
+    compare_sorted(case, criterion, random_u=u)
+    compare_sorted(case, criterion, random_u=u, feature_mask=mask, cons=SplitConstraints(2, 1.0))
+
+
+def test_sorted_search_ties_and_threads():
+    criterion = CRITERIA["gini2"]
+    rng = np.random.default_rng(8)
+    codes, rows, slot, weights, parent, mapper, max_rows = _sorted_case(rng, criterion, 200, 3, rows_per_node=30)
+    nb = mapper.n_bins
+    mirrored = np.where(codes[:, :1] == nb - 1, nb - 1, (nb - 2) - codes[:, :1].astype(np.int64)).astype(codes.dtype)
+    tied = np.concatenate([codes[:, 1:2], codes[:, :1], codes[:, :1], mirrored], axis=1)
+    cols = [1, 0, 0, 0]
+    mapper4 = dataclasses.replace(
+        mapper,
+        category_values=[mapper.category_values[c] for c in cols],
+        **{k: np.asarray(getattr(mapper, k))[cols] for k in ("thresholds", "n_value_bins", "bin_values",
+                                                              "is_exact", "is_categorical")},
+    )
+    case = (np.ascontiguousarray(tied), rows, slot, weights, parent, mapper4, max_rows)
+    one = compare_sorted(case, criterion, n_threads=1)
+    many = compare_sorted(case, criterion, n_threads=8)
+    assert not np.any(one.found & (one.feature == 2))
+    for k in one.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(one, k), getattr(many, k), err_msg=k)
