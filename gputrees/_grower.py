@@ -56,6 +56,7 @@ from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._splitting import SplitConstraints, find_best_splits
 from ._rows import LeafLayout, LocalRows
+from .kernels._reference import children_slot_table
 
 #: Working arrays of the split scan per byte of histogram (cumulative sums,
 #: left/right statistics for both missing-value directions, proxies, masks).
@@ -340,9 +341,7 @@ class Grower:
 
         Returns an array of shape (count, n_channels), float64.
         """
-        xp = self.xp
-        table = xp.arange(max(self._n_created, self.n_trees, first + count), dtype=xp.int64) - first
-        table = xp.where((table >= 0) & (table < count), table, xp.asarray(-1, dtype=xp.int64))
+        table = children_slot_table(self.xp, max(self._n_created, self.n_trees, first + count), first, count)
         return self.rows.sums(table, count)
 
     # -- nodes --------------------------------------------------------------

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .kernels import ActiveRows
-from .kernels._reference import active_weights
+from .kernels._reference import active_weights, children_slot_table
 
 
 @dataclass(frozen=True)
@@ -144,12 +144,9 @@ class LocalRows:
         return self.kernels.node_sums(self.xp, self.active(), self.chan, slots, n_slots)
 
     def _is_children_table(self, slots, n_slots, base, count):
-        xp = self.xp
         if n_slots != count or int(slots.shape[0]) < base + count:
             return False
-        want = xp.arange(int(slots.shape[0]), dtype=xp.int64) - base
-        want = xp.where((want >= 0) & (want < count), want, xp.asarray(-1, dtype=xp.int64))
-        return bool(xp.all(slots == want))
+        return bool(self.xp.all(slots == children_slot_table(self.xp, int(slots.shape[0]), base, count)))
 
     def route(self, slots, split, base: int, missing_bin: int) -> None:
         """Send the pairs of the split nodes (those with a slot) to their children.

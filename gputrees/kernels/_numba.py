@@ -24,6 +24,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._records import ActiveRows
+from ._reference import children_slot_table
 
 __all__ = [
     "bin_codes",
@@ -845,8 +846,7 @@ def _children_table(slot_of_node, split, first_child):
     """Slot table of the children of a routing (child ``first_child + t`` in slot ``t``), and its size."""
     k2 = 2 * int(split.feature.shape[0])
     n_ids = max(int(slot_of_node.shape[0]), int(first_child) + k2)
-    table = np.arange(n_ids, dtype=np.int64) - int(first_child)
-    return np.where((table >= 0) & (table < k2), table, -1), k2
+    return children_slot_table(np, n_ids, first_child, k2), k2
 
 
 def _route(codes, active, chan, slot_of_node, split, first_child, missing_bin, n_threads):

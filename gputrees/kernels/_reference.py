@@ -290,6 +290,15 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
     return dataclasses.replace(active, node=xp.where(hit, child, active.node), bounds=None)
 
 
+def children_slot_table(xp, n_ids: int, first: int, count: int):
+    """Slot table (n_ids,) int64 giving node ``first + t`` the slot ``t`` (``0 <= t < count``), every other id -1.
+
+    The table of a routing's children, as :func:`node_sums` takes it.
+    """
+    table = xp.arange(int(n_ids), dtype=xp.int64) - int(first)
+    return xp.where((table >= 0) & (table < int(count)), table, xp.asarray(-1, dtype=xp.int64))
+
+
 def route_and_sum(xp, codes, active, chan, slot_of_node, split, first_child: int, missing_bin: int, *,
                   route=None, sums=None):
     """Route the pairs (:func:`route_rows`), then sum the children's channels (:func:`node_sums`).
@@ -312,9 +321,7 @@ def route_and_sum(xp, codes, active, chan, slot_of_node, split, first_child: int
     """
     routed = (route or route_rows)(xp, codes, active, slot_of_node, split, first_child, missing_bin)
     k2 = 2 * int(split.feature.shape[0])
-    n_ids = max(int(slot_of_node.shape[0]), int(first_child) + k2)
-    table = xp.arange(n_ids, dtype=xp.int64) - int(first_child)
-    table = xp.where((table >= 0) & (table < k2), table, xp.asarray(-1, dtype=xp.int64))
+    table = children_slot_table(xp, max(int(slot_of_node.shape[0]), int(first_child) + k2), first_child, k2)
     return routed, (sums or node_sums)(xp, routed, chan, table, k2)
 
 
