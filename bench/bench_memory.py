@@ -29,19 +29,19 @@ def formula(family: str, n: int, f: int, n_bins: int, depth: int, k: int = 2, tr
     code_bytes = 1 if n_bins <= 256 else 2
     c = 1 + k  # channels: count + one weighted count per class
     hist_level = min(1 << 30, (1 << max(depth - 2, 0)) * f * n_bins * c * 8 * (1 + SCAN_FACTOR))
-    x64 = 0  # the float64 X of this benchmark is used as it is (no copy, docs/memory.md)
+    # no float64 copy of X: this benchmark's float64 X is used as it is (docs/memory.md)
     encoded = 8 * n * f  # AdaBoost's encoded X (boosting's is X itself without categorical features)
     codes = code_bytes * n * f
     if family == "tree":
-        return x64 + codes + 8 * n * c + 24 * n + 24 * n * f + hist_level
+        return codes + 8 * n * c + 24 * n + 24 * n * f + hist_level
     if family == "forest":
         inbag = int(0.632 * n * trees)
-        return x64 + codes + 8 * n * c + trees * n * (96 + 16 * c) + 24 * inbag * f + trees * hist_level
+        return codes + 8 * n * c + trees * n * (96 + 16 * c) + 24 * inbag * f + trees * hist_level
     if family == "gboost":
         kt = 1 if k == 2 else k
-        return x64 + codes + kt * n * (3 * 8 + 4 * 8) + 24 * n * kt * f + kt * hist_level
+        return codes + kt * n * (3 * 8 + 4 * 8) + 24 * n * kt * f + kt * hist_level
     if family == "adaboost":
-        return x64 + encoded + codes + 8 * n * c + 24 * n + 24 * n * f
+        return encoded + codes + 8 * n * c + 24 * n + 24 * n * f
     raise ValueError(family)
 
 
