@@ -321,6 +321,8 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             self.validation_score_ = []
             self._eval_scores = []
         codes = bin_mapper.transform(xp, Xd, kernels)
+        # the routing's feature-major copy, once per fit (not per round)
+        codes_by_feature = kernels.feature_major(xp, codes)
         k = loss.n_trees_per_round
         raw = self._raw_binned(xp, bin_mapper.encode_for_predict(xp, Xd), n)
         val = []
@@ -369,6 +371,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                 tree_features=tree_features,
                 record_leaves=True,
                 monotonic_cst=mono,
+                codes_by_feature=codes_by_feature,
             )
             batch = grow(xp, inputs, params)
             values = self._leaf_values(xp, kernels, loss, criterion, batch, raw, y_dev, w_dev * count)

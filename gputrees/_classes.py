@@ -190,7 +190,8 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
         Returns
         -------
         data : Bunch
-            ``xp`` (namespace); ``codes`` (n, n_features), uint8/uint16;
+            ``xp`` (namespace); ``codes`` (n, n_features), uint8/uint16, and
+            ``codes_by_feature`` (its feature-major copy for the kernels' routing, or None);
             ``X_predict`` (n, n_features), float64, the rows as
             :func:`apply_trees` reads them; ``y_dev`` the encoded targets on
             the device ((n,) int64 class codes or (n, n_outputs) float64);
@@ -214,9 +215,12 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
             y_enc, factor = y_enc[kept], factor[kept]
         bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
         names = ("n_features_in_", "feature_names_in_", "classes_", "n_classes_", "_y_ndim")
+        kernels = get_kernels(xp, n_jobs=self.n_jobs)
+        codes = bin_mapper.transform(xp, Xd, kernels)
         return Bunch(
             xp=xp,
-            codes=bin_mapper.transform(xp, Xd, get_kernels(xp, n_jobs=self.n_jobs)),
+            codes=codes,
+            codes_by_feature=kernels.feature_major(xp, codes),
             X_predict=bin_mapper.encode_for_predict(xp, Xd),
             y_dev=_backend.from_numpy(xp, y_enc),
             sample_weight=sw[kept],
@@ -266,6 +270,7 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
             criterion=data.criterion,
             kernels=get_kernels(xp, n_jobs=self.n_jobs),
             rng=_backend.host_rng(self.random_state),
+            codes_by_feature=data.codes_by_feature,
         )
         batch = grow(xp, inputs, params)
         if self.ccp_alpha > 0.0:

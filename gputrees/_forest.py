@@ -221,6 +221,8 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
                 setattr(self, attr, getattr(tmpl, attr))
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
         codes = bin_mapper.transform(xp, Xd, kernels)
+        # the routing's feature-major copy, once for every batch of trees
+        codes_by_feature = kernels.feature_major(xp, codes)
         y_dev = _backend.from_numpy(xp, y_enc)
         channels = criterion.row_channels(xp, y_dev, _backend.from_numpy(xp, sw))
         params = tmpl._grower_params(n_samples, n_features, float(sw.sum()))
@@ -251,6 +253,7 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
                 weight_multiplicity=_backend.from_numpy(xp, wmult),
                 tree_features=tree_features,
                 random_splits=self._random_splits,
+                codes_by_feature=codes_by_feature,
             )
             batch = grow(xp, inputs, params)
             if self.ccp_alpha > 0.0:

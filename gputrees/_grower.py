@@ -121,6 +121,10 @@ class GrowerInputs:
         the node's bounds) are ordered, and the children's bounds are cut at
         the mean of the two values. Needs a criterion with ``leaf_value``
         (the Newton criterion) and no sort-based small-node search.
+    codes_by_feature : array of shape (n_features, n_samples) or None
+        ``codes`` feature-major (``Kernels.codes_by_feature``), for kernel
+        sets whose routing reads it; a fit growing one batch per round makes
+        it once. None: made per batch when the kernel set uses one.
     """
 
     codes: object
@@ -135,6 +139,7 @@ class GrowerInputs:
     random_splits: bool = False
     record_leaves: bool = False
     monotonic_cst: object = None
+    codes_by_feature: object = None
 
 
 @dataclass(frozen=True)
@@ -295,6 +300,7 @@ class Grower:
                 inputs.multiplicity,
                 inputs.weight_multiplicity,
                 inputs.record_leaves,
+                inputs.codes_by_feature,
             )
         self.rows = rows
         self.n_features = int(inputs.bin_mapper.is_categorical.shape[0])

@@ -68,13 +68,22 @@ class LocalRows:
         See :class:`gputrees._grower.GrowerInputs`.
     record_leaves : bool
         Record the node every pair leaves the active set in.
+    codes_by_feature : array of shape (n_features, n_samples) or None
+        ``codes`` feature-major, for kernel sets whose routing reads it
+        (``Kernels.codes_by_feature``); made here when such a set is not given
+        one (a fit growing several batches makes it once and passes it).
     """
 
     def __init__(self, xp, codes, channels, kernels, multiplicity=None, weight_multiplicity=None,
-                 record_leaves=False):
+                 record_leaves=False, codes_by_feature=None):
         self.xp = xp
         self.codes = codes
         self.kernels = kernels
+        if kernels.codes_by_feature is None:
+            codes_by_feature = None
+        elif codes_by_feature is None:
+            codes_by_feature = kernels.feature_major(xp, codes)
+        self.codes_by_feature = codes_by_feature
         self.n = int(codes.shape[0])
         self.n_channels = int(channels.shape[-1])
         self.per_tree_channels = channels.ndim == 3
@@ -155,11 +164,12 @@ class LocalRows:
         ``base + 2 s + 1``; ``split`` is the nodes' SplitRecord, by slot.
         """
         args = (self.xp, self.codes, self.active())
+        kw = {} if self.codes_by_feature is None else {"codes_by_feature": self.codes_by_feature}
         if self.kernels.route_and_sum is not None:
-            routed, sums = self.kernels.route_and_sum(*args, self.chan, slots, split, base, missing_bin)
+            routed, sums = self.kernels.route_and_sum(*args, self.chan, slots, split, base, missing_bin, **kw)
             self._child_sums = (base, 2 * int(split.feature.shape[0]), sums)
         else:
-            routed = self.kernels.route_rows(*args, slots, split, base, missing_bin)
+            routed = self.kernels.route_rows(*args, slots, split, base, missing_bin, **kw)
             self._child_sums = None
         # the kernels may regroup the pairs (by node): take every array back
         self.row, self.node, self.key = routed.row, routed.node, routed.key

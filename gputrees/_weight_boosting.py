@@ -738,7 +738,7 @@ def _weighted_bootstrap(xp, rs, w, n_draw: int):
     cdf = cdf / cdf[-1]
     idx = xp.astype(xp.searchsorted(cdf, u, side="right"), xp.int64)
     idx = xp.clip(idx, 0, w.shape[0] - 1)
-    s = xp.sort(idx)
+    s = xp.sort(idx, stable=False)
     rows = xp.arange(w.shape[0], dtype=xp.int64)
     counts = xp.searchsorted(s, rows, side="right") - xp.searchsorted(s, rows, side="left")
     return idx, xp.astype(counts, xp.float64)

@@ -168,19 +168,29 @@ def test_route_rows_equals_reference(categorical, n_bins):
     assert ((want.node[moved] >= 8) & (want.node[moved] < 14)).all()
 
 
-def test_grouped_and_scattered_rows_give_the_same_histograms():
-    """The run-based histogram (rows grouped by node) equals the scan over all rows."""
+@pytest.mark.parametrize("mult", MULTS)
+@pytest.mark.parametrize("n_channels", [1, 2, 3, 4, 5])
+def test_grouped_and_scattered_rows_give_the_same_histograms(mult, n_channels):
+    """The run-based histogram (rows grouped by node) equals the scan over all rows and the reference.
+
+    Three and four channels take the vector additions (a masked and a full
+    four-lane vector), the others one scalar addition per channel: all bit
+    for bit.
+    """
     n = 400
-    active, _ = _active(11, n=n, m=900, n_nodes=6, mult="mult")
+    active, _ = _active(11, n=n, m=900, n_nodes=6, mult=mult)
     order = np.argsort(active.node, kind="stable")
     grouped = ActiveRows(*(None if a is None else a[order] for a in
                            (active.row, active.chan_index, active.node, active.mult, active.wmult, active.key)))
     codes = _codes(12, n, n_bins=20)
-    chan = _chan(13, n, "float")
+    chan = np.random.default_rng(13).standard_normal((n, n_channels))
     table = np.array([3, -1, 0, 2, -1, 1], dtype=np.int64)
     scattered = _numba.node_histograms(NP, codes, active, chan, table, 4, 20, n_threads=2)
+    want = _reference.node_histograms(NP, codes, active, chan, table, 4, 20, build=_bincount.build_histograms)
+    assert np.array_equal(scattered, want)
     for threads in (1, 2, 3):
         runs = _numba.node_histograms(NP, codes, grouped, chan, table, 4, 20, n_threads=threads)
+        assert runs.shape == (4, codes.shape[1], 20, n_channels)
         assert np.array_equal(runs, scattered)
     start, end, ok = _numba._runs(grouped.node, table, 4)
     assert ok and not _numba._runs(active.node, table, 4)[2]
@@ -492,6 +502,15 @@ def test_route_and_sum_equals_reference(mult, categorical, with_bounds, threads)
                                                                       build=_bincount.build_histograms))
     got, sums = _numba.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1, n_threads=threads)
     plain = _numba.route_rows(NP, codes, active, table, split, n_nodes, n_bins - 1, n_threads=threads)
+    # the feature-major copy the grower passes gives the same routing
+    by_feature = _numba.codes_by_feature(NP, codes)
+    assert by_feature.shape == codes.shape[::-1] and by_feature.flags.c_contiguous
+    given, given_sums = _numba.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1,
+                                             n_threads=threads, codes_by_feature=by_feature)
+    assert np.array_equal(given_sums, sums) and np.array_equal(given.bounds, got.bounds)
+    for name in ("row", "chan_index", "node", "mult", "wmult", "key"):
+        a, b = getattr(got, name), getattr(given, name)
+        assert (a is None and b is None) or np.array_equal(a, b), name
     assert (np.diff(got.node) >= 0).all()
     back, want_back = np.argsort(got.key), np.argsort(want.key)
     for name in ("row", "chan_index", "node", "mult", "wmult"):

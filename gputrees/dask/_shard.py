@@ -116,6 +116,8 @@ class Shard:
         """Bin the rows once with the global edges."""
         bm = bin_mapper.to_namespace(self.xp)
         self.codes = bm.transform(self.xp, self.X)
+        # the routing's feature-major copy when the kernels read one, once
+        self.codes_by_feature = self.kernels.feature_major(self.xp, self.codes)
         self.pred_codes = bm.encode_for_predict(self.xp, self.X)
         return True
 
@@ -169,7 +171,8 @@ class Shard:
         inbag = round_inbag(np.random.default_rng([seed, it]), n_total, n_sub)
         count = None if inbag is None else _backend.from_numpy(xp, inbag[self.index])
         channels = round_channels(xp, g, h, count)
-        self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True)
+        self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True,
+                              codes_by_feature=self.codes_by_feature)
         return True
 
     def boost_update(self, values):
@@ -208,6 +211,7 @@ class Shard:
             self.kernels,
             multiplicity=_backend.from_numpy(xp, mult),
             weight_multiplicity=_backend.from_numpy(xp, draws),
+            codes_by_feature=self.codes_by_feature,
         )
         return True
 
@@ -236,6 +240,7 @@ class Shard:
             weight_multiplicity=_backend.from_numpy(xp, draws),
             tree_features=feats,
             random_splits=forest._random_splits,
+            codes_by_feature=self.codes_by_feature,
         )
         batch = grow(xp, inputs, params)
         host = {

@@ -104,6 +104,13 @@ class Kernels:
     sorted_splits : callable or None
         The same for :func:`gputrees._sorted_split.find_best_splits_sorted`;
         see :func:`gputrees.kernels._numba_split.sorted_splits`.
+    codes_by_feature : callable or None
+        ``codes_by_feature(xp, codes)``: the binned matrix feature-major,
+        (n_features, n_samples), which this set's ``route_rows`` and
+        ``route_and_sum`` read faster when given it as their
+        ``codes_by_feature`` keyword (the grower makes it once per fit); see
+        :func:`gputrees.kernels._numba.codes_by_feature`. None: the set's
+        routing takes no such keyword.
     """
 
     name: str
@@ -122,6 +129,20 @@ class Kernels:
     route_and_sum: Callable | None = None
     best_splits: Callable | None = None
     sorted_splits: Callable | None = None
+    codes_by_feature: Callable | None = None
+
+    def feature_major(self, xp, codes):
+        """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.
+
+        Parameters
+        ----------
+        codes : array of shape (n_samples, n_features), uint8/uint16
+
+        Returns
+        -------
+        array of shape (n_features, n_samples), the dtype of ``codes``, or None
+        """
+        return None if self.codes_by_feature is None else self.codes_by_feature(xp, codes)
 
     def quantised(self, scale) -> "Kernels":
         """The set to use on channels quantised with ``scale`` (see :mod:`gputrees.kernels._quantise`).
@@ -228,6 +249,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             route_and_sum=functools.partial(_numba.route_and_sum, n_threads=threads),
             best_splits=functools.partial(_numba_split.best_splits, n_threads=threads),
             sorted_splits=functools.partial(_numba_split.sorted_splits, n_threads=threads),
+            codes_by_feature=_numba.codes_by_feature,
         )
     if name == "cuda":
         return _cuda_set(xp)

@@ -118,6 +118,63 @@ def _prefetch(typingctx, arr, i):
     return types.void(arr, i), codegen
 
 
+def _vector_add(n_lanes):
+    """An intrinsic ``add(out, s, f, b, w)``: ``out[s, f, b, 0:n_lanes] += w`` as one vector load, add and store.
+
+    ``out`` is a C-contiguous 4-D float64 array whose last axis holds at
+    least ``n_lanes`` values, ``w`` a tuple of ``n_lanes`` floats. The
+    vector has four lanes; lanes past ``n_lanes`` are masked off (neither
+    read nor written). Each lane is the same IEEE addition as the scalar
+    ``+=`` (bit-identical sums): one load and one store instead of
+    ``n_lanes`` each.
+    """
+
+    @intrinsic
+    def add(typingctx, out, s, f, b, w):
+        if not (isinstance(out, types.Array) and out.ndim == 4 and out.dtype == types.float64
+                and isinstance(w, types.UniTuple) and w.count == n_lanes):
+            return None
+
+        def codegen(context, builder, sig, args):
+            aryty = sig.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            inds = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:4], sig.args[1:4])]
+            ptr = cgutils.get_item_pointer2(
+                context, builder, data=ary.data, shape=cgutils.unpack_tuple(builder, ary.shape),
+                strides=cgutils.unpack_tuple(builder, ary.strides), layout=aryty.layout,
+                inds=inds + [context.get_constant(types.intp, 0)], wraparound=False, boundscheck=False,
+            )
+            dbl, i32 = ir.DoubleType(), ir.IntType(32)
+            vec = ir.VectorType(dbl, 4)
+            vptr = builder.bitcast(ptr, vec.as_pointer())
+            wv = ir.Constant(vec, [0.0] * 4)
+            for k, x in enumerate(cgutils.unpack_tuple(builder, args[4], n_lanes)):
+                wv = builder.insert_element(wv, context.cast(builder, x, sig.args[4].dtype, types.float64), i32(k))
+            if n_lanes == 4:
+                builder.store(builder.fadd(builder.load(vptr, align=8), wv), vptr, align=8)
+                return context.get_dummy_value()
+            mask_t = ir.VectorType(ir.IntType(1), 4)
+            mask = ir.Constant(mask_t, [1] * n_lanes + [0] * (4 - n_lanes))
+            load = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(vec, [vec.as_pointer(), i32, mask_t, vec]),
+                "llvm.masked.load.v4f64.p0v4f64",
+            )
+            store = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [vec, vec.as_pointer(), i32, mask_t]),
+                "llvm.masked.store.v4f64.p0v4f64",
+            )
+            cur = builder.call(load, [vptr, i32(8), mask, ir.Constant(vec, [0.0] * 4)])
+            builder.call(store, [builder.fadd(cur, wv), vptr, i32(8), mask])
+            return context.get_dummy_value()
+
+        return types.void(out, s, f, b, w), codegen
+
+    return add
+
+
+_add3 = _vector_add(3)
+_add4 = _vector_add(4)
+
 def _row_bytes(codes) -> int:
     return int(codes.shape[1]) * int(codes.dtype.itemsize)
 
@@ -359,15 +416,21 @@ def _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode):
             out[s, f, b, c] += _weight(chan, ci, c, i, mult, wmult, mode)
 
 
-@numba.njit(inline="always")
-def _add_rows3(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult, mode, prefetch):
-    """Pairs ``i0:i1`` into slot ``s``'s histogram, features ``f0:f1``, three channels.
+# The row loop of the histogram is a plain (not parallel) function called
+# from _run_histograms' parallel loop (see _mark_sides).
+@numba.njit(**_JIT)
+def _add_rows(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult, mode, prefetch):
+    """Pairs ``i0:i1`` into slot ``s``'s histogram, features ``f0:f1``.
 
-    The row's three weights are computed once (not per feature) and the
-    channel loop is unrolled; each output gets the same additions, in the
-    same order, as :func:`_add_row`. ``prefetch``: fetch the data of the
-    pair :data:`PREFETCH_AHEAD` positions ahead.
+    Three and four channels (boosting's (count, g, h) and binary
+    classification; regression and three classes): the row's weights are
+    computed once (not per feature) and added as one vector
+    (:func:`_vector_add`); other counts one scalar addition per channel
+    (:func:`_add_row`). Either way each output gets the same additions, in
+    the same order. ``prefetch``: fetch the data of the pair
+    :data:`PREFETCH_AHEAD` positions ahead.
     """
+    n_channels = chan.shape[1]
     stop = i1 - PREFETCH_AHEAD
     for i in range(i0, i1):
         if prefetch and i < stop:
@@ -375,14 +438,18 @@ def _add_rows3(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult
             _prefetch(chan, chan_index[i + PREFETCH_AHEAD])
         r = row[i]
         ci = chan_index[i]
-        w0 = _weight(chan, ci, 0, i, mult, wmult, mode)
-        w1 = _weight(chan, ci, 1, i, mult, wmult, mode)
-        w2 = _weight(chan, ci, 2, i, mult, wmult, mode)
-        for f in range(f0, f1):
-            b = codes[r, f]
-            out[s, f, b, 0] += w0
-            out[s, f, b, 1] += w1
-            out[s, f, b, 2] += w2
+        if n_channels == 3:
+            w3 = (_weight(chan, ci, 0, i, mult, wmult, mode), _weight(chan, ci, 1, i, mult, wmult, mode),
+                  _weight(chan, ci, 2, i, mult, wmult, mode))
+            for f in range(f0, f1):
+                _add3(out, s, f, codes[r, f], w3)
+        elif n_channels == 4:
+            w4 = (_weight(chan, ci, 0, i, mult, wmult, mode), _weight(chan, ci, 1, i, mult, wmult, mode),
+                  _weight(chan, ci, 2, i, mult, wmult, mode), _weight(chan, ci, 3, i, mult, wmult, mode))
+            for f in range(f0, f1):
+                _add4(out, s, f, codes[r, f], w4)
+        else:
+            _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode)
 
 
 @numba.njit(inline="always")
@@ -645,6 +712,82 @@ def _route_places(p_node, p_a, p_b, n_left, slot_of_node, first_child, n_ids):
     return out_bounds, pos_l, pos_r
 
 
+# The per-piece loops of _route_runs are plain (not parallel) functions called
+# from its prange bodies, with the split's fields read once per piece: Numba
+# lowered the same loops written inside the prange body, through inlined
+# helpers, several times slower (bench/README.md, "Fourth pass").
+@numba.njit(**_JIT)
+def _mark_sides(col, row, a, b, bin_s, missing_left_s, is_cat_s, cat_row, missing_bin, go):
+    """``go[a:b]``: whether each pair goes left; returns how many do.
+
+    ``col`` (n,) is the split feature's codes (a row of the feature-major
+    matrix), ``cat_row`` the categories sent left when ``is_cat_s``.
+    """
+    n_left = 0
+    if is_cat_s:
+        for i in range(a, b):
+            code = col[row[i]]
+            left = missing_left_s if code == missing_bin else cat_row[code]
+            go[i] = left
+            n_left += np.int64(left)
+        return n_left
+    for i in range(a, b):
+        code = col[row[i]]
+        left = missing_left_s if code == missing_bin else code <= bin_s
+        go[i] = left
+        n_left += np.int64(left)
+    return n_left
+
+
+@numba.njit(**_JIT)
+def _sum_sides(psum, t, go, a, b, chan, cidx, mult, wmult, mode):
+    """Add the channels of pairs ``a:b`` to ``psum[t]`` (left) or ``psum[t + 1]`` (right), in pair order.
+
+    The channel rows are prefetched when they lie far apart (a deep node's
+    pairs); three channels without multiplicities (boosting) unrolled.
+    """
+    row_bytes = chan.shape[1] * 8
+    sparse = b > a and (abs(cidx[b - 1] - cidx[a]) + 1) * row_bytes > SPARSE_GAP_BYTES * (b - a)
+    stop = b - PREFETCH_AHEAD
+    if mode == 0 and chan.shape[1] == 3:
+        for i in range(a, b):
+            if sparse and i < stop:
+                _prefetch(chan, cidx[i + PREFETCH_AHEAD])
+            u = t + 1 - np.int64(go[i])
+            ci = cidx[i]
+            psum[u, 0] += chan[ci, 0]
+            psum[u, 1] += chan[ci, 1]
+            psum[u, 2] += chan[ci, 2]
+        return
+    for i in range(a, b):
+        if sparse and i < stop:
+            _prefetch(chan, cidx[i + PREFETCH_AHEAD])
+        _add_sums(psum, t + 1 - np.int64(go[i]), chan, cidx[i], i, mult, wmult, mode)
+
+
+@numba.njit(**_JIT)
+def _place_pairs(go, a, b, pl, pr, left_id, row, chan_index, key, mult, wmult,
+                 row_o, ci_o, node_o, key_o, mult_o, wmult_o):
+    """Write pairs ``a:b`` to the left side from ``pl`` or the right side from ``pr``, each side in order.
+
+    An empty ``go`` sends every pair to ``pl``, in node ``left_id`` (a node
+    not split). Empty input arrays are not written.
+    """
+    unsplit = go.shape[0] == 0
+    extra = ci_o.shape[0] > 0 or key_o.shape[0] > 0 or mult_o.shape[0] > 0 or wmult_o.shape[0] > 0
+    for i in range(a, b):
+        # selects, not branches: the side is a coin toss per pair
+        g = np.int64(1) if unsplit else np.int64(go[i])
+        p = pr + (pl - pr) * g
+        pl += g
+        pr += 1 - g
+        row_o[p] = row[i]
+        node_o[p] = left_id + 1 - g
+        if extra:
+            _put(row_o, ci_o, node_o, key_o, mult_o, wmult_o, p, left_id + 1 - g, row, chan_index, key, mult, wmult,
+                 i)
+
+
 @numba.njit(**_JIT)
 def _zeros2(rows, cols):
     """np.zeros((rows, cols)), float64, outside any parallel region (see :func:`_route_plan`)."""
@@ -653,8 +796,8 @@ def _zeros2(rows, cols):
 
 @numba.njit(parallel=True, **_JIT)
 def _route_runs(
-    codes, row, chan_index, node, key, mult, wmult, mode, chan, bounds, slot_of_node, feature, bin_, missing_left,
-    is_cat, cat_left, first_child, missing_bin, n_ids, n_workers, row_bytes, with_sums,
+    codes_t, row, chan_index, node, key, mult, wmult, mode, chan, bounds, slot_of_node, feature, bin_, missing_left,
+    is_cat, cat_left, first_child, missing_bin, n_ids, n_workers, with_sums,
 ):
     """Route pairs sorted by node id (``bounds``) and keep them sorted, stably; optionally sum the children.
 
@@ -668,6 +811,8 @@ def _route_runs(
     writes the pairs. The children of cut nodes (only the first levels are
     cut) are summed over their runs afterwards.
 
+    ``codes_t`` is the binned matrix feature-major, (n_features, n): a pass
+    reads one feature's codes, 1 byte a row, not a cache line a row.
     Empty ``chan_index`` / ``key`` / ``mult`` / ``wmult`` stand for "the same
     as ``row``" (the first two) or None (the others). Returns the routed
     arrays, the new ``bounds`` (n_ids + 1) and the sums (2 n_slots, C + 8;
@@ -694,20 +839,10 @@ def _route_runs(
                 continue
             a = p_a[j]
             b = p_b[j]
-            sparse = (abs(row[b - 1] - row[a]) + 1) * row_bytes > SPARSE_GAP_BYTES * (b - a)
-            nl = 0
-            for i in range(a, b):
-                if sparse and i + PREFETCH_AHEAD < b:
-                    _prefetch(codes, row[i + PREFETCH_AHEAD])
-                    if with_sums:
-                        _prefetch(chan, cidx[i + PREFETCH_AHEAD])
-                left = _goes_left(codes, row[i], s, feature, bin_, missing_left, is_cat, cat_left, any_cat,
-                                  missing_bin)
-                go[i] = left
-                nl += 1 if left else 0
-                if with_sums:
-                    _add_sums(psum, 2 * j + (0 if left else 1), chan, cidx[i], i, mult, wmult, mode)
-            n_left[j] = nl
+            n_left[j] = _mark_sides(codes_t[feature[s]], row, a, b, bin_[s], missing_left[s], any_cat and is_cat[s],
+                                    cat_left[s], missing_bin, go)
+            if with_sums:
+                _sum_sides(psum, 2 * j, go, a, b, chan, cidx, mult, wmult, mode)
     out_bounds, pos_l, pos_r = _route_places(p_node, p_a, p_b, n_left, slot_of_node, first_child, n_ids)
     # pass 2: the pairs to their places
     row_o, ci_o, node_o, key_o, mult_o, wmult_o = _routed_arrays(m, chan_index, key, mult, wmult)
@@ -718,21 +853,11 @@ def _route_runs(
             a = p_a[j]
             b = p_b[j]
             if s < 0:
-                p = pos_l[j]
-                for i in range(a, b):
-                    _put(row_o, ci_o, node_o, key_o, mult_o, wmult_o, p + i - a, k,
-                         row, chan_index, key, mult, wmult, i)
-                continue
-            pl = pos_l[j]
-            pr = pos_r[j]
-            right = first_child + 2 * s + 1
-            # selects, not branches: the side is a coin toss per pair
-            for i in range(a, b):
-                g = np.int64(go[i])
-                p = pr + (pl - pr) * g
-                pl += g
-                pr += 1 - g
-                _put(row_o, ci_o, node_o, key_o, mult_o, wmult_o, p, right - g, row, chan_index, key, mult, wmult, i)
+                _place_pairs(go[:0], a, b, pos_l[j], pos_l[j], k, row, chan_index, key, mult, wmult,
+                             row_o, ci_o, node_o, key_o, mult_o, wmult_o)
+            else:
+                _place_pairs(go, a, b, pos_l[j], pos_r[j], first_child + 2 * s, row, chan_index, key, mult, wmult,
+                             row_o, ci_o, node_o, key_o, mult_o, wmult_o)
     sums = _zeros2(2 * n_slots, n_channels + 8)
     if with_sums:
         cio = ci_o if ci_o.shape[0] else row_o
@@ -813,7 +938,8 @@ def _node_runs(active, node, table, n_slots):
     return _runs(node, table, n_slots)
 
 
-def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing_bin: int, *, n_threads: int = 1):
+def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing_bin: int, *, n_threads: int = 1,
+               codes_by_feature=None):
     """Same contract as :func:`gputrees.kernels._reference.route_rows`; the pairs come back sorted by node id.
 
     Pairs sorted by node id on input (the grower's, whose ``bounds`` the
@@ -822,20 +948,23 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
     (:func:`_route_group`). Either way each node's pairs keep their relative
     order (and row-order sums stay the same), and arrays that are the same
     object on input (``chan_index`` or ``key`` being ``row``) are the same
-    object on output.
+    object on output. ``codes_by_feature``: the same codes feature-major,
+    (n_features, n) C-contiguous (:func:`codes_by_feature`), which the pass
+    over sorted pairs reads; made here when not given.
     """
-    return _route(codes, active, None, slot_of_node, split, first_child, missing_bin, n_threads)[0]
+    return _route(codes, codes_by_feature, active, None, slot_of_node, split, first_child, missing_bin, n_threads)[0]
 
 
 def route_and_sum(xp, codes, active, chan, slot_of_node, split, first_child: int, missing_bin: int, *,
-                  n_threads: int = 1):
+                  n_threads: int = 1, codes_by_feature=None):
     """Same contract as :func:`gputrees.kernels._reference.route_and_sum`: the children summed while routing.
 
     With pairs sorted by node id, the routing pass sums each child's
     channels in row order by one thread, as :func:`node_sums` does over the
     child's run (bit for bit); otherwise :func:`node_sums` after routing.
     """
-    routed, sums = _route(codes, active, chan, slot_of_node, split, first_child, missing_bin, n_threads)
+    routed, sums = _route(codes, codes_by_feature, active, chan, slot_of_node, split, first_child, missing_bin,
+                          n_threads)
     if sums is None:
         table, k2 = _children_table(slot_of_node, split, first_child)
         sums = node_sums(xp, routed, chan, table, k2, n_threads=n_threads)
@@ -849,7 +978,12 @@ def _children_table(slot_of_node, split, first_child):
     return children_slot_table(np, n_ids, first_child, k2), k2
 
 
-def _route(codes, active, chan, slot_of_node, split, first_child, missing_bin, n_threads):
+def codes_by_feature(xp, codes):
+    """The binned matrix feature-major: (n_features, n_samples), C-contiguous, the dtype of ``codes``."""
+    return np.ascontiguousarray(np.asarray(codes).T)
+
+
+def _route(codes, codes_t, active, chan, slot_of_node, split, first_child, missing_bin, n_threads):
     """(routed ActiveRows, children's sums or None); sums asked for when ``chan`` is given."""
     row = _i64(active.row)
     node = _i64(active.node)
@@ -879,10 +1013,12 @@ def _route(codes, active, chan, slot_of_node, split, first_child, missing_bin, n
         if ok:
             mode = 0 if active.mult is None else (1 if active.wmult is None else 2)
             chan_a = np.zeros((1, 1)) if chan is None else np.ascontiguousarray(chan, dtype=np.float64)
+            if codes_t is None:
+                codes_t = codes_by_feature(np, codes)
             row_o, ci_o, node_o, key_o, mult_o, wmult_o, out_bounds, padded = _route_runs(
-                codes, row, ci, node, key, mult, wmult, mode, chan_a, bounds, table, *split_args,
+                codes_t, row, ci, node, key, mult, wmult, mode, chan_a, bounds, table, *split_args,
                 int(first_child), int(missing_bin), max(n_ids, int(bounds.shape[0]) - 1), threads,
-                _row_bytes(codes), chan is not None,
+                chan is not None,
             )
             if chan is not None:
                 sums = np.ascontiguousarray(padded[:, : chan_a.shape[1]])
@@ -1151,21 +1287,7 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             # miss the cache one after the other unless prefetched
             span = abs(row[e - 1] - row[start[s]]) + 1
             sparse = span * row_bytes > SPARSE_GAP_BYTES * (e - start[s])
-            if n_channels == 3:  # boosting's (count, g, h), regression: an unrolled variant per mode
-                if mode == 0:
-                    _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, 0, sparse)
-                else:
-                    _add_rows3(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse)
-            elif sparse:
-                stop = e - PREFETCH_AHEAD
-                for i in range(start[s], e):
-                    if i < stop:
-                        _prefetch(codes, row[i + PREFETCH_AHEAD])
-                        _prefetch(chan, chan_index[i + PREFETCH_AHEAD])
-                    _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
-            else:
-                for i in range(start[s], e):
-                    _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
+            _add_rows(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse)
     return out
 
 
