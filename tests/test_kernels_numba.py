@@ -529,6 +529,48 @@ def test_route_and_sum_equals_reference(mult, categorical, with_bounds, threads)
     assert not sums[4:6].any()  # node 2, split (slot 2) with no rows
 
 
+@pytest.mark.parametrize("layout", ["grower", "shuffled", "shared_rows"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_route_and_sum_in_table_order_equals_gathering(monkeypatch, layout, threads):
+    """The children's sums by one pass over the channel table equal those gathered pair by pair, bit for bit.
+
+    ``grower``: each node's channel rows increase (the pass is used);
+    ``shuffled``: a node's rows out of order, ``shared_rows``: two pairs on
+    one channel row (both fall back to gathering, same sums).
+    """
+    n, n_bins, n_nodes = 500, 12, 6
+    active, bounds = _sorted_pairs(81, n, n_nodes, "none", n_trees=2)
+    rng = np.random.default_rng(82)
+    ci = active.chan_index.copy()
+    if layout == "shuffled":
+        a, b = bounds[3], bounds[4]
+        ci[a:b] = rng.permutation(ci[a:b])
+    elif layout == "shared_rows":
+        ci[bounds[4] + 1] = ci[bounds[1]]
+    active = dataclasses.replace(active, chan_index=ci, bounds=bounds)
+    codes = _codes(83, n, n_bins=n_bins)
+    chan = rng.standard_normal((2 * n, 3))
+    table = np.array([0, 1, -1, 2, 3, 4], dtype=np.int64)
+    split = _split(84, 5, codes.shape[1], n_bins, False)
+    got, sums = _numba.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1, n_threads=threads)
+    table_c, k2 = _numba._children_table(table, split, n_nodes)
+    assert np.array_equal(sums, _numba.node_sums(NP, got, chan, table_c, k2))
+    monkeypatch.setattr(_numba, "IN_ORDER_SUMS_FILL", 0)  # never the table pass
+    gathered, gathered_sums = _numba.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1,
+                                                   n_threads=threads)
+    assert np.array_equal(sums, gathered_sums)
+    for name in ("row", "chan_index", "node", "key"):
+        assert np.array_equal(getattr(got, name), getattr(gathered, name)), name
+
+
+def test_sum_in_table_order_counts_rows():
+    child_of = np.array([1, -1, 0, 1, -1], dtype=np.int32)
+    chan = np.arange(10, dtype=np.float64).reshape(5, 2)
+    sums = np.zeros((2, 2))
+    assert _numba._sum_in_table_order(child_of, chan, sums) == 3
+    assert np.array_equal(sums, [[4.0, 5.0], [6.0 + 0.0, 8.0]])
+
+
 @pytest.mark.parametrize("m", [0, 1])
 def test_route_and_sum_no_rows_and_one_row(m):
     codes = _codes(51, 3, n_bins=6)
