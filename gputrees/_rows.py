@@ -124,6 +124,8 @@ class LocalRows:
             self.mult = xp.take(flat, sel)
             if weight_multiplicity is not None:
                 self.wmult = xp.take(xp.reshape(weight_multiplicity, (-1,)), sel)
+        # the pairs start sorted by node (= tree): their runs, without a pass
+        self.bounds = xp.astype(xp.searchsorted(self.node, xp.arange(self.n_trees + 1, dtype=xp.int64)), xp.int64)
 
     def active(self) -> ActiveRows:
         return ActiveRows(
