@@ -56,7 +56,7 @@ from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._splitting import SplitConstraints, find_best_splits
 from ._rows import LeafLayout, LocalRows
-from .kernels._reference import children_slot_table
+from .kernels._reference import children_slot_table, sibling_histograms
 
 #: Working arrays of the split scan per byte of histogram (cumulative sums,
 #: left/right statistics for both missing-value directions, proxies, masks).
@@ -505,7 +505,7 @@ class Grower:
             stats=xp.take(st, good, axis=0),
             improvement=xp.take(imp, good),
             split=_take_record(xp, rec, good),
-            hist=None if hist is None else xp.take(hist, good, axis=0),
+            hist=None if hist is None else (hist if g == int(hist.shape[0]) else xp.take(hist, good, axis=0)),
             hist_index=(
                 xp.arange(g, dtype=xp.int64) if hist is not None else xp.full((g,), -1, dtype=xp.int64)
             ),
@@ -548,16 +548,18 @@ class Grower:
             start = stop
         return parts
 
-    def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, parent_hist, keep_hist, draws, bounds=None):
+    def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, keep_hist, draws, bounds=None, parents=None):
         """Splits of sibling pairs by histograms, in chunks under the memory bound.
 
-        ``parent_hist`` (len(pairs), F, B, C) holds the pairs' parent histograms
-        (then the smaller child is built and the other subtracted), or is None
-        (then the splittable children are built from their rows).
+        ``parents`` is None (then the splittable children are built from
+        their rows) or (parent histograms, (len(pairs),) row of each pair's
+        parent among them): then the smaller child is built and the other is
+        the parent's minus it (``Kernels.sibling_histograms``).
         """
         xp = self.xp
         n_pairs = int(pairs.shape[0])
         step = self._pairs_per_chunk()
+        siblings = self.inp.kernels.sibling_histograms or sibling_histograms
         parts = []
         for start in range(0, n_pairs, step):
             stop = min(start + step, n_pairs)
@@ -566,23 +568,15 @@ class Grower:
             both = xp.reshape(xp.stack([2 * pr, 2 * pr + 1], axis=1), (-1,))
             ids = xp.take(child_ids, both)
             st = xp.take(stats, both, axis=0)
-            if parent_hist is not None:
+            # the splittable children, in the pairs' (left, right) order
+            idx = xp.astype(xp.nonzero(xp.take(can, both))[0], xp.int64)
+            if parents is not None:
                 cnt = xp.reshape(st[:, 0], (m, 2))
                 small_is_right = cnt[:, 1] < cnt[:, 0]
                 small_pos = xp.astype(small_is_right, xp.int64)
                 small_ids = xp.take(ids, 2 * xp.arange(m, dtype=xp.int64) + small_pos)
-                small = self._build(small_ids)
-                large = parent_hist[start:stop, ...] - small
-                # one gather puts each pair's (left, right) histograms in node
-                # order, keeping only the splittable children
-                i = xp.arange(m, dtype=xp.int64)
-                left_pos = xp.where(small_is_right, i + m, i)
-                right_pos = xp.where(small_is_right, i, i + m)
-                pos = xp.reshape(xp.stack([left_pos, right_pos], axis=1), (-1,))
-                idx = xp.astype(xp.nonzero(xp.take(can, both))[0], xp.int64)
-                hist = xp.take(xp.concat([small, large], axis=0), xp.take(pos, idx), axis=0)
+                hist = siblings(xp, parents[0], parents[1][start:stop], self._build(small_ids), small_is_right, idx)
             else:
-                idx = xp.astype(xp.nonzero(xp.take(can, both))[0], xp.int64)
                 hist = self._build(xp.take(ids, idx))
             ids = xp.take(ids, idx)
             st = xp.take(st, idx, axis=0)
@@ -630,15 +624,13 @@ class Grower:
                 with_p = xp.astype(xp.nonzero(has)[0], xp.int64)
                 without = xp.astype(xp.nonzero(~has)[0], xp.int64)
                 if int(with_p.shape[0]):
-                    ph = xp.take(parent_hist, xp.take(pidx, with_p), axis=0)
                     parts += self._hist_parts(
-                        child_ids, depth, tree, stats, can, xp.take(pairs, with_p), ph, keep_hist, draws, bounds
+                        child_ids, depth, tree, stats, can, xp.take(pairs, with_p), keep_hist, draws, bounds,
+                        parents=(parent_hist, xp.take(pidx, with_p)),
                     )
                 pairs = xp.take(pairs, without)
             if int(pairs.shape[0]):
-                parts += self._hist_parts(
-                    child_ids, depth, tree, stats, can, pairs, None, keep_hist, draws, bounds
-                )
+                parts += self._hist_parts(child_ids, depth, tree, stats, can, pairs, keep_hist, draws, bounds)
         return self._merge(parts)
 
     def _improvement_ok(self, rec, stats, tree, bounds=None):
@@ -678,7 +670,7 @@ class Grower:
             stats=xp.take(xp.concat([p.stats for p in parts], axis=0), order, axis=0),
             improvement=xp.take(xp.concat([p.improvement for p in parts]), order),
             split=_take_record(xp, _concat_records(xp, [p.split for p in parts]), order),
-            hist=xp.concat(hists, axis=0) if hists else None,
+            hist=(xp.concat(hists, axis=0) if len(hists) > 1 else hists[0]) if hists else None,
             hist_index=xp.take(xp.concat(index), order),
             bounds=(
                 xp.take(xp.concat([p.bounds for p in parts], axis=0), order, axis=0) if with_bounds else None

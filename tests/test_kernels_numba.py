@@ -623,3 +623,21 @@ def test_histogram_plan_covers_every_slot_feature_once(n_workers):
     one = _numba._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, 1, 0)
     got = _numba._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, n_workers, 0)
     assert np.array_equal(one, got)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sibling_histograms_equal_reference(threads):
+    """Each wanted child is the built histogram or the parent's minus it, bit for bit as the reference."""
+    rng = np.random.default_rng(91)
+    parents = rng.standard_normal((5, 3, 7, 3))
+    parent_index = np.array([4, 0, 2, 2], dtype=np.int64)
+    small = rng.standard_normal((4, 3, 7, 3))
+    small_is_right = np.array([True, False, False, True])
+    for children in ([0, 1, 2, 3, 4, 5, 6, 7], [1, 2, 7], [], [6]):
+        children = np.array(children, dtype=np.int64)
+        want = _reference.sibling_histograms(NP, parents, parent_index, small, small_is_right, children)
+        got = _numba.sibling_histograms(NP, parents, parent_index, small, small_is_right, children, n_threads=threads)
+        assert got.shape == (children.shape[0], 3, 7, 3) and np.array_equal(got, want)
+    # pair 0: small is the right child (1), the left (0) is parent 4 minus it
+    got = _numba.sibling_histograms(NP, parents, parent_index, small, small_is_right, np.array([0, 1]))
+    assert np.array_equal(got[0], parents[4] - small[0]) and np.array_equal(got[1], small[0])

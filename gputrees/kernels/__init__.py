@@ -104,6 +104,12 @@ class Kernels:
     sorted_splits : callable or None
         The same for :func:`gputrees._sorted_split.find_best_splits_sorted`;
         see :func:`gputrees.kernels._numba_split.sorted_splits`.
+    sibling_histograms : callable or None
+        ``sibling_histograms(xp, parent_hist, parent_index, small,
+        small_is_right, children)``: the histograms of sibling pairs'
+        children from the built ones and their parents'; see
+        :func:`gputrees.kernels._reference.sibling_histograms`, which
+        ``None`` means.
     codes_by_feature : callable or None
         ``codes_by_feature(xp, codes)``: the binned matrix feature-major,
         (n_features, n_samples), which this set's ``route_rows`` and
@@ -130,6 +136,7 @@ class Kernels:
     best_splits: Callable | None = None
     sorted_splits: Callable | None = None
     codes_by_feature: Callable | None = None
+    sibling_histograms: Callable | None = None
 
     def feature_major(self, xp, codes):
         """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.
@@ -250,6 +257,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             best_splits=functools.partial(_numba_split.best_splits, n_threads=threads),
             sorted_splits=functools.partial(_numba_split.sorted_splits, n_threads=threads),
             codes_by_feature=_numba.codes_by_feature,
+            sibling_histograms=functools.partial(_numba.sibling_histograms, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)

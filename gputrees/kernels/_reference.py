@@ -290,6 +290,37 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
     return dataclasses.replace(active, node=xp.where(hit, child, active.node), bounds=None)
 
 
+def sibling_histograms(xp, parent_hist, parent_index, small, small_is_right, children):
+    """Histograms of some children of sibling pairs: the built (smaller) child's, or its parent's minus it.
+
+    Parameters
+    ----------
+    parent_hist : array of shape (n_parents, n_features, n_bins, C), float64
+    parent_index : array of shape (m,), int64
+        Row of ``parent_hist`` holding pair ``p``'s parent.
+    small : array of shape (m, n_features, n_bins, C), float64
+        Histogram of pair ``p``'s smaller child (the one built from its rows).
+    small_is_right : array of shape (m,), bool
+        Whether that child is the right one.
+    children : array of shape (k,), int64
+        The children wanted, in the pairs' (left, right) order: ``2 p`` is
+        pair ``p``'s left child, ``2 p + 1`` its right.
+
+    Returns
+    -------
+    array of shape (k, n_features, n_bins, C), float64
+        The other child of a pair is ``parent - small``, subtracted as here
+        by every kernel set (the same numbers).
+    """
+    m = int(small.shape[0])
+    large = xp.take(parent_hist, parent_index, axis=0) - small
+    i = xp.arange(m, dtype=xp.int64)
+    left_pos = xp.where(small_is_right, i + m, i)
+    right_pos = xp.where(small_is_right, i, i + m)
+    pos = xp.reshape(xp.stack([left_pos, right_pos], axis=1), (-1,))
+    return xp.take(xp.concat([small, large], axis=0), xp.take(pos, children), axis=0)
+
+
 def children_slot_table(xp, n_ids: int, first: int, count: int):
     """Slot table (n_ids,) int64 giving node ``first + t`` the slot ``t`` (``0 <= t < count``), every other id -1.
 
