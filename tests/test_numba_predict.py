@@ -2,12 +2,15 @@
 
 Random trees in the grower's numbering (breadth-first creation order, padded
 to a common width), with leaves at uneven depths, one-node trees, NaN entries
-and whole NaN rows, rows equal to thresholds, float32 and float64 rows, one
-and several classes; categorical and too deep batches take the padded walk.
+and whole NaN rows, blocks of rows with and without NaN, infinite values,
+rows equal to thresholds, float32 and float64 rows, one and several classes;
+categorical and too deep batches, and +inf thresholds where missing values go
+right, take the padded walk.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 
 import numpy as np
@@ -93,15 +96,19 @@ def _rows(seed, n, n_features, cat_bins=0):
     """Rows on the thresholds' grid and next to it; n > 2 * ROWS_PER_BLOCK."""
     rng = np.random.default_rng(seed)
     X = rng.integers(-10, 10, (n, n_features)) / 4 + rng.choice([0.0, 0.0, 1e-9, -1e-9, 0.3], (n, n_features))
-    # blocks of rows without NaN take a walk without the missing-value test: the first block has none,
+    if cat_bins:
+        # categorical columns hold codes (cat_bins - 1 = missing); every column may be read as one
+        X = np.abs(np.round(X)) % cat_bins
+    else:
+        # infinite values are compared as they are, in place or in the NaN blocks' copies
+        X[[3, _numba.ROWS_PER_BLOCK + 7], 2] = np.inf
+        X[[4, _numba.ROWS_PER_BLOCK + 9], 0] = -np.inf
+    # blocks of rows without NaN are read in place, the others copied: the first block has no NaN,
     # the second 10% and a whole row missing, the last one NaN
     b = _numba.ROWS_PER_BLOCK
     X[b : 2 * b][rng.random((b, n_features)) < 0.1] = np.nan
     X[b + 5] = np.nan
     X[-3, 1] = np.nan
-    if cat_bins:
-        # categorical columns hold codes (cat_bins - 1 = missing); every column may be read as one
-        X = np.where(np.isnan(X), np.nan, np.abs(np.round(X)) % cat_bins)
     return X
 
 
@@ -112,10 +119,16 @@ CASES = {
     "stumps only": dict(n_trees=4, depth=0, p_split=0.0),
     "deep": dict(n_trees=3, depth=12, p_split=0.9),
     "categorical": dict(n_trees=8, depth=5, p_split=0.8, cat_bins=6),
+    "inf threshold": None,  # "uneven" with a +inf threshold where missing values go right
 }
 
 
 def _case(name, seed):
+    if name == "inf threshold":
+        batch, X, missing_bin = _case("uneven", seed)
+        threshold, missing_left = batch.threshold.copy(), batch.missing_left.copy()
+        threshold[1, 0], missing_left[1, 0] = np.inf, False  # every row left but NaN
+        return dataclasses.replace(batch, threshold=threshold, missing_left=missing_left), X, missing_bin
     kw = dict(CASES[name])
     batch = _random_batch(seed, kw.pop("n_trees"), kw.pop("depth"), 4, **kw)
     X = _rows(seed + 1, 2 * _numba.ROWS_PER_BLOCK + 37, 4, kw.get("cat_bins", 0))  # two full blocks and a part
@@ -128,6 +141,7 @@ def test_layout_applies_to_depth_limited_numerical_batches():
         assert _numba_predict.complete_trees(_case(name, 1)[0]) is not None, name
     assert _numba_predict.complete_trees(_case("categorical", 1)[0]) is None
     assert _numba_predict.complete_trees(_case("deep", 1)[0]) is None  # depth 12 > MAX_DEPTH
+    assert _numba_predict.complete_trees(_case("inf threshold", 1)[0]) is None
     batch = _case("uneven", 1)[0]
     assert batch.max_depth == 6 and (batch.node_count < 2**7 - 1).all()  # leaves above the bottom level
 

@@ -12,13 +12,18 @@ exactly ``depth`` steps with no leaf test and ends at bottom position
 ``h - (2**depth - 1)``, whose entry holds the original leaf's node id.
 
 A step is the padded walk's :func:`gputrees.kernels._numba._step` for a
-numerical node: ``x <= threshold``, or ``missing_left`` when ``x`` is NaN.
-Float32 rows are compared with float32 thresholds rounded toward -inf (the
-largest float32 at most the float64 threshold), which give the same decisions
-as the float64 comparison: for a float32 ``x``, ``x <= t`` exactly when
-``x <= r`` (``r <= t``, and no float32 lies in ``(r, t]``). Leaf values are
-added to each row's sums in tree order, as in the padded walk, so the results
-equal the reference's bit for bit.
+numerical node, ``x <= threshold``, or ``missing_left`` when ``x`` is NaN,
+done as one comparison: a block of 128 rows holding no NaN is read in place;
+a block holding one is copied with every row twice, NaN as -inf then NaN as
++inf, and a node whose missing values go right reads the second copy
+(feature + ``n_cols``): -inf goes left at every threshold, +inf right at
+every finite one (a batch with a +inf threshold on such a node takes the
+padded walk). Float32 rows are compared with float32 thresholds rounded
+toward -inf (the largest float32 at most the float64 threshold), which give
+the same decisions as the float64 comparison: for a float32 ``x``,
+``x <= t`` exactly when ``x <= r`` (``r <= t``, and no float32 lies in
+``(r, t]``). Leaf values are added to each row's sums in tree order, as in
+the padded walk, so the results equal the reference's bit for bit.
 
 Batches with a categorical split, or too deep for the layout
 (:data:`MAX_DEPTH`, :data:`MAX_NODES`), take the padded walk. The layout of a
@@ -28,7 +33,8 @@ and kept while the batch lives (:func:`complete_trees`).
 Index arithmetic is unsigned (node positions, feature columns, flat row
 offsets): Numba adds a negative-index test to every signed index, which, with
 the loads of the per-tree arrays, made the first version of this loop no
-faster than the padded walk.
+faster than the padded walk. Measured effects: ``bench/README.md``, "Fourth
+pass: prediction" (``bench/bench_predict_kernels.py``).
 """
 
 from __future__ import annotations
@@ -86,7 +92,11 @@ def below_float32(t):
 
 
 def _build(batch):
-    """The :class:`CompleteTrees` of ``batch``, or None (categorical split, too deep, or a leaf below max_depth)."""
+    """The :class:`CompleteTrees` of ``batch``, or None where it does not apply.
+
+    None: a categorical split, too deep, a leaf below ``max_depth``, or a +inf
+    threshold where missing values go right (NaN read as +inf would go left).
+    """
     depth = int(batch.max_depth)
     feature = np.asarray(batch.feature)
     n_trees = int(feature.shape[0])
@@ -115,6 +125,8 @@ def _build(batch):
         children[:, 1::2] = np.where(leaf, node, right[tree, node])
         node = children
     if not bool(np.all(feature[tree, node] < 0)):
+        return None
+    if bool(np.any((h_missing == 0) & (h_threshold == np.inf))):
         return None
     return CompleteTrees(depth, h_feature, h_threshold, below_float32(h_threshold), h_missing,
                          np.ascontiguousarray(node))
@@ -154,13 +166,27 @@ def _any_nan(Xf, start, end):
 
 
 @numba.njit(inline="always")
-def _walk_block(Xf, r0, n_cols, m, feature, threshold, missing_left, depth, nd, with_nan):
-    """Bottom slot (``2**depth - 1`` and up) of rows ``r0 / n_cols`` and the next ``m - 1`` in one tree, into ``nd``.
+def _double_rows(Xf, lo, m, n_cols, buf):
+    """``m`` rows of ``n_cols`` from ``Xf[lo]`` into ``buf``, each twice: NaN as -inf, then NaN as +inf (uint64 offsets)."""
+    src = lo
+    dst = np.uint64(0)
+    for _ in range(m):
+        for f in range(n_cols):
+            x = Xf[src + f]
+            nan = x != x
+            buf[dst + f] = -np.inf if nan else x
+            buf[dst + n_cols + f] = np.inf if nan else x
+        src += n_cols
+        dst += np.uint64(2) * n_cols
 
-    Level by level over the block (the rows' walks are independent: the CPU
-    overlaps their loads). ``Xf`` is the flat row-major matrix, ``r0`` the
-    first row's offset in it (uint64). ``with_nan`` False (a constant at each
-    call) drops the missing-value test, for blocks without NaN.
+
+@numba.njit(inline="always")
+def _walk_block(src, r0, stride, m, feature, threshold, depth, nd):
+    """Bottom slot (``2**depth - 1`` and up) of ``m`` rows in one tree, into ``nd``.
+
+    Row ``j`` starts at ``src[r0 + j * stride]`` (uint64 offsets). Level by
+    level over the block: the rows' walks are independent, so the CPU overlaps
+    their loads.
     """
     two = np.uint64(2)
     for j in range(m):
@@ -169,29 +195,20 @@ def _walk_block(Xf, r0, n_cols, m, feature, threshold, missing_left, depth, nd, 
         r = r0
         for j in range(m):
             h = nd[j]
-            x = Xf[r + feature[h]]
-            if with_nan:
-                # x <= t, or NaN: compares "not above" (true for NaN) where missing values go left
-                go_left = not (x > threshold[h]) if missing_left[h] != 0 else x <= threshold[h]
-            else:
-                go_left = x <= threshold[h]
+            go_left = src[r + feature[h]] <= threshold[h]
             nd[j] = two * h + two - np.uint64(go_left)
-            r += n_cols
-
-
-@numba.njit(inline="always")
-def _walk(Xf, i0, m, n_cols, feature, threshold, missing_left, depth, nd, t, with_nan):
-    """:func:`_walk_block` of tree ``t`` for rows ``i0:i0 + m``, with or without the NaN test."""
-    r0 = np.uint64(i0) * n_cols
-    if with_nan:
-        _walk_block(Xf, r0, n_cols, m, feature[t], threshold[t], missing_left[t], depth, nd, True)
-    else:
-        _walk_block(Xf, r0, n_cols, m, feature[t], threshold[t], missing_left[t], depth, nd, False)
+            r += stride
 
 
 @numba.njit(parallel=True, **_JIT)
-def _complete_walk(X, feature, threshold, missing_left, table, depth, out, add, n_chunks):
+def _complete_walk(X, feature, feature_nan, threshold, table, depth, out, add, n_chunks):
     """Every row's bottom slot in every tree, looked up in ``table`` (n_trees, 2**depth), into ``out``.
+
+    A block of rows holding a NaN is walked in a copy where each row stands
+    twice, NaN as -inf then as +inf, through ``feature_nan`` (the feature, plus
+    ``n_cols`` where missing values go right): ``x <= threshold`` then sends
+    NaN where ``missing_left`` says (no threshold of such a node is +inf,
+    see :func:`_build`). Other blocks are read in place through ``feature``.
 
     ``add``: ``out[i, t % k] += table[t, slot]`` in tree order (``out`` (n, k)
     holds the base; raw predictions); otherwise ``out[i, t] = table[t, slot]``
@@ -206,12 +223,18 @@ def _complete_walk(X, feature, threshold, missing_left, table, depth, out, add, 
     n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
     for c in prange(n_chunks):
         nd = np.empty(ROWS_PER_BLOCK, dtype=np.uint64)
+        buf = np.empty(2 * ROWS_PER_BLOCK * X.shape[1], dtype=X.dtype)
         for blk in range(c * n_blocks // n_chunks, (c + 1) * n_blocks // n_chunks):
             i0 = blk * ROWS_PER_BLOCK
             m = min(n, i0 + ROWS_PER_BLOCK) - i0
-            with_nan = _any_nan(Xf, i0 * X.shape[1], (i0 + m) * X.shape[1])
+            lo = np.uint64(i0) * n_cols
+            if _any_nan(Xf, lo, lo + np.uint64(m) * n_cols):
+                _double_rows(Xf, lo, m, n_cols, buf)
+                src, r0, stride, feat = buf, np.uint64(0), np.uint64(2) * n_cols, feature_nan
+            else:
+                src, r0, stride, feat = Xf, lo, n_cols, feature
             for t in range(n_trees):
-                _walk(Xf, i0, m, n_cols, feature, threshold, missing_left, depth, nd, t, with_nan)
+                _walk_block(src, r0, stride, m, feat[t], threshold[t], depth, nd)
                 row = table[t]
                 if add:
                     col = t % k
@@ -230,8 +253,10 @@ def _prepared(batch, X, n_threads):
         return None
     Xc = _float_rows(X)
     threshold = layout.threshold32 if Xc.dtype == np.float32 else layout.threshold
+    # NaN blocks: the +inf copy of the row for nodes sending missing values right
+    feature_nan = layout.feature + np.where(layout.missing_left, 0, Xc.shape[1]).astype(np.uint32)
     work = int(X.shape[0]) * int(layout.feature.shape[0]) * max(1, layout.depth)
-    return layout, Xc, threshold, _threads_for(n_threads, work)
+    return layout, Xc, (layout.feature, feature_nan, threshold), _threads_for(n_threads, work)
 
 
 def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
@@ -239,11 +264,10 @@ def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
     prep = _prepared(batch, X, n_threads)
     if prep is None:
         return _numba.apply_trees(xp, batch, X, missing_bin, n_threads=n_threads)
-    layout, Xc, threshold, threads = prep
+    layout, Xc, trees, threads = prep
     out = np.empty((int(Xc.shape[0]), int(layout.feature.shape[0])), dtype=np.int64)
     with _Threads(threads):
-        return _complete_walk(Xc, layout.feature, threshold, layout.missing_left, layout.leaf, layout.depth, out,
-                              False, threads)
+        return _complete_walk(Xc, *trees, layout.leaf, layout.depth, out, False, threads)
 
 
 def predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_threads: int = 1):
@@ -251,9 +275,8 @@ def predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_threads: int 
     prep = _prepared(batch, X, n_threads)
     if prep is None:
         return _numba.predict_raw(xp, batch, values, X, missing_bin, base, n_threads=n_threads)
-    layout, Xc, threshold, threads = prep
+    layout, Xc, trees, threads = prep
     bottom = np.take_along_axis(np.asarray(values, dtype=np.float64), layout.leaf, axis=1)
     out = np.array(base, dtype=np.float64, order="C")  # a copy: the sums start from the base
     with _Threads(threads):
-        return _complete_walk(Xc, layout.feature, threshold, layout.missing_left, bottom, layout.depth, out, True,
-                              threads)
+        return _complete_walk(Xc, *trees, bottom, layout.depth, out, True, threads)
