@@ -237,7 +237,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             raise ValueError("the numba kernels need NumPy arrays")
         if not numba_available():
             raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
-        from . import _bincount, _numba, _numba_split
+        from . import _bincount, _numba, _numba_predict, _numba_split
 
         threads = _numba.thread_count(n_jobs)
         return Kernels(
@@ -249,9 +249,9 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             functools.partial(_numba.node_histograms, n_threads=threads),
             functools.partial(_numba.node_sums, n_threads=threads),
             functools.partial(_numba.route_rows, n_threads=threads),
-            functools.partial(_numba.apply_trees, n_threads=threads),
+            functools.partial(_numba_predict.apply_trees, n_threads=threads),
             functools.partial(_numba.bin_codes, n_threads=threads),
-            functools.partial(_numba.predict_raw, n_threads=threads),
+            functools.partial(_numba_predict.predict_raw, n_threads=threads),
             scatter_rows=_bincount.scatter_rows,
             route_and_sum=functools.partial(_numba.route_and_sum, n_threads=threads),
             best_splits=functools.partial(_numba_split.best_splits, n_threads=threads),
