@@ -787,6 +787,15 @@ def _sum_in_table_order(child_of, chan, sums):
     """
     n_channels = chan.shape[1]
     n = 0
+    if n_channels == 3:  # boosting: unrolled, twice as fast
+        for r in range(child_of.shape[0]):
+            t = child_of[r]
+            if t >= 0:
+                n += 1
+                sums[t, 0] += chan[r, 0]
+                sums[t, 1] += chan[r, 1]
+                sums[t, 2] += chan[r, 2]
+        return n
     for r in range(child_of.shape[0]):
         t = child_of[r]
         if t >= 0:
