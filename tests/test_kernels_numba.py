@@ -641,3 +641,19 @@ def test_sibling_histograms_equal_reference(threads):
     # pair 0: small is the right child (1), the left (0) is parent 4 minus it
     got = _numba.sibling_histograms(NP, parents, parent_index, small, small_is_right, np.array([0, 1]))
     assert np.array_equal(got[0], parents[4] - small[0]) and np.array_equal(got[1], small[0])
+
+
+def test_histogram_of_consecutive_rows_and_of_rows_whose_ends_only_look_consecutive():
+    """The direct-read loop (a run of consecutive rows) and runs whose first and last rows merely differ by their length."""
+    n, n_bins = 50, 9
+    codes = _codes(95, n, n_bins=n_bins)
+    chan = np.random.default_rng(96).standard_normal((n, 3))
+    table = np.array([0], dtype=np.int64)
+    for row in (np.arange(10, 40), np.array([5, 9, 2, 8]), np.array([3, 3, 4, 6])):
+        row = row.astype(np.int64)
+        active = ActiveRows(row=row, chan_index=row, node=np.zeros(row.shape[0], dtype=np.int64),
+                            bounds=np.array([0, row.shape[0]], dtype=np.int64))
+        want = _reference.node_histograms(NP, codes, active, chan, table, 1, n_bins, build=_bincount.build_histograms)
+        got = _numba.node_histograms(NP, codes, active, chan, table, 1, n_bins)
+        assert np.array_equal(got, want)
+    assert _numba._consecutive(np.arange(4, 9), 0, 5) and not _numba._consecutive(np.array([5, 9, 2, 8]), 0, 4)

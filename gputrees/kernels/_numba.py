@@ -416,6 +416,17 @@ def _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode):
             out[s, f, b, c] += _weight(chan, ci, c, i, mult, wmult, mode)
 
 
+@numba.njit(**_JIT)
+def _consecutive(a, i0, i1):
+    """Whether ``a[i0:i1]`` is ``a[i0], a[i0] + 1, ...`` (a non-empty run; the ends are tested first)."""
+    if i1 <= i0 or a[i1 - 1] - a[i0] != i1 - 1 - i0:
+        return False
+    for i in range(i0 + 1, i1):
+        if a[i] != a[i - 1] + 1:
+            return False
+    return True
+
+
 @numba.njit(inline="always")
 def _prefetch_pair(codes, chan, r, ci):
     """Prefetch row ``r`` of the codes and row ``ci`` of the channels."""
@@ -439,6 +450,17 @@ def _add_rows(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult,
     """
     n_channels = chan.shape[1]
     stop = i1 - PREFETCH_AHEAD
+    if n_channels == 3 and mode == 0 and _consecutive(row, i0, i1) and _consecutive(chan_index, i0, i1):
+        # consecutive rows and channel rows (a root: every row, in order):
+        # read directly, without the two index loads a pair
+        r0, c0 = row[i0] - i0, chan_index[i0] - i0
+        for i in range(i0, i1):
+            r = r0 + i
+            ci = c0 + i
+            w = (chan[ci, 0], chan[ci, 1], chan[ci, 2])
+            for f in range(f0, f1):
+                _add3(out, s, f, codes[r, f], w)
+        return
     if n_channels == 3 and mode == 0:
         # boosting: a loop of its own, without the multiplicity tests
         # (10-18% faster per row and feature than the general loop)
