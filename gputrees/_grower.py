@@ -215,8 +215,11 @@ class TreeBatch:
 class _Frontier:
     """Splittable nodes not yet expanded, sorted by id (device arrays, length p).
 
-    ``hist`` holds the histograms kept for the subtraction trick (h of them)
-    and ``hist_index`` (p,) the position of each node's histogram there, or -1.
+    ``hist`` holds the histograms kept for the subtraction trick (h of them):
+    one array, or a tuple of arrays whose rows are numbered one after the
+    other (the chunks of a level, not concatenated: a copy of every kept
+    histogram, which on a forest's levels is hundreds of megabytes); and
+    ``hist_index`` (p,) the position of each node's histogram there, or -1.
     """
 
     ids: object
@@ -225,7 +228,7 @@ class _Frontier:
     stats: object
     improvement: object
     split: object  # SplitRecord restricted to these nodes
-    hist: object  # (h, F, B, C) or None
+    hist: object  # (h, F, B, C), a tuple of (h_i, F, B, C) (h = sum h_i), or None
     hist_index: object  # (p,) int64
     bounds: object = None  # (p, 2) float64 value bounds (monotonic constraints) or None
 
@@ -663,9 +666,10 @@ class Grower:
         with_bounds = parts[0].bounds is not None
         for p in parts:
             if p.hist is not None:
-                hists.append(p.hist)
+                arrays = p.hist if isinstance(p.hist, tuple) else (p.hist,)
+                hists.extend(arrays)
                 index.append(xp.where(p.hist_index >= 0, p.hist_index + offset, p.hist_index))
-                offset += int(p.hist.shape[0])
+                offset += sum(int(a.shape[0]) for a in arrays)
             else:
                 index.append(p.hist_index)
         ids = xp.concat([p.ids for p in parts])
@@ -677,7 +681,7 @@ class Grower:
             stats=xp.take(xp.concat([p.stats for p in parts], axis=0), order, axis=0),
             improvement=xp.take(xp.concat([p.improvement for p in parts]), order),
             split=_take_record(xp, _concat_records(xp, [p.split for p in parts]), order),
-            hist=(xp.concat(hists, axis=0) if len(hists) > 1 else hists[0]) if hists else None,
+            hist=(tuple(hists) if len(hists) > 1 else hists[0]) if hists else None,
             hist_index=xp.take(xp.concat(index), order),
             bounds=(
                 xp.take(xp.concat([p.bounds for p in parts], axis=0), order, axis=0) if with_bounds else None

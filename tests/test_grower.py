@@ -239,6 +239,17 @@ def _spy_histogram_builds(monkeypatch):
     return calls
 
 
+def test_small_memory_limit_best_first_grows_the_same_tree():
+    """Best-first growth keeps the frontier's histograms as the chunks' arrays (a tuple): the same tree."""
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((20000, 20))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.standard_normal(20000) > 0).astype(int)
+    big = gputrees.DecisionTreeClassifier(max_leaf_nodes=300).fit(X, y)
+    small = gputrees.DecisionTreeClassifier(max_leaf_nodes=300, memory_limit=1 << 20).fit(X, y)
+    assert big.tree_.n_leaves == 300
+    assert_same_tree(small.tree_, big.tree_)
+
+
 @pytest.mark.parametrize("kind", ["classifier", "regressor", "regressor_integer_y"])
 def test_small_memory_limit_grows_the_same_tree(kind, monkeypatch):
     """memory_limit bounds memory only: the tree must not change.

@@ -657,3 +657,19 @@ def test_histogram_of_consecutive_rows_and_of_rows_whose_ends_only_look_consecut
         got = _numba.node_histograms(NP, codes, active, chan, table, 1, n_bins)
         assert np.array_equal(got, want)
     assert _numba._consecutive(np.arange(4, 9), 0, 5) and not _numba._consecutive(np.array([5, 9, 2, 8]), 0, 4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sibling_histograms_from_parent_parts(threads):
+    """Parents given as a tuple of arrays (a level's chunks, rows numbered across them) equal the concatenated ones."""
+    rng = np.random.default_rng(92)
+    parts = (rng.standard_normal((2, 3, 5, 3)), rng.standard_normal((3, 3, 5, 3)), rng.standard_normal((1, 3, 5, 3)))
+    whole = np.concatenate(parts)
+    parent_index = np.array([5, 0, 3, 2, 4], dtype=np.int64)
+    small = rng.standard_normal((5, 3, 5, 3))
+    small_is_right = np.array([True, False, True, False, False])
+    children = np.array([9, 0, 1, 4, 5, 6, 7, 3], dtype=np.int64)
+    want = _reference.sibling_histograms(NP, whole, parent_index, small, small_is_right, children)
+    assert np.array_equal(_reference.sibling_histograms(NP, parts, parent_index, small, small_is_right, children), want)
+    got = _numba.sibling_histograms(NP, parts, parent_index, small, small_is_right, children, n_threads=threads)
+    assert np.array_equal(got, want)

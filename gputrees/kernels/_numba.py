@@ -1172,16 +1172,18 @@ def _route(codes, codes_t, active, chan, slot_of_node, split, first_child, missi
 
 
 @numba.njit(parallel=True, **_JIT)
-def _sibling_histograms(parent_hist, parent_index, small, small_is_right, children, out):
+def _sibling_histograms(parent_hist, parent_index, small, small_is_right, children, at, out):
+    """``out[at[j]]``: child ``children[j]``, the built histogram or its parent's (``parent_hist`` row) minus it."""
     for j in prange(children.shape[0]):
         c = children[j]
         p = c // 2
+        o = at[j]
         if (c % 2 == 1) == small_is_right[p]:
-            out[j] = small[p]
+            out[o] = small[p]
         else:
             q = parent_index[p]
             for x in range(out.shape[1]):
-                out[j, x] = parent_hist[q, x] - small[p, x]
+                out[o, x] = parent_hist[q, x] - small[p, x]
 
 
 def sibling_histograms(xp, parent_hist, parent_index, small, small_is_right, children, *, n_threads: int = 1):
@@ -1190,18 +1192,31 @@ def sibling_histograms(xp, parent_hist, parent_index, small, small_is_right, chi
     Each wanted child is written once (a copy of the built histogram or the
     parent's minus it), instead of gathering the parents, subtracting,
     concatenating and gathering again: four full passes over the level's
-    histograms (a forest's levels hold hundreds of megabytes of them).
+    histograms (a forest's levels hold hundreds of megabytes of them). A
+    tuple of parent arrays is read part by part, not concatenated.
     """
     k = int(children.shape[0])
     shape = tuple(int(d) for d in small.shape[1:])
     width = int(np.prod(shape))
     out = np.empty((k, width), dtype=np.float64)
+    parts = parent_hist if isinstance(parent_hist, tuple) else (parent_hist,)
+    parent_index, children = _i64(parent_index), _i64(children)
+    args = (np.ascontiguousarray(small, dtype=np.float64).reshape(-1, width),
+            np.ascontiguousarray(small_is_right, dtype=np.bool_))
     with _Threads(_threads_for(n_threads, k * width)):
-        _sibling_histograms(
-            np.ascontiguousarray(parent_hist, dtype=np.float64).reshape(-1, width), _i64(parent_index),
-            np.ascontiguousarray(small, dtype=np.float64).reshape(-1, width),
-            np.ascontiguousarray(small_is_right, dtype=np.bool_), _i64(children), out,
-        )
+        if len(parts) == 1:
+            _sibling_histograms(np.ascontiguousarray(parts[0], dtype=np.float64).reshape(-1, width), parent_index,
+                                *args, children, np.arange(k, dtype=np.int64), out)
+        else:
+            ends = np.cumsum([int(a.shape[0]) for a in parts])
+            part = np.searchsorted(ends, parent_index, side="right")  # the part of each pair's parent
+            local = parent_index - (ends - np.asarray([int(a.shape[0]) for a in parts]))[part]
+            part_of_child = part[children // 2]
+            for i, a in enumerate(parts):
+                at = np.flatnonzero(part_of_child == i).astype(np.int64)
+                if at.shape[0]:
+                    _sibling_histograms(np.ascontiguousarray(a, dtype=np.float64).reshape(-1, width), local, *args,
+                                        children[at], at, out)
     return out.reshape((k,) + shape)
 
 

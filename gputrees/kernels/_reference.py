@@ -295,7 +295,9 @@ def sibling_histograms(xp, parent_hist, parent_index, small, small_is_right, chi
 
     Parameters
     ----------
-    parent_hist : array of shape (n_parents, n_features, n_bins, C), float64
+    parent_hist : array of shape (n_parents, n_features, n_bins, C), float64, or a tuple of such arrays
+        A tuple's rows are numbered one after the other (the grower keeps a
+        level's chunks apart).
     parent_index : array of shape (m,), int64
         Row of ``parent_hist`` holding pair ``p``'s parent.
     small : array of shape (m, n_features, n_bins, C), float64
@@ -313,6 +315,8 @@ def sibling_histograms(xp, parent_hist, parent_index, small, small_is_right, chi
         by every kernel set (the same numbers).
     """
     m = int(small.shape[0])
+    if isinstance(parent_hist, tuple):
+        parent_hist = xp.concat(parent_hist, axis=0)
     large = xp.take(parent_hist, parent_index, axis=0) - small
     i = xp.arange(m, dtype=xp.int64)
     left_pos = xp.where(small_is_right, i + m, i)
