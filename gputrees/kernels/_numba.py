@@ -869,11 +869,12 @@ def _place_pairs(go, a, b, pl, pr, left_id, row, chan_index, key, mult, wmult,
         p = pr + (pl - pr) * g
         pl += g
         pr += 1 - g
-        row_o[p] = row[i]
-        node_o[p] = left_id + 1 - g
-        if extra:
+        if extra:  # _put writes the row and node too
             _put(row_o, ci_o, node_o, key_o, mult_o, wmult_o, p, left_id + 1 - g, row, chan_index, key, mult, wmult,
                  i)
+        else:
+            row_o[p] = row[i]
+            node_o[p] = left_id + 1 - g
 
 
 @numba.njit(**_JIT)
@@ -1208,9 +1209,10 @@ def sibling_histograms(xp, parent_hist, parent_index, small, small_is_right, chi
             _sibling_histograms(np.ascontiguousarray(parts[0], dtype=np.float64).reshape(-1, width), parent_index,
                                 *args, children, np.arange(k, dtype=np.int64), out)
         else:
-            ends = np.cumsum([int(a.shape[0]) for a in parts])
+            sizes = np.array([int(a.shape[0]) for a in parts], dtype=np.int64)
+            ends = np.cumsum(sizes)
             part = np.searchsorted(ends, parent_index, side="right")  # the part of each pair's parent
-            local = parent_index - (ends - np.asarray([int(a.shape[0]) for a in parts]))[part]
+            local = parent_index - (ends - sizes)[part]
             part_of_child = part[children // 2]
             for i, a in enumerate(parts):
                 at = np.flatnonzero(part_of_child == i).astype(np.int64)
