@@ -515,10 +515,11 @@ class Grower:
             stats=xp.take(st, good, axis=0),
             improvement=xp.take(imp, good),
             split=_take_record(xp, rec, good),
-            hist=None if hist is None else (hist if g == int(hist.shape[0]) else xp.take(hist, good, axis=0)),
-            hist_index=(
-                xp.arange(g, dtype=xp.int64) if hist is not None else xp.full((g,), -1, dtype=xp.int64)
-            ),
+            # the histograms stay as they are, indexed (a copy of the kept nodes'
+            # cost as much as building them on small data; the memory bound
+            # that let the level keep them counted them all)
+            hist=hist,
+            hist_index=good if hist is not None else xp.full((g,), -1, dtype=xp.int64),
             bounds=None if bounds is None else xp.take(bounds, good, axis=0),
         )
 

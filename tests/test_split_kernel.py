@@ -190,6 +190,36 @@ def test_empty_nodes_single_bin_nodes_and_wide_bins():
         compare(hist, parent, crit, mapper=mapper, local_thresholds=False, random_u=rng.random((5, 3)))
 
 
+@pytest.mark.parametrize("name", ["gini2", "squared_error", "newton_l2"])
+def test_few_valued_features_scan_their_value_bins(name):
+    """Features with 2, 3 and 12 values next to continuous ones, 256 bins: the kernel scans a
+    feature's ``n_value_bins`` only; the records equal the generic search's."""
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(11)
+    rows, m = 3000, 9
+    X = rng.standard_normal((rows, 5))
+    X[:, 1] = rng.integers(0, 3, rows)
+    X[:, 3] = rng.integers(0, 12, rows)
+    X[:, 4] = rng.integers(0, 2, rows)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    mapper = fit_bin_mapper(NP, X, np.zeros(5, dtype=bool), 255)
+    assert mapper.n_bins == 256 and sorted(np.asarray(mapper.n_value_bins).tolist())[:3] == [2, 3, 12]
+    codes = np.asarray(mapper.transform(NP, X)).astype(np.int64)
+    node = rng.integers(0, m, rows)
+    w = _channels(criterion, rng, rows)
+    hist = np.zeros((m, 5, mapper.n_bins, w.shape[1]))
+    for f in range(5):
+        np.add.at(hist, (node, f, codes[:, f]), w)
+    parent = np.zeros((m, w.shape[1]))
+    np.add.at(parent, node, w)
+    got = compare(hist, parent, criterion, mapper=mapper)
+    assert got.found.all()
+    compare(hist, parent, criterion, mapper=mapper, local_thresholds=False, random_u=rng.random((m, 5)))
+    ids = np.stack([np.sort(rng.choice(5, 3, replace=False)) for _ in range(m)])
+    sub = np.stack([hist[i, ids[i]] for i in range(m)])
+    compare(sub, parent, criterion, mapper=mapper, feature_ids=ids)
+
+
 @pytest.mark.parametrize("name", ["gini2", "newton"])
 def test_threads_do_not_change_the_result(name):
     criterion = CRITERIA[name]

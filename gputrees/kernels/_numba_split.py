@@ -418,8 +418,12 @@ def _first_near(out, n, target, L, res):
 
 
 @numba.njit(**_JIT_SPLIT)
-def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch):
-    """One (node, feature): its candidates in tie order.
+def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_scan):
+    """One (node, feature): its candidates in tie order, among value bins ``0 .. n_scan - 1``.
+
+    Bins from ``n_scan`` on must be empty (a feature's codes above its
+    ``n_value_bins``, :func:`_value_bins`): they would be skipped as the same
+    candidate as the bin before them, so they are not visited.
 
     ``target`` -inf: returns (best proxy, -1, -1). Otherwise returns the first
     candidate whose proxy is ``>= target`` (and above -inf): (proxy, bin,
@@ -428,7 +432,7 @@ def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch):
     kind, n_out, l2, msl, mwl = crit
     cum, R, tmp, res, L, out = scratch
     nb, C = h.shape
-    n = nb - 1
+    n = min(nb - 1, n_scan)
     best = _NEG_INF
     for variant in range(2 if h[nb - 1, 0] > 0 else 1):
         for c in range(C):
@@ -462,8 +466,8 @@ def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch):
 
 
 @numba.njit(**_JIT_SPLIT)
-def _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, target, scratch):
-    """:func:`_scan` of feature ``f`` of node ``i`` (its random candidate with ``has_u``)."""
+def _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, target, scratch, n_scan):
+    """:func:`_scan` of feature ``f`` of node ``i`` (its random candidate with ``has_u``) over ``n_scan`` bins."""
     pick = -1
     if has_u:
         pick = _random_pick(hist[i, f], hist.shape[2], u[i, f])
@@ -471,7 +475,18 @@ def _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, t
             return _NEG_INF, -1, -1
     d = direction[i, f] if mono else 0.0
     lo, up = (bounds[i, 0], bounds[i, 1]) if mono else (0.0, 0.0)
-    return _scan(hist[i, f], parent[i], crit, mono, lo, up, d, pick, target, scratch)
+    return _scan(hist[i, f], parent[i], crit, mono, lo, up, d, pick, target, scratch, n_scan)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _value_bins(i, f, nb, fids, has_fids, n_value_bins, has_mapper):
+    """How many value bins column ``f`` of node ``i`` can fill: its feature's ``n_value_bins``
+    (all ``nb - 1`` without a mapper). A feature with few distinct values
+    (a month, a category coded as a number) is scanned over those, not 255."""
+    if not has_mapper:
+        return nb - 1
+    feat = fids[i, f] if has_fids else f
+    return min(nb - 1, n_value_bins[max(feat, 0)])
 
 
 @numba.njit(**_JIT_SPLIT)
@@ -515,7 +530,7 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
                     if phase == 1 and not (fmax[i * F + f] > _NEG_INF and fmax[i * F + f] >= target):
                         continue
                     p, b, var = _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, target,
-                                              scratch)
+                                              scratch, _value_bins(i, f, nb, fids, has_fids, n_value_bins, has_mapper))
                     if phase == 0:
                         fmax[item] = p
                     elif b >= 0:
