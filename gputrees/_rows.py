@@ -245,10 +245,15 @@ class LocalRows:
             nodes = self.kernels.scatter_rows(xp, keys, nodes, total)
         else:
             nodes = xp.take(nodes, xp.argsort(keys))
-        for _ in range(layout.n_rounds + 1):  # at most one step per round
-            kept = xp.take(layout.keep, nodes)
-            if bool(xp.all(kept)):
-                break
-            nodes = xp.where(kept, nodes, xp.take(layout.parent, nodes))
-        local = xp.take(layout.local_of_new, xp.take(layout.new_id, nodes))
-        return xp.reshape(local, (self.n_trees, self.n))
+        # every node kept (depth-wise growth): no walk; the test reads the node table, not every row
+        if not bool(xp.all(layout.keep)):
+            for _ in range(layout.n_rounds + 1):  # at most one step per round
+                kept = xp.take(layout.keep, nodes)
+                if bool(xp.all(kept)):
+                    break
+                nodes = xp.where(kept, nodes, xp.take(layout.parent, nodes))
+        # the two renumberings composed on the node table, then one gather per row;
+        # a node not kept maps to an in-range entry (new_id counts the kept
+        # nodes before it) that no row reads any more
+        local_of_node = xp.take(layout.local_of_new, layout.new_id)
+        return xp.reshape(xp.take(local_of_node, nodes), (self.n_trees, self.n))
