@@ -538,6 +538,9 @@ def test_route_and_sum_in_table_order_equals_gathering(monkeypatch, layout, thre
     ``shuffled``: a node's rows out of order, ``shared_rows``: two pairs on
     one channel row (both fall back to gathering, same sums).
     """
+    # every thread asked for used (500 pairs are below a thread's minimum
+    # work): the sums then overlap the placing pass, and a fallback after it
+    monkeypatch.setattr(_numba, "MIN_WORK_PER_THREAD", 1)
     n, n_bins, n_nodes = 500, 12, 6
     active, bounds = _sorted_pairs(81, n, n_nodes, "none", n_trees=2)
     rng = np.random.default_rng(82)
