@@ -47,6 +47,7 @@ of frontier nodes (sizes of the next arrays), and one per chunk.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from dataclasses import dataclass
 
@@ -969,4 +970,7 @@ def grow(xp, inputs: GrowerInputs, params: GrowerParams, rows=None) -> TreeBatch
     -------
     TreeBatch
     """
-    return Grower(xp, inputs, params, rows).grow()
+    # the kernels may reuse their histogram buffers while the batch grows (Kernels.workspace)
+    reuse = inputs.kernels.workspace
+    with reuse() if reuse is not None else contextlib.nullcontext():
+        return Grower(xp, inputs, params, rows).grow()

@@ -676,3 +676,66 @@ def test_sibling_histograms_from_parent_parts(threads):
     assert np.array_equal(_reference.sibling_histograms(NP, parts, parent_index, small, small_is_right, children), want)
     got = _numba.sibling_histograms(NP, parts, parent_index, small, small_is_right, children, n_threads=threads)
     assert np.array_equal(got, want)
+
+
+# ---------------------------------------------------------------------------
+# reused output buffers (Kernels.workspace)
+# ---------------------------------------------------------------------------
+
+
+def test_workspace_reuses_a_buffer_only_once_no_view_holds_it():
+    ws = _numba._Workspace()
+    a = ws.take(100)
+    view = a[:50].reshape(5, 10)[1:]  # a view of a view: its base is the buffer
+    del a
+    b = ws.take(80)
+    assert not np.shares_memory(b, view)  # held through the view: a new buffer
+    del view
+    c = ws.take(60)  # the first buffer is free again and the smallest that fits
+    assert c.shape[0] == 100
+    del b, c
+    d = ws.take(500)  # none fits: the free ones are let go, one new buffer is kept
+    assert d.shape[0] == 500 and len(ws.buffers) == 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_histograms_in_a_workspace_equal_new_arrays_and_are_not_overwritten(threads):
+    """Outputs handed out in a workspace equal fresh ones, and a held output survives later calls."""
+    n, n_bins = 600, 12
+    active, bounds = _sorted_pairs(91, n, 6, "none")
+    active = dataclasses.replace(active, bounds=bounds)
+    codes = _codes(92, n, n_bins=n_bins)
+    chan = _chan(93, n, "float")
+    tables = [np.array(t, dtype=np.int64) for t in ([0, 1, 2, 3, 4, 5], [-1, 0, -1, 1, -1, 2], [2, 1, 0, -1, -1, -1])]
+    sizes = [6, 3, 3]
+    fresh = [_numba.node_histograms(NP, codes, active, chan, t, k, n_bins, n_threads=threads)
+             for t, k in zip(tables, sizes)]
+    with _numba.workspace():
+        held = _numba.node_histograms(NP, codes, active, chan, tables[0], 6, n_bins, n_threads=threads)
+        for _ in range(2):  # the second round reuses the buffers the first dropped
+            for t, k, want in zip(tables[1:], sizes[1:], fresh[1:]):
+                got = _numba.node_histograms(NP, codes, active, chan, t, k, n_bins, n_threads=threads)
+                assert not np.shares_memory(got, held)
+                np.testing.assert_array_equal(got, want)
+                del got
+        small = fresh[1][:2]
+        sib = _numba.sibling_histograms(NP, held, np.array([0, 2]), small, np.array([False, True]),
+                                        np.array([0, 1, 2, 3]), n_threads=threads)
+        assert not np.shares_memory(sib, held)
+        np.testing.assert_array_equal(held, fresh[0])
+    np.testing.assert_array_equal(
+        sib, _reference.sibling_histograms(NP, fresh[0], np.array([0, 2]), small, np.array([False, True]),
+                                           np.array([0, 1, 2, 3])))
+
+
+def test_forest_grown_with_reused_buffers_equals_one_without(monkeypatch):
+    from gputrees import RandomForestClassifier
+
+    rng = np.random.default_rng(94)
+    X = rng.standard_normal((3000, 6))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.standard_normal(3000) > 0).astype(int)
+    kw = dict(n_estimators=6, max_depth=8, random_state=0, n_jobs=2)
+    reused = RandomForestClassifier(**kw).fit(X, y)
+    monkeypatch.setattr(_numba, "workspace", None)
+    fresh = RandomForestClassifier(**kw).fit(X, y)
+    np.testing.assert_array_equal(reused.predict_proba(X), fresh.predict_proba(X))

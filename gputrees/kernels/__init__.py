@@ -117,6 +117,12 @@ class Kernels:
         ``codes_by_feature`` keyword (the grower makes it once per fit); see
         :func:`gputrees.kernels._numba.codes_by_feature`. None: the set's
         routing takes no such keyword.
+    workspace : callable or None
+        ``workspace()``: a context manager inside which this set's kernels may
+        hand out their large outputs (histograms) in buffers they reuse once
+        the caller has dropped every reference to them; the grower enters one
+        per batch of trees, and the buffers go with it. See
+        :func:`gputrees.kernels._numba.workspace`. None: every output is new.
     """
 
     name: str
@@ -137,6 +143,7 @@ class Kernels:
     sorted_splits: Callable | None = None
     codes_by_feature: Callable | None = None
     sibling_histograms: Callable | None = None
+    workspace: Callable | None = None
 
     def feature_major(self, xp, codes):
         """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.
@@ -258,6 +265,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             sorted_splits=functools.partial(_numba_split.sorted_splits, n_threads=threads),
             codes_by_feature=_numba.codes_by_feature,
             sibling_histograms=functools.partial(_numba.sibling_histograms, n_threads=threads),
+            workspace=_numba.workspace,
         )
     if name == "cuda":
         return _cuda_set(xp)
