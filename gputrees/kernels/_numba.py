@@ -17,6 +17,7 @@ number of threads.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import threading
 
@@ -969,9 +970,7 @@ def _output(shape):
     histogram, gain from (a boosting fit on 4M rows was 5-10% slower with
     Numba-allocated 4 KiB-page buffers); reused, their faults are paid once.
     """
-    size = 1
-    for d in shape:
-        size *= int(d)
+    size = math.prod(int(d) for d in shape)
     ws = getattr(_ACTIVE, "workspace", None)
     buf = np.empty(size) if ws is None else ws.take(size)
     return buf[:size].reshape(shape)
@@ -1057,18 +1056,17 @@ def _route_runs(
     added = np.zeros(1, dtype=np.int64)
     places = (first, p_node, p_a, p_b, slot_of_node, pos_l, pos_r, first_child, go, row, chan_index, key, mult, wmult,
               row_o, ci_o, node_o, key_o, mult_o, wmult_o)
-    if in_order and n_workers > 1:
-        for task in prange(n_workers):
-            if task == 0:
-                added[0] = _sum_in_table_order(child_of, chan, sums)
-            else:
-                for w in range(task - 1, n_workers, n_workers - 1):
-                    _place_share(w, places)
-    else:
-        if in_order:
+    # task 0 makes the sums; the shares go to the tasks after it, or to
+    # every task (task 0 too, after its sums) when it is the only one or
+    # there are no sums to make
+    first_placer = 1 if in_order and n_workers > 1 else 0
+    n_placers = n_workers - first_placer
+    for task in prange(n_workers):
+        if in_order and task == 0:
             added[0] = _sum_in_table_order(child_of, chan, sums)
-        for w in prange(n_workers):
-            _place_share(w, places)
+        if task >= first_placer:
+            for w in range(task - first_placer, n_workers, n_placers):
+                _place_share(w, places)
     if in_order and added[0] != n_split:
         in_order = False
         sums[:] = 0.0
