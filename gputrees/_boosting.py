@@ -350,6 +350,9 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         monitor = _Monitor(self, self.n_estimators, start, "round")
         stopped_at = None
         quantised = kernels.fixed_point if self.quantised_gradients == "auto" else bool(self.quantised_gradients)
+        # two-channel histograms ([G, H], see gputrees._grower.Grower) where no
+        # training value is missing; quantised kernels scale every channel
+        count_free = not quantised and not bool(xp.any(codes == bin_mapper.missing_bin))
         table = None  # the channel table, written over every round (round_channels)
         for it in range(start, self.n_estimators):
             round_rng = np.random.default_rng([seed, it])
@@ -378,6 +381,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                 record_leaves=True,
                 monotonic_cst=mono,
                 codes_by_feature=codes_by_feature,
+                count_free_histograms=count_free,
             )
             batch = grow(xp, inputs, params)
             w_round = w_dev if count is None else w_dev * count

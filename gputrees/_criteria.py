@@ -15,6 +15,10 @@ poisson                 ``w``, ``w * y_j``, ``w * y_j * log(y_j)`` (0 at 0)
 newton (boosting)       ``w * g`` (gradient), ``w * h`` (hessian)
 ======================  ===================================================
 
+Boosting's histograms may leave the count out where no split test reads it
+(see :class:`gputrees._grower.Grower`): :class:`NewtonGH` is the Newton
+criterion over ``[G, H]`` (``has_count`` False).
+
 All methods take statistics of shape ``(..., n_channels)`` and broadcast over
 the leading axes; they use only array-API functions. The formulas follow
 scikit-learn's ``_criterion.pyx`` so that the same splits are chosen.
@@ -59,6 +63,8 @@ class Criterion:
 
     name = ""
     is_classification = False
+    #: channel 0 is the row count (every criterion but :class:`NewtonGH`)
+    has_count = True
 
     def __init__(self, n_outputs: int = 1, n_classes: int = 1):
         self.n_outputs = n_outputs
@@ -87,6 +93,10 @@ class Criterion:
     def weight(self, xp, s):
         """Weighted number of samples, shape ``s.shape[:-1]``."""
         raise NotImplementedError  # abstract
+
+    def without_count(self):
+        """The criterion over the channels after the count, or None where it needs the count."""
+        return None
 
     def impurity(self, xp, s):
         raise NotImplementedError  # abstract
@@ -336,6 +346,8 @@ class Newton(Criterion):
     """
 
     name = "newton"
+    #: positions of G and H among the channels
+    _G, _H = 1, 2
 
     def __init__(self, l2_regularization: float = 0.0):
         super().__init__(n_outputs=1, n_classes=1)
@@ -349,30 +361,34 @@ class Newton(Criterion):
         """Channels (n, 3) from weighted gradients ``g`` and hessians ``h`` (n,)."""
         return xp.stack([xp.ones_like(g), g, h], axis=1)
 
+    def without_count(self) -> "NewtonGH":
+        """The same criterion over histograms of ``[G, H]`` only (channels 1 and 2)."""
+        return NewtonGH(self.l2)
+
     def weight(self, xp, s):
-        return s[..., 2]
+        return s[..., self._H]
 
     def _den(self, xp, s):
-        d = s[..., 2] + self.l2
+        d = s[..., self._H] + self.l2
         return xp.where(d > 0, d, xp.ones_like(d))
 
     def leaf_value(self, xp, s):
         """``-G / (H + l2)``, shape ``s.shape[:-1]``."""
-        return -s[..., 1] / self._den(xp, s)
+        return -s[..., self._G] / self._den(xp, s)
 
     def value(self, xp, s):
         return self.leaf_value(xp, s)[..., None, None]
 
     def score(self, xp, s):
         """``G^2 / (H + l2)`` (twice the loss decrease of the optimal leaf value)."""
-        return s[..., 1] * s[..., 1] / self._den(xp, s)
+        return s[..., self._G] * s[..., self._G] / self._den(xp, s)
 
     def impurity(self, xp, s):
         """``-G^2 / (2 (H + l2))``: the second-order loss of the node at its optimal value."""
         return -0.5 * self.score(xp, s)
 
     def splittable(self, xp, s):
-        return s[..., 2] > 0
+        return s[..., self._H] > 0
 
     def accept(self, xp, improvement, proxy, min_decrease):
         return improvement > xp.maximum(
@@ -391,8 +407,31 @@ class Newton(Criterion):
 
     def gain_at(self, xp, s, v):
         """Score of a node whose value is forced to ``v``: ``-(2 G v + (H + l2) v^2)``."""
-        return -(2.0 * s[..., 1] * v + (s[..., 2] + self.l2) * v * v)
+        return -(2.0 * s[..., self._G] * v + (s[..., self._H] + self.l2) * v * v)
 
     def bounded_gain(self, xp, s, lower, upper):
         """Score of nodes whose value is clipped to ``[lower, upper]`` (shape ``s.shape[:-1]``)."""
         return self.gain_at(xp, s, xp.clip(self.leaf_value(xp, s), lower, upper))
+
+
+class NewtonGH(Newton):
+    """:class:`Newton` over statistics ``[G, H]``, without the row count.
+
+    The histograms of boosting's trees carry two channels, as XGBoost's and
+    LightGBM's do, where no split test needs a row count per bin (see
+    :class:`gputrees._grower.Grower`): a child is valid when its hessian sum
+    reaches ``min_weight_leaf`` (XGBoost's ``min_child_weight`` rule). The
+    nodes' statistics keep the count (they are summed from the rows).
+    """
+
+    name = "newton_gh"
+    has_count = False
+    _G, _H = 0, 1
+
+    @property
+    def n_channels(self) -> int:
+        return 2
+
+    def row_channels(self, xp, g, h):
+        """Channels (n, 2) from weighted gradients ``g`` and hessians ``h`` (n,)."""
+        return xp.stack([g, h], axis=1)

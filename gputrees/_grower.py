@@ -48,6 +48,7 @@ of frontier nodes (sizes of the next arrays), and one per chunk.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import heapq
 from dataclasses import dataclass
 
@@ -126,6 +127,14 @@ class GrowerInputs:
         ``codes`` feature-major (``Kernels.codes_by_feature``), for kernel
         sets whose routing reads it; a fit growing one batch per round makes
         it once. None: made per batch when the kernel set uses one.
+    count_free_histograms : bool
+        The caller allows histograms without the count channel: it knows
+        that no code is the missing bin (no missing value in the rows), and
+        its kernels take any block of the channel table's columns (not the
+        fixed-point ones of quantised channels, whose scale covers every
+        channel). The grower leaves the count out where the criterion has a
+        count-free form (``Criterion.without_count``, boosting's Newton) and
+        the other conditions hold (see :class:`Grower`).
     """
 
     codes: object
@@ -141,6 +150,7 @@ class GrowerInputs:
     record_leaves: bool = False
     monotonic_cst: object = None
     codes_by_feature: object = None
+    count_free_histograms: bool = False
 
 
 @dataclass(frozen=True)
@@ -296,12 +306,58 @@ def _concat_records(xp, recs):
 
 
 class Grower:
-    """Grow a batch of trees. Use :func:`grow`."""
+    """Grow a batch of trees. Use :func:`grow`.
+
+    Histograms without the count
+    ----------------------------
+    Boosting's histograms need no row count per bin when no split test reads
+    one: ``min_samples_leaf <= 1`` (a child needs a row, and with
+    ``min_weight_leaf > 0`` a child without rows is refused by its hessian
+    sum, 0 up to the rounding of the sibling subtraction: far below any
+    ``min_child_weight`` in use), numerical features without missing values
+    (``GrowerInputs.count_free_histograms``: the missing bins are exactly 0),
+    thresholds at the next value bin, best splits, no monotonic constraints
+    and no sort-based search. The histograms then carry ``[G, H]``, two
+    channels instead of three (as XGBoost's and LightGBM's), searched with
+    the criterion's count-free form (:class:`~gputrees._criteria.NewtonGH`);
+    the nodes keep their counts (summed from their rows), and the side NaN
+    takes at a split (the child with more rows, the histograms cannot tell)
+    is set once the rows are routed. The trees are the same as with three
+    channels (tested).
+    """
 
     def __init__(self, xp, inputs: GrowerInputs, params: GrowerParams, rows=None):
         self.xp = xp
         self.inp = inputs
         self.params = params
+        mono = inputs.monotonic_cst
+        self.mono = None
+        if mono is not None and np.any(np.asarray(mono) != 0):
+            self.mono = from_numpy(xp, np.asarray(mono, dtype=np.float64))
+        self.is_cat = inputs.bin_mapper.is_categorical
+        self.any_cat = bool(self.is_cat.any())
+        # nodes with fewer rows than bins use the sort-based search (numerical data only)
+        self.sorted_below = (
+            0
+            if (self.any_cat or not params.sorted_small_nodes or self.mono is not None)
+            else inputs.bin_mapper.n_bins
+        )
+        count_free = inputs.criterion.without_count()
+        if not (
+            rows is None
+            and count_free is not None
+            and inputs.count_free_histograms
+            and params.min_samples_leaf <= 1
+            and params.min_weight_leaf > 0
+            and not params.local_thresholds
+            and not self.any_cat
+            and not inputs.random_splits
+            and self.mono is None
+            and self.sorted_below == 0
+        ):
+            count_free = None
+        #: the criterion of the histograms' channels (the split search)
+        self.split_criterion = inputs.criterion if count_free is None else count_free
         if rows is None:
             rows = LocalRows(
                 xp,
@@ -312,6 +368,7 @@ class Grower:
                 inputs.weight_multiplicity,
                 inputs.record_leaves,
                 inputs.codes_by_feature,
+                histogram_count=count_free is None,
             )
         self.rows = rows
         self.n_features = int(inputs.bin_mapper.is_categorical.shape[0])
@@ -319,21 +376,10 @@ class Grower:
         self.n_bins = inputs.bin_mapper.n_bins
         self.missing = self.n_bins - 1
         self.n_channels = rows.n_channels
-        mono = inputs.monotonic_cst
-        self.mono = None
-        if mono is not None and np.any(np.asarray(mono) != 0):
-            self.mono = from_numpy(xp, np.asarray(mono, dtype=np.float64))
         self.record_leaves = inputs.record_leaves
-        self.is_cat = inputs.bin_mapper.is_categorical
-        self.any_cat = bool(self.is_cat.any())
         self.cons = SplitConstraints(params.min_samples_leaf, params.min_weight_leaf)
-        self.hist_bytes = self.n_features * self.n_bins * self.n_channels * 8
-        # nodes with fewer rows than bins use the sort-based search (numerical data only)
-        self.sorted_below = (
-            0
-            if (self.any_cat or not params.sorted_small_nodes or self.mono is not None)
-            else self.n_bins
-        )
+        hist_channels = self.n_channels - (0 if self.split_criterion.has_count else 1)
+        self.hist_bytes = self.n_features * self.n_bins * hist_channels * 8
         # per created node (lists of per-round arrays, concatenated at the end)
         self._parent, self._depth, self._tree, self._stats = [], [], [], []
         self._bounds = []  # per created node (k, 2), with monotonic constraints
@@ -384,7 +430,7 @@ class Grower:
         pass the node's bounds on.
         """
         xp = self.xp
-        crit = self.inp.criterion
+        crit = self.split_criterion  # the record's statistics are the histograms'
         lo, up = bounds[:, 0], bounds[:, 1]
         vl = xp.clip(crit.leaf_value(xp, rec.left), lo, up)
         vr = xp.clip(crit.leaf_value(xp, rec.right), lo, up)
@@ -446,6 +492,10 @@ class Grower:
             return None
         return self.inp.rng.random((m, self.n_features))
 
+    def _hist_stats(self, stats):
+        """Node statistics (m, C) in the histograms' channels: without the count where they have none."""
+        return stats if self.split_criterion.has_count else stats[:, 1:]
+
     def _split(self, hist, stats, depth, tree, draws, bounds=None):
         """Split records, improvements and the 'ok' mask for nodes with histograms.
 
@@ -481,8 +531,8 @@ class Grower:
         rec = find_best_splits(
             xp,
             hist,
-            stats,
-            self.inp.criterion,
+            self._hist_stats(stats),
+            self.split_criterion,
             self.cons,
             is_cat,
             mask,
@@ -647,7 +697,8 @@ class Grower:
 
     def _improvement_ok(self, rec, stats, tree, bounds=None):
         xp = self.xp
-        crit = self.inp.criterion
+        crit = self.split_criterion  # the record's statistics are the histograms'
+        stats = self._hist_stats(stats)
         if bounds is not None:
             # the split's gain with the children's values clipped to the bounds
             imp = rec.proxy - crit.bounded_gain(xp, stats, bounds[:, 0], bounds[:, 1])
@@ -703,6 +754,9 @@ class Grower:
         # parent - sibling: rounding would leave absent classes a -1e-14 weight
         # and pure nodes a non-zero impurity)
         stats = self._node_sums(base, 2 * k)
+        if not self.split_criterion.has_count:
+            # no node had missing values: NaN goes to the child with more rows
+            rec = dataclasses.replace(rec, missing_left=stats[0::2, 0] > stats[1::2, 0])
         parent = xp.reshape(xp.stack([ids, ids], axis=1), (-1,))
         depth = xp.reshape(xp.stack([xp.take(front.depth, chosen)] * 2, axis=1), (-1,)) + 1
         tree = xp.reshape(xp.stack([xp.take(front.tree, chosen)] * 2, axis=1), (-1,))

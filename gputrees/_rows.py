@@ -72,10 +72,14 @@ class LocalRows:
         ``codes`` feature-major, for kernel sets whose routing reads it
         (``Kernels.codes_by_feature``); made here when such a set is not given
         one (a fit growing several batches makes it once and passes it).
+    histogram_count : bool, default=True
+        Whether the histograms carry channel 0 (the row count). False: they
+        hold channels ``1:`` only (boosting's ``[G, H]``, see
+        :class:`gputrees._grower.Grower`); sums keep every channel.
     """
 
     def __init__(self, xp, codes, channels, kernels, multiplicity=None, weight_multiplicity=None,
-                 record_leaves=False, codes_by_feature=None):
+                 record_leaves=False, codes_by_feature=None, histogram_count=True):
         self.xp = xp
         self.codes = codes
         self.kernels = kernels
@@ -86,6 +90,7 @@ class LocalRows:
         self.codes_by_feature = codes_by_feature
         self.n = int(codes.shape[0])
         self.n_channels = int(channels.shape[-1])
+        self.histogram_count = bool(histogram_count)
         self.per_tree_channels = channels.ndim == 3
         if self.per_tree_channels and multiplicity is not None:
             raise ValueError("per-tree channels (3-D) cannot be combined with a multiplicity")
@@ -139,8 +144,14 @@ class LocalRows:
         )
 
     def histograms(self, slots, n_slots: int, n_bins: int):
-        """Histograms (n_slots, n_features, n_bins, C), float64, of the nodes with a slot."""
-        return self.kernels.node_histograms(self.xp, self.codes, self.active(), self.chan, slots, n_slots, n_bins)
+        """Histograms (n_slots, n_features, n_bins, C), float64, of the nodes with a slot.
+
+        C is ``n_channels``, or ``n_channels - 1`` without ``histogram_count``
+        (the channels after the count: a view of the table's columns, which
+        the kernels read in place).
+        """
+        chan = self.chan if self.histogram_count else self.chan[:, 1:]
+        return self.kernels.node_histograms(self.xp, self.codes, self.active(), chan, slots, n_slots, n_bins)
 
     def sums(self, slots, n_slots: int):
         """Channel sums (n_slots, C), float64, of the nodes with a slot.

@@ -61,7 +61,10 @@ class SplitRecord:
         Numerical splits: codes ``<= bin`` go left. ``-1`` for categorical ones.
     missing_left : (m,) bool
         Where the missing bin goes. For nodes without missing values, the side
-        with more training rows (scikit-learn's rule).
+        with more training rows (scikit-learn's rule); with a criterion
+        without a count channel (:class:`~gputrees._criteria.NewtonGH`),
+        which cannot tell, False, and the grower sets it from the children's
+        row counts once the rows are routed.
     is_categorical : (m,) bool
     cat_left : (m, n_bins) bool
         Categorical splits: which codes go left (the missing bin follows
@@ -99,14 +102,17 @@ def _gather_rows(xp, a, idx):
 def _valid(xp, criterion, left, right, cons: SplitConstraints):
     wl = criterion.weight(xp, left)
     wr = criterion.weight(xp, right)
-    return (
-        (left[..., 0] >= cons.min_samples_leaf)
-        & (right[..., 0] >= cons.min_samples_leaf)
-        & (wl >= cons.min_weight_leaf)
-        & (wr >= cons.min_weight_leaf)
-        & (wl > 0)
-        & (wr > 0)
-    )
+    ok = (wl >= cons.min_weight_leaf) & (wr >= cons.min_weight_leaf) & (wl > 0) & (wr > 0)
+    if not criterion.has_count:  # no row counts: the weights decide alone (min_samples_leaf <= 1)
+        return ok
+    return (left[..., 0] >= cons.min_samples_leaf) & (right[..., 0] >= cons.min_samples_leaf) & ok
+
+
+def _present(xp, criterion, h):
+    """Whether bins hold rows: a positive count, or (statistics without a count) any non-zero channel."""
+    if criterion.has_count:
+        return h[..., 0] > 0
+    return xp.any(h != 0, axis=-1)
 
 
 def _score(xp, criterion, left, parent_b, cons, allow, mono=None):
@@ -169,7 +175,7 @@ def _numerical(xp, hist, parent, criterion, cons, u=None, mono=None):
     vals = hist[:, :, : nb - 1, :]
     miss = hist[:, :, nb - 1, :]
     cum = xp.cumulative_sum(vals, axis=2)
-    has_missing = miss[:, :, 0] > 0  # (m, f)
+    has_missing = _present(xp, criterion, miss)  # (m, f)
     if bool(xp.any(has_missing)):
         left = xp.stack([cum, cum + miss[:, :, None, :]], axis=2)  # (m, f, 2, nb-1, c)
         allow = xp.stack([xp.ones_like(has_missing), has_missing], axis=2)[:, :, :, None]
@@ -267,6 +273,9 @@ def find_best_splits(
     parent : array of shape (m, n_channels), float64
         The nodes' statistics (the sum of any feature's histogram).
     criterion : Criterion
+        One without a count channel (``has_count`` False) takes numerical
+        features, best splits and ``local_thresholds=False`` only, and needs
+        ``cons.min_samples_leaf <= 1`` (no count to test).
     cons : SplitConstraints
     is_categorical : ndarray of shape (n_features,), bool (host)
     feature_mask : array of shape (m, n_features), bool, optional
@@ -304,6 +313,14 @@ def find_best_splits(
     -------
     SplitRecord
     """
+    if not criterion.has_count and (
+        np.any(is_categorical) or random_u is not None or local_thresholds or cons.min_samples_leaf > 1
+    ):
+        raise ValueError(
+            "a criterion without a count channel supports numerical features, best splits, "
+            "local_thresholds=False and min_samples_leaf <= 1 only (categories, random splits, local "
+            "thresholds and min_samples_leaf read row counts)"
+        )
     if kernel is not None:
         rec = kernel(
             xp, hist, parent, criterion, cons, is_categorical, feature_mask, bin_mapper, random_u, feature_ids,
@@ -377,8 +394,10 @@ def find_best_splits(
     ordering = idx // (2 * (nb - 1))
     right = parent - left
     # nodes without missing values send NaN to the child with more rows
-    node_has_missing = _gather_rows(xp, hist[:, :, nb - 1, 0], column) > 0
-    missing_left = xp.where(node_has_missing, missing_left, left[:, 0] > right[:, 0])
+    # (unknown here without counts: False, and the caller decides, see SplitRecord)
+    node_has_missing = _gather_rows(xp, _present(xp, criterion, hist[:, :, nb - 1, :]), column)
+    more_left = left[:, 0] > right[:, 0] if criterion.has_count else xp.zeros_like(node_has_missing)
+    missing_left = xp.where(node_has_missing, missing_left, more_left)
     bin_ = xp.where(split_is_cat, xp.full_like(position, -1), position)
     if rank is not None:
         slot = xp.take(xp.asarray(_cat_slot(is_categorical), dtype=xp.int64), column)

@@ -438,3 +438,94 @@ def test_float32_fit_equals_float64_copy(kernels, monkeypatch):
     bb, vb = b._forest()
     assert np.array_equal(ba.threshold, bb.threshold, equal_nan=True) and np.array_equal(va, vb)
     assert np.array_equal(a.train_score_, b.train_score_) and np.array_equal(a.validation_score_, b.validation_score_)
+
+
+# --------------------------------------------------------------------------
+# two-channel histograms ([G, H], no row count)
+# --------------------------------------------------------------------------
+
+
+def _histogram_criteria(monkeypatch):
+    """Record the criterion each grown batch searched its histograms with."""
+    from gputrees import _grower
+
+    seen = []
+    grow = _grower.Grower.grow
+
+    def recording(self):
+        seen.append(type(self.split_criterion).__name__)
+        return grow(self)
+
+    monkeypatch.setattr(_grower.Grower, "grow", recording)
+    return seen
+
+
+@pytest.mark.parametrize("kernels", ["numba", "bincount", "reference"])
+@pytest.mark.parametrize(
+    "case", ["binary", "multiclass", "regression", "subsample", "zero_weights"]
+)
+def test_two_channel_histograms_grow_the_same_model(kernels, case, monkeypatch):
+    """Without missing values and with min_samples_leaf=1, boosting's histograms carry [G, H] only; the
+    model equals the one grown with [count, G, H] histograms, NaN's side at every split included."""
+    monkeypatch.setenv("GPUTREES_KERNELS", kernels)
+    rng = np.random.default_rng(7)
+    n = 1500
+    X = rng.standard_normal((n, 6))
+    X[:, 2] = rng.integers(0, 4, n)  # few values: exact bins
+    y = X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=n) * 0.5
+    sw = None
+    kw = dict(n_estimators=8, max_depth=5, min_samples_leaf=1, min_child_weight=0.5, early_stopping=False,
+              random_state=0)
+    cls = GradientBoostingClassifier
+    if case == "binary":
+        y = (y > 0).astype(int)
+    elif case == "multiclass":
+        y = np.digitize(y, [-1.0, 0.5])
+    elif case == "regression":
+        cls = GradientBoostingRegressor
+    elif case == "subsample":
+        y = (y > 0).astype(int)
+        kw.update(subsample=0.6, colsample_bytree=0.7)
+    else:
+        y = (y > 0).astype(int)
+        sw = rng.integers(0, 3, n).astype(float)  # a third of the rows weigh nothing
+    seen = _histogram_criteria(monkeypatch)
+    two = cls(**kw).fit(X, y, sample_weight=sw)
+    assert seen and set(seen) == {"NewtonGH"}
+    monkeypatch.setattr(gputrees._criteria.Newton, "without_count", lambda self: None)
+    seen.clear()
+    three = cls(**kw).fit(X, y, sample_weight=sw)
+    assert set(seen) == {"Newton"}
+    for a, b in zip(two._rounds, three._rounds):
+        for field in ("feature", "bin", "threshold", "missing_left", "left", "right", "node_count"):
+            np.testing.assert_array_equal(to_numpy(getattr(a.batch, field)), to_numpy(getattr(b.batch, field)),
+                                          err_msg=field)
+        np.testing.assert_allclose(to_numpy(a.batch.stats), to_numpy(b.batch.stats), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(to_numpy(a.values), to_numpy(b.values), rtol=1e-10, atol=1e-12)
+    Xt = X.copy()
+    Xt[rng.random(Xt.shape) < 0.2] = np.nan  # NaN at prediction goes where the counts send it
+    pa = two.predict_proba(Xt) if cls is GradientBoostingClassifier else two.predict(Xt)
+    pb = three.predict_proba(Xt) if cls is GradientBoostingClassifier else three.predict(Xt)
+    np.testing.assert_allclose(pa, pb, rtol=1e-10, atol=1e-12)
+
+
+def test_histograms_keep_the_count_where_a_split_test_reads_it(monkeypatch):
+    """Missing values, min_samples_leaf > 1, min_child_weight 0, categories, monotonic constraints: three
+    channels."""
+    rng = np.random.default_rng(8)
+    n = 600
+    X = rng.standard_normal((n, 4))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    base = dict(n_estimators=2, max_depth=3, min_samples_leaf=1, min_child_weight=1.0, early_stopping=False)
+    seen = _histogram_criteria(monkeypatch)
+    GradientBoostingClassifier(**base).fit(X, y)
+    assert set(seen) == {"NewtonGH"}
+    Xm = X.copy()
+    Xm[5, 1] = np.nan
+    Xc = X.copy()
+    Xc[:, 3] = rng.integers(0, 3, n)
+    for Xf, kw in ((Xm, {}), (X, {"min_samples_leaf": 2}), (X, {"min_child_weight": 0.0}),
+                   (Xc, {"categorical_features": [3]}), (X, {"monotonic_cst": [1, 0, 0, 0]})):
+        seen.clear()
+        GradientBoostingClassifier(**{**base, **kw}).fit(Xf, y)
+        assert set(seen) == {"Newton"}, kw

@@ -196,6 +196,42 @@ def test_grouped_and_scattered_rows_give_the_same_histograms(mult, n_channels):
     assert ok and not _numba._runs(active.node, table, 4)[2]
 
 
+@pytest.mark.parametrize("mult", MULTS)
+@pytest.mark.parametrize("first, width", [(1, 3), (0, 3), (2, 5), (1, 4)])
+def test_histograms_of_a_block_of_columns(mult, first, width):
+    """A block of the channel table's columns (boosting's [G, H] of its [count, G, H] table) is read in
+    place, and its histograms equal those of the block copied: grouped and scattered rows, every thread
+    count, the two-channel vector loop included."""
+    n = 300
+    active, _ = _active(21, n=n, m=700, n_nodes=6, mult=mult)
+    order = np.argsort(active.node, kind="stable")
+    grouped = ActiveRows(*(None if a is None else a[order] for a in
+                           (active.row, active.chan_index, active.node, active.mult, active.wmult, active.key)))
+    codes = _codes(22, n, n_bins=12)
+    table = np.random.default_rng(23).standard_normal((1, n, width))  # a (trees, rows, C) table, as boosting's
+    block = table.reshape(-1, width)[:, first:first + 2]
+    got_table, got_first = _numba._channel_table(block)
+    assert np.shares_memory(got_table, table) and got_first == first
+    copy = np.ascontiguousarray(block)
+    slots = np.array([3, -1, 0, 2, -1, 1], dtype=np.int64)
+    want = _reference.node_histograms(NP, codes, active, copy, slots, 4, 12, build=_bincount.build_histograms)
+    assert np.array_equal(_numba.node_histograms(NP, codes, active, block, slots, 4, 12, n_threads=2), want)
+    for threads in (1, 2, 3):
+        got = _numba.node_histograms(NP, codes, grouped, block, slots, 4, 12, n_threads=threads)
+        assert got.shape == (4, codes.shape[1], 12, 2)
+        assert np.array_equal(got, want)
+    # every other row of a table is a block of a table twice as wide: read in place too
+    rows2 = np.random.default_rng(24).standard_normal((2 * n, width))[::2, first:first + 2]
+    t2, f2 = _numba._channel_table(rows2)
+    assert np.shares_memory(t2, rows2) and t2.shape == (n, 2 * width) and f2 == first
+    assert np.array_equal(t2[:, f2:f2 + 2], rows2)
+    # column-major channels are no such block: copied
+    fortran = np.asfortranarray(copy)
+    t3, f3 = _numba._channel_table(fortran)
+    assert not np.shares_memory(t3, fortran) and f3 == 0 and np.array_equal(t3, copy)
+    assert np.array_equal(_numba.node_histograms(NP, codes, grouped, fortran, slots, 4, 12, n_threads=2), want)
+
+
 def test_route_rows_hand_made():
     codes = np.array([[0, 5], [3, 9], [9, 1]], dtype=np.uint8)  # 9 = missing bin
     active = ActiveRows(row=np.arange(3, dtype=np.int64), chan_index=np.arange(3, dtype=np.int64),

@@ -16,7 +16,7 @@ import pytest
 
 from gputrees._backend import namespace_of
 from gputrees._binning import fit_bin_mapper
-from gputrees._criteria import Entropy, FriedmanMSE, Gini, Misclassification, Newton, Poisson, SquaredError
+from gputrees._criteria import Entropy, FriedmanMSE, Gini, Misclassification, Newton, NewtonGH, Poisson, SquaredError
 from gputrees._splitting import SplitConstraints, find_best_splits
 
 pytest.importorskip("numba")
@@ -144,6 +144,55 @@ def test_feature_ids_and_monotonic_bounds():
     cst = np.array([1.0, -1.0, 0.0, 1.0, 0.0, -1.0])
     compare(hist, parent, criterion, mapper=mapper, bounds=bounds, monotonic_cst=cst)
     compare(sub, parent, criterion, mapper=mapper, bounds=bounds, monotonic_cst=cst, feature_ids=ids)
+
+
+@pytest.mark.parametrize("l2", [0.0, 1.5])
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_newton_without_count(l2, missing):
+    """Newton over [G, H] histograms (boosting's two channels): the kernel equals the generic search,
+    and without missing values and with min_samples_leaf 1 both equal Newton over [count, G, H]."""
+    full = Newton(l2)
+    gh = full.without_count()
+    assert isinstance(gh, NewtonGH) and not gh.has_count and gh.l2 == l2
+    rng = np.random.default_rng(int(l2 * 10 + missing * 100))
+    for m, f, rows in ((1, 3, 60), (9, 5, 400), (30, 4, 900)):
+        hist, parent, mapper = make_case(rng, full, m, f, rows=rows, missing=missing)
+        for mwl in (1e-3, 2.0):
+            cons = SplitConstraints(1, mwl)
+            got = compare(hist[..., 1:], parent[:, 1:], gh, cons, mapper, local_thresholds=False)
+            ids = np.stack([np.sort(rng.choice(f, 2, replace=False)) for _ in range(m)])
+            sub = np.stack([hist[i, ids[i], :, 1:] for i in range(m)])
+            compare(sub, parent[:, 1:], gh, cons, mapper, local_thresholds=False, feature_ids=ids,
+                    feature_mask=None)
+            bounds = np.stack([-rng.random(m) * 0.3, rng.random(m) * 0.3], axis=1)
+            cst = rng.choice([-1.0, 0.0, 1.0], f)
+            compare(hist[..., 1:], parent[:, 1:], gh, cons, mapper, local_thresholds=False, bounds=bounds,
+                    monotonic_cst=cst)
+            with_count = find_best_splits(NP, hist, parent, full, cons, np.zeros(f, dtype=bool), bin_mapper=mapper,
+                                          local_thresholds=False)
+            for k in ("found", "feature", "bin", "proxy", "threshold"):
+                np.testing.assert_array_equal(getattr(got, k), getattr(with_count, k), err_msg=k)
+            np.testing.assert_array_equal(got.left, with_count.left[:, 1:])
+            # NaN's side: the same where a node has missing values; False (decided by the grower) elsewhere
+            has_missing = hist[np.arange(m), got.feature, -1, 0] > 0
+            np.testing.assert_array_equal(got.missing_left[has_missing], with_count.missing_left[has_missing])
+            assert not np.any(got.missing_left[~has_missing])
+
+
+def test_newton_without_count_refuses_what_needs_counts():
+    gh = NewtonGH(1.0)
+    rng = np.random.default_rng(5)
+    hist, parent, mapper = make_case(rng, Newton(1.0), 4, 3, rows=200)
+    hist, parent = hist[..., 1:], parent[:, 1:]
+    is_cat = np.zeros(3, dtype=bool)
+    ok = SplitConstraints(1, 1.0)
+    for kw in ({"local_thresholds": True}, {"random_u": rng.random((4, 3)), "local_thresholds": False},
+               {"cons": SplitConstraints(2, 1.0), "local_thresholds": False},
+               {"is_cat": np.array([False, True, False]), "local_thresholds": False}):
+        kw = dict(kw)
+        cons, cat = kw.pop("cons", ok), kw.pop("is_cat", is_cat)
+        with pytest.raises(ValueError, match="without a count channel"):
+            find_best_splits(NP, hist, parent, gh, cons, cat, bin_mapper=mapper, **kw)
 
 
 @pytest.mark.parametrize("name", ["gini2", "squared_error", "newton"])

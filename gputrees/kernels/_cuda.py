@@ -324,6 +324,10 @@ def _accumulate(xp, codes, active, chan, slot_of_node, n_slots, n_features, n_bi
         chan_index = _i64(xp, active.chan_index)
         table = _i64(xp, slot_of_node)
         chan = _f64(xp, chan)
+        if not chan.flags.c_contiguous:
+            # a block of a table's columns (boosting's [G, H]): one contiguous
+            # copy, as the simulator's transfers need (n x C floats, per call)
+            chan = xp.asarray(chan, copy=True)
         scale_dev = xp.asarray(scale if integer else [1.0] * n_channels, dtype=xp.float64)
         if not sums_only:
             codes_dev = codes

@@ -127,9 +127,9 @@ def _vector_add(n_lanes):
     """An intrinsic ``add(out, s, f, b, w)``: ``out[s, f, b, 0:n_lanes] += w`` as one vector load, add and store.
 
     ``out`` is a C-contiguous 4-D float64 array whose last axis holds at
-    least ``n_lanes`` values, ``w`` a tuple of ``n_lanes`` floats. The
-    vector has four lanes; lanes past ``n_lanes`` are masked off (neither
-    read nor written). Each lane is the same IEEE addition as the scalar
+    least ``n_lanes`` values, ``w`` a tuple of ``n_lanes`` floats. Two lanes
+    are one 128-bit vector; three and four one vector of four lanes, lanes
+    past ``n_lanes`` masked off (neither read nor written). Each lane is the same IEEE addition as the scalar
     ``+=`` (bit-identical sums): one load and one store instead of
     ``n_lanes`` each.
     """
@@ -150,12 +150,13 @@ def _vector_add(n_lanes):
                 inds=inds + [context.get_constant(types.intp, 0)], wraparound=False, boundscheck=False,
             )
             dbl, i32 = ir.DoubleType(), ir.IntType(32)
-            vec = ir.VectorType(dbl, 4)
+            width = 2 if n_lanes == 2 else 4
+            vec = ir.VectorType(dbl, width)
             vptr = builder.bitcast(ptr, vec.as_pointer())
-            wv = ir.Constant(vec, [0.0] * 4)
+            wv = ir.Constant(vec, [0.0] * width)
             for k, x in enumerate(cgutils.unpack_tuple(builder, args[4], n_lanes)):
                 wv = builder.insert_element(wv, context.cast(builder, x, sig.args[4].dtype, types.float64), i32(k))
-            if n_lanes == 4:
+            if n_lanes == width:
                 builder.store(builder.fadd(builder.load(vptr, align=8), wv), vptr, align=8)
                 return context.get_dummy_value()
             mask_t = ir.VectorType(ir.IntType(1), 4)
@@ -177,6 +178,7 @@ def _vector_add(n_lanes):
     return add
 
 
+_add2 = _vector_add(2)
 _add3 = _vector_add(3)
 _add4 = _vector_add(4)
 
@@ -403,8 +405,10 @@ def _mults(active):
 
 
 @numba.njit(inline="always")
-def _weight(chan, ci, c, i, mult, wmult, mode):
-    w = chan[ci, c]
+def _weight(chan, ci, c, i, mult, wmult, mode, first=0):
+    """Channel ``c`` of pair ``i`` (column ``first + c`` of channel row ``ci``) times its multiplicity:
+    ``mult`` for every channel (mode 1), or for channel 0 and ``wmult`` for the others (mode 2)."""
+    w = chan[ci, first + c]
     if mode == 1 or (mode == 2 and c == 0):
         w = w * mult[i]
     elif mode == 2:
@@ -413,12 +417,13 @@ def _weight(chan, ci, c, i, mult, wmult, mode):
 
 
 @numba.njit(inline="always")
-def _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode):
-    """Add pair ``i`` (row ``r``, channel row ``ci``) to slot ``s``'s histogram, features ``f0:f1``."""
+def _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode, first):
+    """Add pair ``i`` (row ``r``, channel row ``ci``, its columns from ``first`` on) to slot ``s``'s histogram,
+    features ``f0:f1``."""
     for f in range(f0, f1):
         b = codes[r, f]
-        for c in range(chan.shape[1]):
-            out[s, f, b, c] += _weight(chan, ci, c, i, mult, wmult, mode)
+        for c in range(out.shape[3]):
+            out[s, f, b, c] += _weight(chan, ci, c, i, mult, wmult, mode, first)
 
 
 @numba.njit(**_JIT)
@@ -439,44 +444,83 @@ def _prefetch_pair(codes, chan, r, ci):
     _prefetch(chan, ci)
 
 
+# Two channels and three, without multiplicities: a row's channels are read
+# once and added to each feature's bin as one vector. Consecutive rows and
+# channel rows (a root: every row, in order) are read without the two index
+# loads a pair; scattered ones are prefetched (``prefetch``) when far apart.
+# Two functions, not one: a tuple's length (the vector's width) is its type.
+@numba.njit(**_JIT)
+def _vector_rows2(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch, first):
+    """Pairs ``i0:i1``, channels ``first, first + 1``, into slot ``s``'s histogram, features ``f0:f1``."""
+    if _consecutive(row, i0, i1) and _consecutive(chan_index, i0, i1):
+        r0, c0 = row[i0] - i0, chan_index[i0] - i0
+        for i in range(i0, i1):
+            r = r0 + i
+            ci = c0 + i
+            w = (chan[ci, first], chan[ci, first + 1])
+            for f in range(f0, f1):
+                _add2(out, s, f, codes[r, f], w)
+        return
+    stop = i1 - PREFETCH_AHEAD
+    for i in range(i0, i1):
+        if prefetch and i < stop:
+            _prefetch_pair(codes, chan, row[i + PREFETCH_AHEAD], chan_index[i + PREFETCH_AHEAD])
+        r = row[i]
+        ci = chan_index[i]
+        w = (chan[ci, first], chan[ci, first + 1])
+        for f in range(f0, f1):
+            _add2(out, s, f, codes[r, f], w)
+
+
+@numba.njit(**_JIT)
+def _vector_rows3(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch, first):
+    """Pairs ``i0:i1``, channels ``first .. first + 2``, into slot ``s``'s histogram, features ``f0:f1``."""
+    if _consecutive(row, i0, i1) and _consecutive(chan_index, i0, i1):
+        r0, c0 = row[i0] - i0, chan_index[i0] - i0
+        for i in range(i0, i1):
+            r = r0 + i
+            ci = c0 + i
+            w = (chan[ci, first], chan[ci, first + 1], chan[ci, first + 2])
+            for f in range(f0, f1):
+                _add3(out, s, f, codes[r, f], w)
+        return
+    stop = i1 - PREFETCH_AHEAD
+    for i in range(i0, i1):
+        if prefetch and i < stop:
+            _prefetch_pair(codes, chan, row[i + PREFETCH_AHEAD], chan_index[i + PREFETCH_AHEAD])
+        r = row[i]
+        ci = chan_index[i]
+        w = (chan[ci, first], chan[ci, first + 1], chan[ci, first + 2])
+        for f in range(f0, f1):
+            _add3(out, s, f, codes[r, f], w)
+
+
 # The row loop of the histogram is a plain (not parallel) function called
 # from _run_histograms' parallel loop (see _mark_sides).
 @numba.njit(**_JIT)
-def _add_rows(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult, mode, prefetch):
-    """Pairs ``i0:i1`` into slot ``s``'s histogram, features ``f0:f1``.
+def _add_rows(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult, mode, prefetch, first):
+    """Pairs ``i0:i1`` into slot ``s``'s histogram, features ``f0:f1``; channels ``first:`` of ``chan``.
 
-    Three and four channels (boosting's (count, g, h) and binary
-    classification; regression and three classes): the row's weights are
+    Two, three and four channels (boosting's (g, h) or (count, g, h) and
+    binary classification; regression and three classes): the row's weights are
     computed once (not per feature) and added as one vector
     (:func:`_vector_add`); other counts one scalar addition per channel
     (:func:`_add_row`). Either way each output gets the same additions, in
     the same order. ``prefetch``: fetch the data of the pair
     :data:`PREFETCH_AHEAD` positions ahead.
     """
-    n_channels = chan.shape[1]
+    n_channels = out.shape[3]
     stop = i1 - PREFETCH_AHEAD
-    if n_channels == 3 and mode == 0 and _consecutive(row, i0, i1) and _consecutive(chan_index, i0, i1):
-        # consecutive rows and channel rows (a root: every row, in order):
-        # read directly, without the two index loads a pair
-        r0, c0 = row[i0] - i0, chan_index[i0] - i0
-        for i in range(i0, i1):
-            r = r0 + i
-            ci = c0 + i
-            w = (chan[ci, 0], chan[ci, 1], chan[ci, 2])
-            for f in range(f0, f1):
-                _add3(out, s, f, codes[r, f], w)
-        return
-    if n_channels == 3 and mode == 0:
-        # boosting: a loop of its own, without the multiplicity tests
-        # (10-18% faster per row and feature than the general loop)
-        for i in range(i0, i1):
-            if prefetch and i < stop:
-                _prefetch_pair(codes, chan, row[i + PREFETCH_AHEAD], chan_index[i + PREFETCH_AHEAD])
-            r = row[i]
-            ci = chan_index[i]
-            w = (chan[ci, 0], chan[ci, 1], chan[ci, 2])
-            for f in range(f0, f1):
-                _add3(out, s, f, codes[r, f], w)
+    if (n_channels == 2 or n_channels == 3) and mode == 0:
+        # boosting's [G, H] or [count, G, H]: loops of their own, without the
+        # multiplicity tests (10-18% faster per row and feature than the
+        # general loop)
+        # (each its own compiled function: inside this one the three-channel
+        # loop of a deep level ran 20-25% slower, measured)
+        if n_channels == 2:
+            _vector_rows2(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch, first)
+        else:
+            _vector_rows3(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch, first)
         return
     for i in range(i0, i1):
         if prefetch and i < stop:
@@ -484,17 +528,17 @@ def _add_rows(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult,
         r = row[i]
         ci = chan_index[i]
         if n_channels == 3:
-            w3 = (_weight(chan, ci, 0, i, mult, wmult, mode), _weight(chan, ci, 1, i, mult, wmult, mode),
-                  _weight(chan, ci, 2, i, mult, wmult, mode))
+            w3 = (_weight(chan, ci, 0, i, mult, wmult, mode, first), _weight(chan, ci, 1, i, mult, wmult, mode, first),
+                  _weight(chan, ci, 2, i, mult, wmult, mode, first))
             for f in range(f0, f1):
                 _add3(out, s, f, codes[r, f], w3)
         elif n_channels == 4:
-            w4 = (_weight(chan, ci, 0, i, mult, wmult, mode), _weight(chan, ci, 1, i, mult, wmult, mode),
-                  _weight(chan, ci, 2, i, mult, wmult, mode), _weight(chan, ci, 3, i, mult, wmult, mode))
+            w4 = (_weight(chan, ci, 0, i, mult, wmult, mode, first), _weight(chan, ci, 1, i, mult, wmult, mode, first),
+                  _weight(chan, ci, 2, i, mult, wmult, mode, first), _weight(chan, ci, 3, i, mult, wmult, mode, first))
             for f in range(f0, f1):
                 _add4(out, s, f, codes[r, f], w4)
         else:
-            _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode)
+            _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode, first)
 
 
 @numba.njit(inline="always")
@@ -505,10 +549,10 @@ def _add_sums(out, s, chan, ci, i, mult, wmult, mode):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _node_histograms(codes, row, chan_index, node, mult, wmult, mode, chan, slot_of_node, n_slots, n_bins, n_blocks):
+def _node_histograms(codes, row, chan_index, node, mult, wmult, mode, chan, first, n_channels, slot_of_node, n_slots,
+                     n_bins, n_blocks):
     m = row.shape[0]
     n_features = codes.shape[1]
-    n_channels = chan.shape[1]
     out = np.zeros((n_slots, n_features, n_bins, n_channels), dtype=np.float64)
     # one block of features per thread: each (slot, feature, bin) is summed by
     # one thread, in row order
@@ -518,7 +562,7 @@ def _node_histograms(codes, row, chan_index, node, mult, wmult, mode, chan, slot
         for i in range(m):
             s = slot_of_node[node[i]]
             if s >= 0:
-                _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode)
+                _add_row(out, s, codes, row[i], f0, f1, chan, chan_index[i], i, mult, wmult, mode, first)
     return out
 
 
@@ -1118,20 +1162,43 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     table = _i64(slot_of_node)
     threads = _threads_for(n_threads, int(node.shape[0]) * int(codes.shape[1]))
     start, end, grouped = _node_runs(active, node, table, int(n_slots))
+    n_channels = int(chan.shape[1])
+    table, first = _channel_table(chan)
     if grouped:
         with _Threads(threads):
-            chan = np.ascontiguousarray(chan, dtype=np.float64)
-            out = _output((int(n_slots), int(codes.shape[1]), int(n_bins), int(chan.shape[1])))
+            out = _output((int(n_slots), int(codes.shape[1]), int(n_bins), n_channels))
             return _run_histograms(
-                codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode, chan, start, end, int(n_bins),
-                threads, _row_bytes(codes), out,
+                codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode, table, start, end, int(n_bins),
+                threads, _row_bytes(codes), out, first,
             )
     blocks = max(1, min(threads, codes.shape[1]))
     with _Threads(threads):
         return _node_histograms(
             codes, _i64(active.row), _i64(active.chan_index), _i64(active.node), mult, wmult, mode,
-            np.ascontiguousarray(chan, dtype=np.float64), _i64(slot_of_node), int(n_slots), int(n_bins), blocks,
+            table, first, n_channels, _i64(slot_of_node), int(n_slots), int(n_bins), blocks,
         )
+
+
+def _channel_table(chan):
+    """``(table, first)``: a C-contiguous float64 table whose columns ``first : first + C`` are ``chan``.
+
+    ``chan`` itself where it is one; the table it is a block of columns of
+    where it is such a view (boosting's ``[G, H]`` columns of its
+    ``[count, G, H]`` table, see :class:`gputrees._rows.LocalRows`): no copy
+    of the channels per histogram call. Otherwise a contiguous copy.
+    """
+    f8 = np.float64
+    if chan.dtype == f8 and chan.flags.c_contiguous:
+        return chan, 0
+    base = chan.base
+    n, c = int(chan.shape[0]), int(chan.shape[1])
+    if (chan.dtype == f8 and n > 0 and chan.strides[1] == 8 and chan.strides[0] % 8 == 0
+            and isinstance(base, np.ndarray) and base.dtype == f8 and base.flags.c_contiguous):
+        width = chan.strides[0] // 8
+        first, rem = divmod(chan.ctypes.data - base.ctypes.data, 8)
+        if base.size == n * width and rem == 0 and 0 <= first and first + c <= width:
+            return base.reshape(n, width), first
+    return np.ascontiguousarray(chan, dtype=f8), 0
 
 
 def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, n_threads: int = 1):
@@ -1544,13 +1611,17 @@ def _histogram_plan(start, end, n_features, n_workers):
 
 @numba.njit(parallel=True, **_JIT)
 def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers, row_bytes,
-                    out=None):
-    """Histograms (n_slots, n_features, n_bins, C) of the slots' runs ``start:end``; into ``out`` when given."""
+                    out=None, c_first=0):
+    """Histograms (n_slots, n_features, n_bins, C) of the slots' runs ``start:end``; into ``out`` when given.
+
+    The channels are ``chan``'s columns ``c_first:``, C of them: ``out``'s last
+    axis when ``out`` is given, else all the columns from ``c_first`` on.
+    """
     n_slots = start.shape[0]
     n_features = codes.shape[1]
-    n_channels = chan.shape[1]
     if out is None:
-        out = np.empty((n_slots, n_features, n_bins, n_channels), dtype=np.float64)
+        out = np.empty((n_slots, n_features, n_bins, chan.shape[1] - c_first), dtype=np.float64)
+    n_channels = out.shape[3]
     flat = out.reshape(-1)
     per_feature = n_bins * n_channels
     # slots without rows: zeros here; the others are zeroed by the worker
@@ -1576,7 +1647,7 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             # miss the cache one after the other unless prefetched
             span = abs(row[e - 1] - row[start[s]]) + 1
             sparse = span * row_bytes > SPARSE_GAP_BYTES * (e - start[s])
-            _add_rows(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse)
+            _add_rows(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse, c_first)
     return out
 
 

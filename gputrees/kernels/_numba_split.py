@@ -58,6 +58,7 @@ from .._criteria import (
     Gini,
     Misclassification,
     Newton,
+    NewtonGH,
     Poisson,
     SquaredError,
 )
@@ -76,8 +77,11 @@ CRITERION_KINDS = {
     FriedmanMSE: 4,
     Poisson: 5,
     Newton: 6,
+    NewtonGH: 7,
 }
 _NEWTON = 6
+#: Newton over [G, H] histograms, without the row count (no count tests)
+_NEWTON_GH = 7
 #: NumPy's pairwise summation adds up to this many terms in one block of
 #: eight partial sums (``PW_BLOCKSIZE``); longer sums recurse, not reproduced.
 _PW_BLOCK = 128
@@ -143,7 +147,7 @@ def _chsum(a, start, n, square):
 def _weight(kind, s):
     if kind <= 2:
         return _chsum(s, 1, s.shape[0] - 1, False)
-    if kind <= 5:
+    if kind <= 5 or kind == _NEWTON_GH:
         return s[1]
     return s[2]
 
@@ -198,10 +202,11 @@ def _proxy(kind, L, R, wl, wr, n_out, l2, tmp):
             if not (L[2 + j] > POISSON_EPSILON and R[2 + j] > POISSON_EPSILON):
                 return _NEG_INF
         return _poisson_term(L, _safe(wl), n_out, tmp) + _poisson_term(R, _safe(wr), n_out, tmp)
-    dl, dr = L[2] + l2, R[2] + l2  # Newton
+    gi = 1 if kind == _NEWTON else 0  # Newton: G's channel (H follows)
+    dl, dr = L[gi + 1] + l2, R[gi + 1] + l2
     dl = dl if dl > 0 else 1.0
     dr = dr if dr > 0 else 1.0
-    return L[1] * L[1] / dl + R[1] * R[1] / dr
+    return L[gi] * L[gi] / dl + R[gi] * R[gi] / dr
 
 
 @numba.njit(**_JIT_SPLIT)
@@ -220,15 +225,16 @@ def _score(kind, L, R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp):
     """Proxy of the candidate with left stats ``L`` (``-inf`` where invalid); fills ``R``."""
     for c in range(L.shape[0]):
         R[c] = P[c] - L[c]
-    if not (L[0] >= msl and R[0] >= msl):
+    if kind != _NEWTON_GH and not (L[0] >= msl and R[0] >= msl):
         return _NEG_INF
     wl = _weight(kind, L)
     wr = _weight(kind, R)
     if not (wl >= mwl and wr >= mwl and wl > 0 and wr > 0):
         return _NEG_INF
     if mono:
-        vl, gl = _bounded(L[1], L[2], l2, lo, up)
-        vr, gr = _bounded(R[1], R[2], l2, lo, up)
+        gi = 1 if kind == _NEWTON else 0
+        vl, gl = _bounded(L[gi], L[gi + 1], l2, lo, up)
+        vr, gr = _bounded(R[gi], R[gi + 1], l2, lo, up)
         p = gl + gr
         if not (direction * (vr - vl) >= 0):
             return _NEG_INF
@@ -237,6 +243,17 @@ def _score(kind, L, R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp):
     if p != p:
         return _NEG_INF
     return p
+
+
+@numba.njit(**_JIT_SPLIT)
+def _has_rows(kind, s):
+    """Whether a bin with statistics ``s`` holds rows: its count, or (Newton over [G, H]) any non-zero channel."""
+    if kind != _NEWTON_GH:
+        return s[0] > 0
+    for c in range(s.shape[0]):
+        if s[c] != 0:
+            return True
+    return False
 
 
 @numba.njit(**_JIT_SPLIT)
@@ -270,15 +287,17 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
     """
     n, C = L.shape
     P0 = P[0]
-    if kind == _NEWTON:
-        P1, P2 = P[1], P[2]
+    if kind == _NEWTON or kind == _NEWTON_GH:
+        gi = 1 if kind == _NEWTON else 0  # G's channel (H follows)
+        counted = kind == _NEWTON
+        P1, P2 = P[gi], P[gi + 1]
         for b in range(n):
             if out[b] == _NEG_INF:
                 continue
-            l0, l1, h_l = L[b, 0], L[b, 1], L[b, 2]
+            l0, l1, h_l = L[b, 0], L[b, gi], L[b, gi + 1]
             r0, r1, h_r = P0 - l0, P1 - l1, P2 - h_l
             p = _NEG_INF
-            if l0 >= msl and r0 >= msl and h_l >= mwl and h_r >= mwl and h_l > 0 and h_r > 0:
+            if (not counted or (l0 >= msl and r0 >= msl)) and h_l >= mwl and h_r >= mwl and h_l > 0 and h_r > 0:
                 if mono:
                     vl, gl = _bounded(l1, h_l, l2, lo, up)
                     vr, gr = _bounded(r1, h_r, l2, lo, up)
@@ -434,7 +453,7 @@ def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_scan):
     nb, C = h.shape
     n = min(nb - 1, n_scan)
     best = _NEG_INF
-    for variant in range(2 if h[nb - 1, 0] > 0 else 1):
+    for variant in range(2 if _has_rows(kind, h[nb - 1]) else 1):
         for c in range(C):
             cum[c] = h[0, c]
         last = n - 1 if pick < 0 else pick
@@ -541,13 +560,13 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
                 if phase == 1:
                     _finish(hist, parent, i, col, pos, variant, found[i], scratch[3], fids, has_fids, thresholds,
                             bin_values, is_exact, n_value_bins, has_mapper, local,
-                            (feature, bin_, missing_left, left, threshold))
+                            (feature, bin_, missing_left, left, threshold), crit[0])
     return found, proxy, feature, bin_, missing_left, left, threshold
 
 
 @numba.njit(**_JIT_SPLIT)
 def _finish(hist, parent, i, col, pos, variant, found, L, fids, has_fids, thresholds, bin_values, is_exact,
-            n_value_bins, has_mapper, local, out):
+            n_value_bins, has_mapper, local, out, kind):
     """The record of node ``i`` from its winning (column, bin, variant) and left stats ``L``."""
     feature, bin_, missing_left, left, threshold = out
     nb = hist.shape[2]
@@ -557,10 +576,11 @@ def _finish(hist, parent, i, col, pos, variant, found, L, fids, has_fids, thresh
     feat = fids[i, col] if has_fids else col
     feature[i] = feat
     bin_[i] = pos
-    if hist[i, col, nb - 1, 0] > 0:
+    if _has_rows(kind, hist[i, col, nb - 1]):
         missing_left[i] = variant == 1
-    else:  # no missing values in the node: NaN goes to the child with more rows
+    elif kind != _NEWTON_GH:  # no missing values in the node: NaN goes to the child with more rows
         missing_left[i] = left[i, 0] > parent[i, 0] - left[i, 0]
+    # (Newton over [G, H]: no counts; False, the grower decides from the routed rows)
     if has_mapper:
         threshold[i] = _threshold(hist[i, col], nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins, local)
 
@@ -777,7 +797,7 @@ def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=
     m, n_cols, nb, c = hist.shape
     if m == 0 or n_cols == 0 or nb < 2 or not _supported_criterion(criterion, c):
         return None
-    if bounds is not None and type(criterion) is not Newton:
+    if bounds is not None and type(criterion) not in (Newton, NewtonGH):
         return None
     if bin_mapper is not None and not _has_values(bin_mapper):
         return None

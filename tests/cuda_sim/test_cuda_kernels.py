@@ -121,6 +121,20 @@ def test_histograms_float_channels_to_rounding_and_quantised_exactly(path):
     assert np.array_equal(h, want_h) and np.array_equal(s, want_s)
 
 
+@pytest.mark.parametrize("path", [PATHS[0], PATHS[3]], ids=["shared", "global"])
+def test_histograms_of_a_block_of_columns(path):
+    """Boosting's [G, H] histograms read a column block of its [count, G, H] table (a strided view)."""
+    rows_per_task, words = path
+    n = 30
+    active, _ = _active(7, n=n, m=40, n_nodes=4)
+    codes = _codes(8, n, n_features=3, n_bins=8)
+    block = _chan(9, n, "int")[:, 1:]
+    table = np.array([0, -1, 1, 2], dtype=np.int64)
+    h, s = _both(codes, active, block, table, 3, 8, rows_per_task=rows_per_task, shared_words=words)
+    want_h, want_s = _want(codes, active, np.ascontiguousarray(block), table, 3, 8)
+    assert np.array_equal(h, want_h) and np.array_equal(s, want_s)
+
+
 def test_histograms_uint16_codes_and_one_row():
     n = 20
     active, _ = _active(7, n=n, m=25, n_nodes=3)
@@ -261,6 +275,20 @@ MODELS = {
         True,
     ),
 }
+
+
+def test_two_channel_boosting_with_cuda_kernels_equals_the_cpu_one(monkeypatch):
+    """No missing values, min_samples_leaf=1, plain (not quantised) gradients: [G, H] histograms."""
+    X, y = _data(3)
+    X = np.nan_to_num(X)
+
+    def make():
+        return gputrees.GradientBoostingRegressor(
+            n_estimators=2, max_depth=2, max_bins=15, min_samples_leaf=1, min_child_weight=0.5, random_state=0,
+            quantised_gradients=False,
+        )
+
+    _compare(_fit(make, X, y, "cuda", monkeypatch), _fit(make, X, y, "numba", monkeypatch), False)
 
 
 @pytest.mark.parametrize("name", list(MODELS))
