@@ -727,11 +727,17 @@ def test_workspace_reuses_a_buffer_only_once_no_view_holds_it():
     b = ws.take(80)
     assert not np.shares_memory(b, view)  # held through the view: a new buffer
     del view
-    c = ws.take(60)  # the first buffer is free again and the smallest that fits
+    c = ws.take(70)  # the first buffer is free again, and at most half again as large
     assert c.shape[0] == 100
     del b, c
-    d = ws.take(500)  # none fits: the free ones are let go, one new buffer is kept
-    assert d.shape[0] == 500 and len(ws.buffers) == 1
+    e = ws.take(60)  # the smallest free one that fits (100 would waste more than half)
+    assert e.shape[0] == 80
+    del e
+    d = ws.take(30)  # none fits (80 and 100 are too large): the free ones are let go, one new buffer is kept
+    assert d.shape[0] == 30 and len(ws.buffers) == 1
+    del d
+    f = ws.take(500)
+    assert f.shape[0] == 500 and len(ws.buffers) == 1
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -945,6 +945,14 @@ def _place_share(w, places):
 
 
 # -- reused output buffers ----------------------------------------------------------
+#: A workspace hands a free buffer to a request at most this many times
+#: smaller (a larger one stays free for a larger request). Any free buffer
+#: that fits (the first version): a 20-tree forest on 200k rows peaked at
+#: +2.0 GB (1.6 GB without the workspace) with 430k page faults; with 1.5,
+#: +1.7 GB and 310k faults, as fast or faster.
+MAX_WASTE = 1.5
+
+
 class _Workspace:
     """Float64 buffers handed out again once nobody holds them (see :func:`workspace`).
 
@@ -964,14 +972,14 @@ class _Workspace:
         return sys.getrefcount(self.buffers[i])
 
     def take(self, size: int):
-        """A free buffer of at least ``size`` float64 (the smallest such), else a new one.
+        """A free buffer of ``size`` to ``MAX_WASTE * size`` float64 (the smallest such), else a new one.
 
         When none fits, the free ones are let go first: what the workspace
         holds stays what is in use plus one buffer.
         """
         best = -1
         for i in range(len(self.buffers)):
-            if self._refs(i) == self._free_refs and self.buffers[i].shape[0] >= size:
+            if self._refs(i) == self._free_refs and size <= self.buffers[i].shape[0] <= MAX_WASTE * size:
                 if best < 0 or self.buffers[i].shape[0] < self.buffers[best].shape[0]:
                     best = i
         if best >= 0:
