@@ -77,10 +77,12 @@ class _Threads:
 
     def __enter__(self):
         self.before = numba.get_num_threads()
-        numba.set_num_threads(self.n)
+        if self.before != self.n:  # (setting costs about 5 us; several calls a level)
+            numba.set_num_threads(self.n)
 
     def __exit__(self, *exc):
-        numba.set_num_threads(self.before)
+        if self.before != self.n:
+            numba.set_num_threads(self.before)
 
 
 # -- software prefetch -----------------------------------------------------------
