@@ -462,7 +462,7 @@ def _histogram_criteria(monkeypatch):
 
 @pytest.mark.parametrize("kernels", ["numba", "bincount", "reference"])
 @pytest.mark.parametrize(
-    "case", ["binary", "multiclass", "regression", "subsample", "zero_weights"]
+    "case", ["binary", "multiclass", "regression", "subsample", "zero_weights", "best_first"]
 )
 def test_two_channel_histograms_grow_the_same_model(kernels, case, monkeypatch):
     """Without missing values and with min_samples_leaf=1, boosting's histograms carry [G, H] only; the
@@ -486,6 +486,9 @@ def test_two_channel_histograms_grow_the_same_model(kernels, case, monkeypatch):
     elif case == "subsample":
         y = (y > 0).astype(int)
         kw.update(subsample=0.6, colsample_bytree=0.7)
+    elif case == "best_first":  # and a feature draw per node
+        y = (y > 0).astype(int)
+        kw.update(max_depth=None, max_leaf_nodes=12, max_features=0.6)
     else:
         y = (y > 0).astype(int)
         sw = rng.integers(0, 3, n).astype(float)  # a third of the rows weigh nothing
