@@ -49,6 +49,13 @@ def _active(seed, *, n=300, m=None, n_nodes=5, n_chan_rows=None, mult="none", em
     return ActiveRows(row=row, chan_index=chan_index, node=node, mult=mu, wmult=wmu), n_chan_rows
 
 
+def _grouped(active):
+    """``active``'s pairs sorted by node, stably (the grower's layout: each node's pairs one run)."""
+    order = np.argsort(active.node, kind="stable")
+    return ActiveRows(*(None if a is None else a[order] for a in
+                        (active.row, active.chan_index, active.node, active.mult, active.wmult, active.key)))
+
+
 def _codes(seed, n, n_features=6, n_bins=10, missing_frac=0.1):
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, n_bins - 1, (n, n_features)).astype(np.uint8 if n_bins <= 256 else np.uint16)
@@ -179,9 +186,7 @@ def test_grouped_and_scattered_rows_give_the_same_histograms(mult, n_channels):
     """
     n = 400
     active, _ = _active(11, n=n, m=900, n_nodes=6, mult=mult)
-    order = np.argsort(active.node, kind="stable")
-    grouped = ActiveRows(*(None if a is None else a[order] for a in
-                           (active.row, active.chan_index, active.node, active.mult, active.wmult, active.key)))
+    grouped = _grouped(active)
     codes = _codes(12, n, n_bins=20)
     chan = np.random.default_rng(13).standard_normal((n, n_channels))
     table = np.array([3, -1, 0, 2, -1, 1], dtype=np.int64)
@@ -204,9 +209,7 @@ def test_histograms_of_a_block_of_columns(mult, first, width):
     count, the two-channel vector loop included."""
     n = 300
     active, _ = _active(21, n=n, m=700, n_nodes=6, mult=mult)
-    order = np.argsort(active.node, kind="stable")
-    grouped = ActiveRows(*(None if a is None else a[order] for a in
-                           (active.row, active.chan_index, active.node, active.mult, active.wmult, active.key)))
+    grouped = _grouped(active)
     codes = _codes(22, n, n_bins=12)
     table = np.random.default_rng(23).standard_normal((1, n, width))  # a (trees, rows, C) table, as boosting's
     block = table.reshape(-1, width)[:, first:first + 2]
@@ -365,9 +368,7 @@ def test_histogram_prefetching_pass_equals_plain_pass(mult):
     """The histogram pass over far-apart rows (prefetching) sums exactly like the plain one."""
     n, n_bins = 600, 10
     active, n_chan = _active(31, n=n, m=1500, n_nodes=5, mult=mult, n_chan_rows=2 * n)
-    order = np.argsort(active.node, kind="stable")
-    grouped = ActiveRows(*(None if a is None else a[order] for a in
-                           (active.row, active.chan_index, active.node, active.mult, active.wmult)))
+    grouped = _grouped(active)
     codes = _codes(32, n, n_bins=n_bins)
     chan = _chan(33, n_chan, "float")
     table = np.array([1, -1, 0, 2, 3], dtype=np.int64)

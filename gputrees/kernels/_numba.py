@@ -1180,19 +1180,19 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     threads = _threads_for(n_threads, int(node.shape[0]) * int(codes.shape[1]))
     start, end, grouped = _node_runs(active, node, table, int(n_slots))
     n_channels = int(chan.shape[1])
-    table, first = _channel_table(chan)
+    chan_table, first = _channel_table(chan)
     if grouped:
         with _Threads(threads):
             out = _output((int(n_slots), int(codes.shape[1]), int(n_bins), n_channels))
             return _run_histograms(
-                codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode, table, start, end, int(n_bins),
-                threads, _row_bytes(codes), out, first,
+                codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode, chan_table, start, end,
+                int(n_bins), threads, _row_bytes(codes), out, first,
             )
     blocks = max(1, min(threads, codes.shape[1]))
     with _Threads(threads):
         return _node_histograms(
             codes, _i64(active.row), _i64(active.chan_index), _i64(active.node), mult, wmult, mode,
-            table, first, n_channels, _i64(slot_of_node), int(n_slots), int(n_bins), blocks,
+            chan_table, first, n_channels, table, int(n_slots), int(n_bins), blocks,
         )
 
 

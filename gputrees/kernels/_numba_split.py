@@ -143,6 +143,12 @@ def _chsum(a, start, n, square):
 
 
 # -- criteria (same formulas, same order as gputrees._criteria) ---------------------
+@numba.njit(inline="always")
+def _newton_g(kind):
+    """The channel of G in Newton statistics (H follows): 1 after the count, 0 over [G, H] (``Newton._G``)."""
+    return 1 if kind == _NEWTON else 0
+
+
 @numba.njit(**_JIT_SPLIT)
 def _weight(kind, s):
     if kind <= 2:
@@ -202,7 +208,7 @@ def _proxy(kind, L, R, wl, wr, n_out, l2, tmp):
             if not (L[2 + j] > POISSON_EPSILON and R[2 + j] > POISSON_EPSILON):
                 return _NEG_INF
         return _poisson_term(L, _safe(wl), n_out, tmp) + _poisson_term(R, _safe(wr), n_out, tmp)
-    gi = 1 if kind == _NEWTON else 0  # Newton: G's channel (H follows)
+    gi = _newton_g(kind)
     dl, dr = L[gi + 1] + l2, R[gi + 1] + l2
     dl = dl if dl > 0 else 1.0
     dr = dr if dr > 0 else 1.0
@@ -232,7 +238,7 @@ def _score(kind, L, R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp):
     if not (wl >= mwl and wr >= mwl and wl > 0 and wr > 0):
         return _NEG_INF
     if mono:
-        gi = 1 if kind == _NEWTON else 0
+        gi = _newton_g(kind)
         vl, gl = _bounded(L[gi], L[gi + 1], l2, lo, up)
         vr, gr = _bounded(R[gi], R[gi + 1], l2, lo, up)
         p = gl + gr
@@ -288,7 +294,7 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
     n, C = L.shape
     P0 = P[0]
     if kind == _NEWTON or kind == _NEWTON_GH:
-        gi = 1 if kind == _NEWTON else 0  # G's channel (H follows)
+        gi = _newton_g(kind)
         counted = kind == _NEWTON
         P1, P2 = P[gi], P[gi + 1]
         for b in range(n):
