@@ -65,6 +65,13 @@ class Criterion:
     is_classification = False
     #: channel 0 is the row count (every criterion but :class:`NewtonGH`)
     has_count = True
+    #: a split's children may take their statistics from the split's search
+    #: (the left sum of its histogram and the node's minus it, as XGBoost and
+    #: LightGBM do) instead of summing their rows: rounding moves them by a
+    #: few ulps, which only moves values and gains smoothly. Not for the
+    #: impurity criteria: a subtraction leaves an absent class a -1e-14 weight
+    #: and a pure node a non-zero impurity.
+    stats_from_split = False
 
     def __init__(self, n_outputs: int = 1, n_classes: int = 1):
         self.n_outputs = n_outputs
@@ -348,6 +355,10 @@ class Newton(Criterion):
     name = "newton"
     #: positions of G and H among the channels
     _G, _H = 1, 2
+    #: values -G / (H + l2) and scores are smooth in the sums; the grower
+    #: takes them from the split only where ``min_weight_leaf > 0`` bounds
+    #: every child's H away from 0 (see :class:`gputrees._grower.Grower`)
+    stats_from_split = True
 
     def __init__(self, l2_regularization: float = 0.0):
         super().__init__(n_outputs=1, n_classes=1)

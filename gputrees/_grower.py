@@ -4,7 +4,8 @@ A *round* expands a set of frontier nodes of every tree of the batch:
 
 1. route the rows of the expanded nodes to their children (array ops over
    the active rows; no loop over rows, nodes, features or trees) and sum the
-   children's channels from their rows;
+   children's channels from their rows, or, for boosting's criterion, take
+   them from the split (``Criterion.stats_from_split``);
 2. build the histogram of the smaller child of each sibling pair with one
    kernel call, and get the larger one by subtracting it from the parent's
    histogram (kept from the previous round when it fits the memory bound);
@@ -320,10 +321,24 @@ class Grower:
     and no sort-based search. The histograms then carry ``[G, H]``, two
     channels instead of three (as XGBoost's and LightGBM's), searched with
     the criterion's count-free form (:class:`~gputrees._criteria.NewtonGH`);
-    the nodes keep their counts (summed from their rows), and the side NaN
+    the nodes keep their counts (their rows'), and the side NaN
     takes at a split (the child with more rows, the histograms cannot tell)
     is set once the rows are routed. The trees are the same as with three
     channels (tested).
+
+    Children's statistics from the split
+    ------------------------------------
+    Where the criterion allows it (``Criterion.stats_from_split``: boosting's
+    Newton) and ``min_weight_leaf > 0``, a split's children take their
+    statistics from its record, ``left`` and ``right`` = the node's minus
+    ``left`` (as XGBoost and LightGBM do), instead of a sum over their rows
+    after routing: the routing then only moves the rows. Both children passed
+    the split's ``min_weight_leaf`` test with exactly these sums, so no child
+    gets a hessian sum near 0 from the rounding of a subtraction; values and
+    gains move by a few ulps against row sums (tested against them).
+    Without the count in the histograms the children's counts are their
+    numbers of rows (``LocalRows.counts``), used only where the count channel
+    is 1 on every row; otherwise the children are summed from their rows.
     """
 
     def __init__(self, xp, inputs: GrowerInputs, params: GrowerParams, rows=None):
@@ -358,6 +373,9 @@ class Grower:
             count_free = None
         #: the criterion of the histograms' channels (the split search)
         self.split_criterion = inputs.criterion if count_free is None else count_free
+        #: the children's statistics come from their parent's split record
+        #: (see the class docstring) rather than from a sum over their rows
+        self.stats_from_split = bool(inputs.criterion.stats_from_split and params.min_weight_leaf > 0)
         if rows is None:
             rows = LocalRows(
                 xp,
@@ -371,6 +389,11 @@ class Grower:
                 histogram_count=count_free is None,
             )
         self.rows = rows
+        if self.stats_from_split and count_free is not None:
+            # the record has no count: the children's counts are their rows'
+            # (LocalRows.counts), which is their count channel's sum only where
+            # that channel is 1 on every row (no row subsample)
+            self.stats_from_split = inputs.multiplicity is None and bool(xp.all(rows.chan[:, 0] == 1.0))
         self.n_features = int(inputs.bin_mapper.is_categorical.shape[0])
         self.n_trees = rows.n_trees
         self.n_bins = inputs.bin_mapper.n_bins
@@ -406,6 +429,19 @@ class Grower:
         """
         table = children_slot_table(self.xp, max(self._n_created, self.n_trees, first + count), first, count)
         return self.rows.sums(table, count)
+
+    def _split_stats(self, rec, first: int):
+        """Statistics (2k, n_channels) of the children ``first ..`` of k split nodes, from their records.
+
+        Left child ``left``, right child ``right`` (the node's minus ``left``);
+        without the count in the records, the children's rows counted.
+        """
+        xp = self.xp
+        k = int(rec.left.shape[0])
+        stats = xp.reshape(xp.stack([rec.left, rec.right], axis=1), (2 * k, int(rec.left.shape[1])))
+        if not self.split_criterion.has_count:
+            stats = xp.concat([self.rows.counts(first, 2 * k)[:, None], stats], axis=1)
+        return stats
 
     # -- nodes --------------------------------------------------------------
     def _new_nodes(self, parent, depth, tree, stats, bounds=None):
@@ -749,11 +785,16 @@ class Grower:
         k = int(ids.shape[0])
         base = self._n_created
         # 1. route rows of the chosen nodes
-        self.rows.route(self._slot_table(ids), rec, base, self.missing)
-        # 2. record the children, their statistics summed from their rows (not
-        # parent - sibling: rounding would leave absent classes a -1e-14 weight
-        # and pure nodes a non-zero impurity)
-        stats = self._node_sums(base, 2 * k)
+        # 2. record the children, their statistics from the split where the
+        # criterion allows it, else summed from their rows (not parent -
+        # sibling: rounding would leave absent classes a -1e-14 weight and
+        # pure nodes a non-zero impurity)
+        if self.stats_from_split:
+            self.rows.route(self._slot_table(ids), rec, base, self.missing, sums=False)
+            stats = self._split_stats(rec, base)
+        else:
+            self.rows.route(self._slot_table(ids), rec, base, self.missing)
+            stats = self._node_sums(base, 2 * k)
         if not self.split_criterion.has_count:
             # no node had missing values: NaN goes to the child with more rows
             rec = dataclasses.replace(rec, missing_left=stats[0::2, 0] > stats[1::2, 0])

@@ -170,15 +170,31 @@ class LocalRows:
             return False
         return bool(self.xp.all(slots == children_slot_table(self.xp, int(slots.shape[0]), base, count)))
 
-    def route(self, slots, split, base: int, missing_bin: int) -> None:
+    def counts(self, first: int, count: int):
+        """Pairs (count,) float64 in the nodes ``first .. first + count - 1`` (with multiplicities, their total).
+
+        From the node runs when the last routing gave them, else the sums of
+        a channel of ones.
+        """
+        xp = self.xp
+        b = self.bounds
+        if b is not None and int(b.shape[0]) >= first + count + 1:
+            return xp.astype(b[first + 1 : first + count + 1] - b[first : first + count], xp.float64)
+        ones = xp.ones((int(self.chan.shape[0]), 1), dtype=xp.float64)
+        table = children_slot_table(xp, first + count, first, count)
+        return self.kernels.node_sums(xp, self.active(), ones, table, count)[:, 0]
+
+    def route(self, slots, split, base: int, missing_bin: int, sums: bool = True) -> None:
         """Send the pairs of the split nodes (those with a slot) to their children.
 
         The children of the node in slot ``s`` are ``base + 2 s`` (left) and
         ``base + 2 s + 1``; ``split`` is the nodes' SplitRecord, by slot.
+        ``sums``: the children's sums will be asked for (:meth:`sums`), and
+        kernels that make them while routing (``Kernels.route_and_sum``) do.
         """
         args = (self.xp, self.codes, self.active())
         kw = {} if self.codes_by_feature is None else {"codes_by_feature": self.codes_by_feature}
-        if self.kernels.route_and_sum is not None:
+        if sums and self.kernels.route_and_sum is not None:
             routed, sums = self.kernels.route_and_sum(*args, self.chan, slots, split, base, missing_bin, **kw)
             self._child_sums = (base, 2 * int(split.feature.shape[0]), sums)
         else:

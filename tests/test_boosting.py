@@ -445,6 +445,31 @@ def test_float32_fit_equals_float64_copy(kernels, monkeypatch):
 # --------------------------------------------------------------------------
 
 
+def _boost_case(case, rng, n, p):
+    """(X, y, estimator class) of a test case: "multiclass" (3 classes), "regression", else binary.
+
+    Column 2 has 4 values (exact bins), the others are normal.
+    """
+    X = rng.standard_normal((n, p))
+    X[:, 2] = rng.integers(0, 4, n)
+    y = X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=n) * 0.5
+    if case == "multiclass":
+        return X, np.digitize(y, [-1.0, 0.5]), GradientBoostingClassifier
+    if case == "regression":
+        return X, y, GradientBoostingRegressor
+    return X, (y > 0).astype(int), GradientBoostingClassifier
+
+
+def _assert_same_rounds(a, b):
+    """Two boosters' rounds: the same trees; node statistics and values equal to rounding."""
+    for ra, rb in zip(a._rounds, b._rounds, strict=True):
+        for field in ("feature", "bin", "threshold", "missing_left", "left", "right", "node_count"):
+            np.testing.assert_array_equal(to_numpy(getattr(ra.batch, field)), to_numpy(getattr(rb.batch, field)),
+                                          err_msg=field)
+        np.testing.assert_allclose(to_numpy(ra.batch.stats), to_numpy(rb.batch.stats), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(to_numpy(ra.values), to_numpy(rb.values), rtol=1e-10, atol=1e-12)
+
+
 def _histogram_criteria(monkeypatch):
     """Record the criterion each grown batch searched its histograms with."""
     from gputrees import _grower
@@ -470,27 +495,15 @@ def test_two_channel_histograms_grow_the_same_model(kernels, case, monkeypatch):
     monkeypatch.setenv("GPUTREES_KERNELS", kernels)
     rng = np.random.default_rng(7)
     n = 1500
-    X = rng.standard_normal((n, 6))
-    X[:, 2] = rng.integers(0, 4, n)  # few values: exact bins
-    y = X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=n) * 0.5
+    X, y, cls = _boost_case(case, rng, n, 6)
     sw = None
     kw = dict(n_estimators=8, max_depth=5, min_samples_leaf=1, min_child_weight=0.5, early_stopping=False,
               random_state=0)
-    cls = GradientBoostingClassifier
-    if case == "binary":
-        y = (y > 0).astype(int)
-    elif case == "multiclass":
-        y = np.digitize(y, [-1.0, 0.5])
-    elif case == "regression":
-        cls = GradientBoostingRegressor
-    elif case == "subsample":
-        y = (y > 0).astype(int)
+    if case == "subsample":
         kw.update(subsample=0.6, colsample_bytree=0.7)
     elif case == "best_first":  # and a feature draw per node
-        y = (y > 0).astype(int)
         kw.update(max_depth=None, max_leaf_nodes=12, max_features=0.6)
-    else:
-        y = (y > 0).astype(int)
+    elif case == "zero_weights":
         sw = rng.integers(0, 3, n).astype(float)  # a third of the rows weigh nothing
     seen = _histogram_criteria(monkeypatch)
     two = cls(**kw).fit(X, y, sample_weight=sw)
@@ -499,12 +512,7 @@ def test_two_channel_histograms_grow_the_same_model(kernels, case, monkeypatch):
     seen.clear()
     three = cls(**kw).fit(X, y, sample_weight=sw)
     assert set(seen) == {"Newton"}
-    for a, b in zip(two._rounds, three._rounds):
-        for field in ("feature", "bin", "threshold", "missing_left", "left", "right", "node_count"):
-            np.testing.assert_array_equal(to_numpy(getattr(a.batch, field)), to_numpy(getattr(b.batch, field)),
-                                          err_msg=field)
-        np.testing.assert_allclose(to_numpy(a.batch.stats), to_numpy(b.batch.stats), rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(to_numpy(a.values), to_numpy(b.values), rtol=1e-10, atol=1e-12)
+    _assert_same_rounds(two, three)
     Xt = X.copy()
     Xt[rng.random(Xt.shape) < 0.2] = np.nan  # NaN at prediction goes where the counts send it
     pa = two.predict_proba(Xt) if cls is GradientBoostingClassifier else two.predict(Xt)
@@ -532,3 +540,59 @@ def test_histograms_keep_the_count_where_a_split_test_reads_it(monkeypatch):
         seen.clear()
         GradientBoostingClassifier(**{**base, **kw}).fit(Xf, y)
         assert set(seen) == {"Newton"}, kw
+
+
+def _stats_from_split_used(monkeypatch):
+    """Record, for each grower made, whether its children take their statistics from the split."""
+    from gputrees import _grower
+
+    used = []
+    init = _grower.Grower.__init__
+
+    def recording(self, *a, **k):
+        init(self, *a, **k)
+        used.append(self.stats_from_split)
+
+    monkeypatch.setattr(_grower.Grower, "__init__", recording)
+    return used
+
+
+@pytest.mark.parametrize("kernels", ["numba", "bincount", "reference"])
+@pytest.mark.parametrize("case", ["binary", "multiclass", "regression", "missing", "subsample", "zero_weights"])
+def test_children_statistics_from_the_split_equal_their_rows_sums(kernels, case, monkeypatch):
+    """Boosting's children take their statistics from the split record (left, node - left) instead of summing
+    their rows; the model is the one grown with row sums, to rounding (two and three histogram channels, a row
+    subsample, rows of weight 0)."""
+    monkeypatch.setenv("GPUTREES_KERNELS", kernels)
+    rng = np.random.default_rng(11)
+    n = 1200
+    X, y, cls = _boost_case(case, rng, n, 5)
+    sw = None
+    kw = dict(n_estimators=6, max_depth=5, min_samples_leaf=1, min_child_weight=0.3, early_stopping=False,
+              random_state=0)
+    if case == "missing":  # three channels: the counts come from the records too
+        X[rng.random(X.shape) < 0.1] = np.nan
+    elif case == "subsample":  # two channels, counts of in-bag rows: summed from the rows
+        kw.update(subsample=0.7)
+    elif case == "zero_weights":
+        sw = rng.integers(0, 3, n).astype(float)
+    used = _stats_from_split_used(monkeypatch)
+    split = cls(**kw).fit(X, y, sample_weight=sw)
+    assert set(used) == {case != "subsample"}
+    monkeypatch.setattr(gputrees._criteria.Newton, "stats_from_split", False)
+    used.clear()
+    summed = cls(**kw).fit(X, y, sample_weight=sw)
+    assert set(used) == {False}
+    _assert_same_rounds(split, summed)
+
+
+def test_children_statistics_are_summed_without_min_child_weight(monkeypatch):
+    """min_child_weight=0 lets a child's hessian sum be 0, which a subtraction would leave a rounding residual:
+    the children are summed from their rows."""
+    used = _stats_from_split_used(monkeypatch)
+    X, y = _int_data()
+    GradientBoostingRegressor(n_estimators=2, max_depth=3, min_child_weight=0.0, early_stopping=False).fit(X, y)
+    assert set(used) == {False}
+    used.clear()
+    GradientBoostingRegressor(n_estimators=2, max_depth=3, min_child_weight=1.0, early_stopping=False).fit(X, y)
+    assert set(used) == {True}

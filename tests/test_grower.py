@@ -608,3 +608,25 @@ def test_local_rows_retire_and_row_leaves_with_and_without_scatter():
         assert got.tolist() == [node.tolist()]
         leaves.append(got)
     assert np.array_equal(*leaves)
+
+
+@pytest.mark.parametrize("kernel_set", ["numba", "bincount", "reference"])
+def test_local_rows_counts_from_runs_and_from_a_pass(kernel_set):
+    """counts() of consecutive node ids: from the routing's node runs where known, else a pass; both the pairs."""
+    from gputrees._rows import LocalRows
+    from gputrees.kernels import get_kernels
+
+    xp = _backend.namespace_of(np.empty(0))
+    rng = np.random.default_rng(5)
+    n = 40
+    node = np.sort(rng.integers(0, 6, n)).astype(np.int64)  # node 4 has no pair when drawn so
+    node[node == 4] = 5
+    rows = LocalRows(xp, rng.integers(0, 4, (n, 2)).astype(np.uint8), rng.standard_normal((n, 3)),
+                     get_kernels(xp, kernel_set))
+    rows.node = node
+    want = np.array([(node == i).sum() for i in range(2, 6)], dtype=np.float64)
+    rows.bounds = None
+    assert np.asarray(rows.counts(2, 4)).tolist() == want.tolist()
+    rows.bounds = np.searchsorted(node, np.arange(7), side="left").astype(np.int64)
+    got = rows.counts(2, 4)
+    assert got.dtype == np.float64 and np.asarray(got).tolist() == want.tolist()

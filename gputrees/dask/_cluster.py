@@ -261,7 +261,8 @@ class DaskRows:
         self.shards.log[-1].n_nodes = n_slots
         return self._total(parts)
 
-    def route(self, slots, split, base: int, missing_bin: int) -> None:
+    def route(self, slots, split, base: int, missing_bin: int, sums: bool = True) -> None:
+        """Deferred to the next request; ``sums`` is not needed (the shards sum only when asked, :meth:`sums`)."""
         self.pending.append(("route", (np.asarray(slots), split, int(base), int(missing_bin))))
 
     def retire(self, slots) -> None:
