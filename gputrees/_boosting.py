@@ -102,6 +102,38 @@ def round_channels(xp, g, h, count, out=None):
     return out
 
 
+def round_end(xp, loss, raw, values, row_leaf, y, w, table):
+    """The end of a round without row subsample: new raw predictions, their loss, the next round's channels.
+
+    Parameters
+    ----------
+    loss : Loss
+    raw : array of shape (n, K), float64
+        Raw predictions before the round's trees.
+    values : array of shape (K, n_nodes), float64
+        The round's node values (learning rate included).
+    row_leaf : array of shape (K, n), int64
+        Every row's leaf in each of the round's trees.
+    y, w : arrays of shape (n,), float64
+        Encoded targets and sample weights.
+    table : array of shape (K, n, 3), float64, or None
+        The channel table to write over (see :func:`round_channels`).
+
+    Returns
+    -------
+    raw : array of shape (n, K), float64
+        ``raw`` plus every row's leaf values.
+    loss : float
+        The weighted mean loss of the new raw predictions (``Loss.loss``).
+    table : array of shape (K, n, 3), float64
+        ``[1, g, h]`` of the new raw predictions: the next round's channels
+        when it draws no row subsample.
+    """
+    raw = raw + gather_node_values(xp, values, xp.permute_dims(row_leaf, (1, 0)))
+    g, h = loss.gradients(xp, raw, y, w)
+    return raw, loss.loss(xp, raw, y, w), round_channels(xp, g, h, None, table)
+
+
 def round_tree_features(round_rng, k: int, n_features: int, n_col: int):
     """Features (K, n_features) bool each tree of the round may use, or None (all)."""
     if n_col >= n_features:
@@ -354,12 +386,16 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         # training value is missing; quantised kernels scale every channel
         count_free = not quantised and not bool(xp.any(codes == bin_mapper.missing_bin))
         table = None  # the channel table, written over every round (round_channels)
+        # without a row subsample, a round ends by writing the next round's
+        # channels (round_end, one compiled pass where the kernels have one)
+        ahead = False  # whether ``table`` holds the channels of ``raw``
         for it in range(start, self.n_estimators):
             round_rng = np.random.default_rng([seed, it])
-            g, h = loss.gradients(xp, raw, y_dev, w_dev)
             inbag = round_inbag(round_rng, n, n_sub)
             count = None if inbag is None else _backend.from_numpy(xp, inbag)
-            table = round_channels(xp, g, h, count, table)
+            if not ahead:
+                g, h = loss.gradients(xp, raw, y_dev, w_dev)
+                table = round_channels(xp, g, h, count, table)
             channels = table
             round_kernels = kernels
             if quantised:
@@ -387,11 +423,21 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             w_round = w_dev if count is None else w_dev * count
             values = self._leaf_values(xp, kernels, loss, criterion, batch, raw, y_dev, w_round)
             values = self.learning_rate * values
-            leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)
-            raw = raw + gather_node_values(xp, values, leaves)
+            if count is None:
+                # quantised fits promise the same model, train_score_ included,
+                # on every kernel set: the generic passes, whose loss sums are
+                # NumPy's (a compiled round end sums the loss in another order)
+                compiled = kernels.round_end is not None and not quantised
+                end = kernels.round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table) if compiled else None
+                raw, score, table = end or round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table)
+                ahead = True
+            else:
+                leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)
+                raw = raw + gather_node_values(xp, values, leaves)
+                score = loss.loss(xp, raw, y_dev, w_dev)
             batch = dataclasses.replace(batch, row_leaf=None)
             rounds.append(_Round(batch=batch, values=values))
-            train_scores.append(-loss.loss(xp, raw, y_dev, w_dev))
+            train_scores.append(-score)
             for i, (Xvp, yv, wv, rv) in enumerate(val):
                 lv = apply_trees(xp, batch, Xvp, bin_mapper.missing_bin, n_jobs=self.n_jobs)
                 rv = rv + gather_node_values(xp, values, lv)

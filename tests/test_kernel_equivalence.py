@@ -72,6 +72,8 @@ CASES = {
     "gbdt-binary": (
         lambda: gputrees.GradientBoostingClassifier(n_estimators=8, subsample=0.8, random_state=0), "binary"
     ),
+    "gbdt-binary-every-row": (lambda: gputrees.GradientBoostingClassifier(n_estimators=8), "binary"),
+    "gbdt-squared-error": (lambda: gputrees.GradientBoostingRegressor(n_estimators=8), "regression"),
     "gbdt-multiclass": (lambda: gputrees.GradientBoostingClassifier(n_estimators=5, max_depth=3), "multiclass"),
     "gbdt-huber": (lambda: gputrees.GradientBoostingRegressor(n_estimators=6, loss="huber"), "regression"),
     "adaboost": (lambda: gputrees.AdaBoostClassifier(n_estimators=6, random_state=0), "multiclass"),

@@ -117,6 +117,12 @@ class Kernels:
         ``codes_by_feature`` keyword (the grower makes it once per fit); see
         :func:`gputrees.kernels._numba.codes_by_feature`. None: the set's
         routing takes no such keyword.
+    round_end : callable or None
+        ``round_end(xp, loss, raw, values, row_leaf, y, w, table)``: a
+        boosting round's end in one pass, or None for a loss it does not
+        carry; see :func:`gputrees._boosting.round_end` (the generic passes,
+        which ``None`` means) and :func:`gputrees.kernels._numba_loss.round_end`.
+        It may update ``raw`` in place.
     workspace : callable or None
         ``workspace()``: a context manager inside which this set's kernels may
         hand out their large outputs (histograms) in buffers they reuse once
@@ -144,6 +150,7 @@ class Kernels:
     codes_by_feature: Callable | None = None
     sibling_histograms: Callable | None = None
     workspace: Callable | None = None
+    round_end: Callable | None = None
 
     def feature_major(self, xp, codes):
         """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.
@@ -244,7 +251,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             raise ValueError("the numba kernels need NumPy arrays")
         if not numba_available():
             raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
-        from . import _bincount, _numba, _numba_predict, _numba_split
+        from . import _bincount, _numba, _numba_loss, _numba_predict, _numba_split
 
         threads = _numba.thread_count(n_jobs)
         return Kernels(
@@ -266,6 +273,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             codes_by_feature=_numba.codes_by_feature,
             sibling_histograms=functools.partial(_numba.sibling_histograms, n_threads=threads),
             workspace=_numba.workspace,
+            round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)

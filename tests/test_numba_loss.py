@@ -1,0 +1,69 @@
+"""The compiled end of a boosting round (gputrees.kernels._numba_loss) against the generic passes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gputrees import _boosting, _loss
+from gputrees._backend import namespace_of
+
+pytest.importorskip("numba")
+from gputrees.kernels import _numba_loss  # noqa: E402
+
+NP = namespace_of(np.empty(0))
+
+
+def _inputs(n, seed, scale=1.0, binary=True):
+    rng = np.random.default_rng(seed)
+    raw = rng.standard_normal((n, 1)) * scale
+    values = rng.standard_normal((1, 9)) * scale
+    leaf = rng.integers(0, 9, (1, n)).astype(np.int64)
+    y = (rng.random(n) < 0.4).astype(np.float64) if binary else rng.standard_normal(n) * 3
+    w = rng.random(n) * 2
+    w[rng.random(n) < 0.2] = 0.0  # rows that weigh nothing
+    return raw, values, leaf, y, w
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("n", [1, 7, 16384, 40_000])
+@pytest.mark.parametrize("case", ["log_loss", "log_loss_saturated", "squared_error"])
+def test_round_end_equals_the_generic_passes(case, n, threads):
+    """Raw predictions, gradients and hessians bit for bit; the loss to rounding; the table's count column 1."""
+    loss = _loss.SquaredError() if case == "squared_error" else _loss.BinaryLogLoss()
+    # saturated: |raw| up to hundreds, where p is 0 or 1 and the hessian floor applies
+    raw, values, leaf, y, w = _inputs(n, n, 300.0 if case == "log_loss_saturated" else 1.0,
+                                      binary=case != "squared_error")
+    want_raw, want_loss, want_table = _boosting.round_end(NP, loss, raw.copy(), values, leaf, y, w, None)
+    got_raw, got_loss, got_table = _numba_loss.round_end(
+        NP, loss, raw.copy(), values, leaf, y, w, np.full((1, n, 3), np.nan), n_threads=threads
+    )
+    assert np.array_equal(got_raw, want_raw)
+    np.testing.assert_allclose(got_loss, want_loss, rtol=1e-13, atol=1e-300)
+    assert got_table.shape == (1, n, 3) and np.all(got_table[0, :, 0] == 1.0)
+    assert np.array_equal(got_table, want_table)
+
+
+def test_round_end_updates_raw_in_place_and_reuses_the_table():
+    loss = _loss.BinaryLogLoss()
+    raw, values, leaf, y, w = _inputs(1000, 3)
+    table = np.empty((1, 1000, 3))
+    before = raw.copy()
+    out_raw, _, out_table = _numba_loss.round_end(NP, loss, raw, values, leaf, y, w, table)
+    assert out_raw is raw and out_table is table
+    assert np.array_equal(raw[:, 0], before[:, 0] + values[0, leaf[0]])
+
+
+def test_round_end_results_do_not_depend_on_the_thread_count():
+    loss = _loss.BinaryLogLoss()
+    raw, values, leaf, y, w = _inputs(100_000, 4)
+    outs = [_numba_loss.round_end(NP, loss, raw.copy(), values, leaf, y, w, None, n_threads=t) for t in (1, 2, 4)]
+    for o in outs[1:]:
+        assert o[1] == outs[0][1]
+        assert np.array_equal(o[2], outs[0][2])
+
+
+def test_round_end_leaves_other_losses_to_the_generic_passes():
+    raw, values, leaf, y, w = _inputs(50, 5)
+    for loss in (_loss.MultinomialLogLoss(3), _loss.AbsoluteError(), _loss.Poisson(), _loss.Gamma()):
+        assert _numba_loss.round_end(NP, loss, raw, values, leaf, y, w, None) is None
