@@ -284,9 +284,19 @@ def _non_negative(xp, i):
 
 
 def _slot_table(xp, sorted_ids, n_ids: int):
-    """Position of every node id ``0 .. n_ids - 1`` in ``sorted_ids``, or -1 (int64, length ``n_ids``)."""
-    pos, hit = _lookup(xp, sorted_ids, xp.arange(n_ids, dtype=xp.int64))
-    return xp.where(hit, pos, xp.asarray(-1, dtype=xp.int64))
+    """Position of every node id ``0 .. n_ids - 1`` in ``sorted_ids``, or -1 (int64, length ``n_ids``).
+
+    Only the ids from the smallest of ``sorted_ids`` on are looked up (one
+    host read of it): the nodes asked about are recent ones (a frontier),
+    while a deep forest has created hundreds of thousands before them, whose
+    lookups cost 1 ms a level (120k rows, 8 trees).
+    """
+    if int(sorted_ids.shape[0]) == 0:
+        return xp.full((n_ids,), -1, dtype=xp.int64)
+    lo = min(int(sorted_ids[0]), n_ids)
+    pos, hit = _lookup(xp, sorted_ids, xp.arange(lo, n_ids, dtype=xp.int64))
+    found = xp.where(hit, pos, xp.asarray(-1, dtype=xp.int64))
+    return xp.concat([xp.full((lo,), -1, dtype=xp.int64), found]) if lo else found
 
 
 def _take_record(xp, rec, idx):

@@ -630,3 +630,15 @@ def test_local_rows_counts_from_runs_and_from_a_pass(kernel_set):
     rows.bounds = np.searchsorted(node, np.arange(7), side="left").astype(np.int64)
     got = rows.counts(2, 4)
     assert got.dtype == np.float64 and np.asarray(got).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("ids", [[], [0], [3, 4, 9], [0, 5, 11], [11], list(range(12))])
+def test_slot_table_positions_of_sorted_ids(ids):
+    """Every node id 0 .. n_ids - 1: its position among the sorted ids asked about, or -1."""
+    from gputrees._grower import _slot_table
+
+    xp = _backend.namespace_of(np.empty(0))
+    got = np.asarray(_slot_table(xp, np.asarray(ids, dtype=np.int64), 12))
+    want = np.full(12, -1, dtype=np.int64)
+    want[ids] = np.arange(len(ids))
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
