@@ -605,6 +605,10 @@ class Grower:
         g = int(good.shape[0])
         if g == 0:
             return None
+        if g == int(ok.shape[0]):  # every node: the arrays as they are
+            return _Frontier(ids=ids, depth=dp, tree=tr, stats=st, improvement=imp, split=rec, hist=hist,
+                             hist_index=good if hist is not None else xp.full((g,), -1, dtype=xp.int64),
+                             bounds=bounds)
         return _Frontier(
             ids=xp.take(ids, good),
             depth=xp.take(dp, good),
@@ -788,10 +792,14 @@ class Grower:
         )
 
     def _expand(self, front: _Frontier, chosen):
-        """Split the frontier nodes at positions ``chosen`` (sorted, int64)."""
+        """Split the frontier nodes at positions ``chosen`` (sorted, int64; None: all of them)."""
         xp = self.xp
-        ids = xp.take(front.ids, chosen)
-        rec = _take_record(xp, front.split, chosen)
+
+        def pick(a):
+            return a if chosen is None else xp.take(a, chosen, axis=0)
+
+        ids = pick(front.ids)
+        rec = front.split if chosen is None else _take_record(xp, front.split, chosen)
         k = int(ids.shape[0])
         base = self._n_created
         # 1. route rows of the chosen nodes
@@ -809,18 +817,18 @@ class Grower:
             # no node had missing values: NaN goes to the child with more rows
             rec = dataclasses.replace(rec, missing_left=stats[0::2, 0] > stats[1::2, 0])
         parent = xp.reshape(xp.stack([ids, ids], axis=1), (-1,))
-        depth = xp.reshape(xp.stack([xp.take(front.depth, chosen)] * 2, axis=1), (-1,)) + 1
-        tree = xp.reshape(xp.stack([xp.take(front.tree, chosen)] * 2, axis=1), (-1,))
+        depth = xp.reshape(xp.stack([pick(front.depth)] * 2, axis=1), (-1,)) + 1
+        tree = xp.reshape(xp.stack([pick(front.tree)] * 2, axis=1), (-1,))
         bounds = None
         if front.bounds is not None:
-            bounds = self._child_bounds(rec, xp.take(front.bounds, chosen, axis=0))
+            bounds = self._child_bounds(rec, pick(front.bounds))
         child_ids = self._new_nodes(parent, depth, tree, stats, bounds)
         self._exp_ids.append(ids)
         self._exp_rec.append(rec)
         self._exp_first_child.append(child_ids[0::2])
         # 3. histograms and splits of the children
         new = self._evaluate_children(
-            child_ids, depth, tree, stats, front.hist, xp.take(front.hist_index, chosen), bounds
+            child_ids, depth, tree, stats, front.hist, pick(front.hist_index), bounds
         )
         return ids, child_ids, new
 
@@ -828,8 +836,10 @@ class Grower:
         self.rows.retire(None if front is None else self._slot_table(front.ids))
 
     def _remaining(self, front, chosen):
-        """Frontier without the positions ``chosen``."""
+        """Frontier without the positions ``chosen`` (None: all of them, so None is left)."""
         xp = self.xp
+        if chosen is None:
+            return None
         p = int(front.ids.shape[0])
         _, hit = _lookup(xp, chosen, xp.arange(p, dtype=xp.int64))
         idx = xp.astype(xp.nonzero(~hit)[0], xp.int64)
@@ -920,7 +930,7 @@ class Grower:
                 pos, hit = _lookup(xp, front.ids, from_numpy(xp, np.asarray(sorted(need), dtype=np.int64)))
                 chosen = xp.sort(pos[hit])
             else:
-                chosen = xp.arange(int(front.ids.shape[0]), dtype=xp.int64)
+                chosen = None  # the whole frontier
             ids, child_ids, new = self._expand(front, chosen)
             if best_first:
                 id_l = to_numpy(ids).tolist()
