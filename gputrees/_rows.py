@@ -111,7 +111,9 @@ class LocalRows:
             # one tree: key == row, and one array (not two equal ones) moves
             # through the routing passes
             self.row = self.key if self.n_trees == 1 else self.key % self.n
-            self.node = self.key // self.n
+            # one tree: all zeros (an integer division of every key costs a
+            # boosting round 0.4 ms on 245k rows)
+            self.node = xp.zeros(self.n, dtype=xp.int64) if self.n_trees == 1 else self.key // self.n
             self.mult = None
         elif multiplicity is None:
             self.n_trees = 1
