@@ -389,3 +389,15 @@ def test_sorted_search_ties_and_threads():
     assert not np.any(one.found & (one.feature == 2))
     for k in one.__dataclass_fields__:
         np.testing.assert_array_equal(getattr(one, k), getattr(many, k), err_msg=k)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 23, 24, 25, 300])
+@pytest.mark.parametrize("nb", [2, 7, 256])
+def test_stable_order_equals_a_stable_argsort(n, nb):
+    """The sort of the sort-based search (insertion below INSERTION_SORT_ROWS keys, else counting) is stable."""
+    rng = np.random.default_rng(n * 1000 + nb)
+    key = rng.integers(0, nb, n).astype(np.int64)  # many ties
+    order = np.full(n, -1, dtype=np.int64)
+    count = np.full(nb + 1, 99, dtype=np.int64)  # the kernel zeroes its work array
+    got = _numba_split._stable_order(key, nb, order, count)
+    assert got.tolist() == np.argsort(key, kind="stable").tolist()

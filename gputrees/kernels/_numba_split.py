@@ -627,8 +627,52 @@ def _split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact)
 
 
 # -- sort-based search of small nodes ----------------------------------------------
+#: Up to this many rows a (node, feature) is sorted by insertion (about n^2 / 4
+#: moves); above, by counting its codes (about 2 nb + 2 n steps): the
+#: counting sort's two passes over the nb codes cost more below it
+INSERTION_SORT_ROWS = 24
+
+
 @numba.njit(**_JIT_SPLIT)
-def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, target, scratch):
+def _sort_scratch(max_rows, nb):
+    """Work arrays of :func:`_sorted_feature`: keys, order, candidate codes (max_rows + 1), code counts (nb + 1)."""
+    return (np.empty(max_rows, dtype=np.int64), np.empty(max_rows, dtype=np.int64),
+            np.empty(max_rows + 1, dtype=np.int64), np.empty(nb + 1, dtype=np.int64))
+
+
+@numba.njit(**_JIT_SPLIT)
+def _stable_order(key, nb, order, count):
+    """``order`` (n,) = the positions of ``key`` (n,) int64 in [0, nb) sorted stably (ties in position order).
+
+    What ``np.argsort(key, kind="stable")`` returns, without its
+    allocation and comparisons: insertion for few keys, else a counting
+    sort over the nb codes (``count`` (nb + 1,) its work array).
+    """
+    n = key.shape[0]
+    if n <= INSERTION_SORT_ROWS:
+        for k in range(n):
+            v = key[k]
+            j = k
+            while j > 0 and key[order[j - 1]] > v:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = k
+        return order
+    for b in range(nb + 1):
+        count[b] = 0
+    for k in range(n):
+        count[key[k] + 1] += 1
+    for b in range(nb):
+        count[b + 1] += count[b]
+    for k in range(n):
+        v = key[k]
+        order[count[v]] = k
+        count[v] += 1
+    return order
+
+
+@numba.njit(**_JIT_SPLIT)
+def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, target, scratch, sort_scratch):
     """One (node, feature) of the sort-based search: :func:`_scan` over the node's sorted codes.
 
     ``pairs``: the node's pair indices (into ``rows`` / ``weights``) in input
@@ -637,18 +681,19 @@ def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, targe
     summed in that order; candidates are the present codes. Returns as
     :func:`_scan`, plus the next code present in the node after the found
     candidate's (``nb - 1`` where none: only missing values go right); its
-    left stats in ``scratch[3]``.
+    left stats in ``scratch[3]``. ``sort_scratch``: :func:`_sort_scratch`.
     """
     kind, n_out, l2, msl, mwl = crit
     cum, R, miss, res, L, out = scratch
+    key_all, order_all, cand_all, count = sort_scratch
     C = weights.shape[1]
     missing = nb - 1
     n = pairs.shape[0]
-    key = np.empty(n, dtype=np.int64)
+    key = key_all[:n]
     for k in range(n):
         key[k] = codes[rows[pairs[k]], f]
-    order = np.argsort(key, kind="mergesort")
-    cand_code = np.empty(n + 1, dtype=np.int64)
+    order = _stable_order(key, nb, order_all[:n], count)
+    cand_code = cand_all[: n + 1]
     # variant 0 candidates: the stats of the codes <= each present code (run ends)
     n_cand = 0
     for k in range(n):
@@ -697,6 +742,7 @@ def _sorted_splits(codes, rows, weights, node_pairs, node_start, parent, crit, f
     per = (m + n_blocks - 1) // n_blocks
     for blk in prange(n_blocks):
         scratch = _scratch(max_rows + 1, C)
+        sort_scratch = _sort_scratch(max_rows, nb)
         fbest = np.empty(F)
         for i in range(blk * per, min(m, (blk + 1) * per)):
             pairs = node_pairs[node_start[i]:node_start[i + 1]]
@@ -706,14 +752,15 @@ def _sorted_splits(codes, rows, weights, node_pairs, node_start, parent, crit, f
                 if not has_mask or fmask[i, f]:
                     uf = u[i, f] if has_u else 0.0
                     fbest[f] = _sorted_feature(codes, rows, weights, pairs, f, parent[i], crit, uf, has_u, nb,
-                                               _NEG_INF, scratch)[0]
+                                               _NEG_INF, scratch, sort_scratch)[0]
                 best = max(best, fbest[f])
             target = best - tie_rtol * abs(best)
             for f in range(F):
                 if not (fbest[f] > _NEG_INF and fbest[f] >= target):
                     continue
                 p, code, variant, nxt = _sorted_feature(codes, rows, weights, pairs, f, parent[i], crit,
-                                                        u[i, f] if has_u else 0.0, has_u, nb, target, scratch)
+                                                        u[i, f] if has_u else 0.0, has_u, nb, target, scratch,
+                                                        sort_scratch)
                 if code < 0:
                     continue
                 found[i] = True
