@@ -1,0 +1,111 @@
+"""Two or more versions of gputrees, fitted alternately in one process: a change's own effect.
+
+The machines these benchmarks run on change speed by up to 2x between
+phases, and a fit in a fresh process moves by about 10% from run to run, so
+a before/after comparison of separate runs measures the machine as much as
+the change. This script imports each version's package under a name of its
+own (``gputrees`` at a git commit, extracted with ``git archive``, or the
+working tree) and fits the same model with each in turn, round after
+round, in one process, so that every version meets the same phases:
+
+    python bench/bench_versions.py --refs ad47cde WORKTREE --data flights --rounds 100 --repeats 6
+
+prints each version's fit seconds (median and every run). The package's
+fitting code imports its own modules relatively, which is what lets two
+copies live side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from boost_accuracy import DATASETS, load_flights  # noqa: E402
+
+
+def extract(ref: str, where: Path, name: str) -> None:
+    """The ``gputrees`` package at git ``ref`` (or the working tree: ``WORKTREE``) as package ``name``."""
+    target = where / name
+    if ref == "WORKTREE":
+        shutil.copytree(ROOT / "gputrees", target, ignore=shutil.ignore_patterns("__pycache__"))
+        return
+    blob = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "gputrees"], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=BytesIO(blob)) as tar:
+        tar.extractall(where / "_x", filter="data")
+    (where / "_x" / "gputrees").rename(target)
+
+
+def load_data(data: str, data_dir: str):
+    """(X_train, y_train, estimator class name) of a benchmark data set (75% of the rows)."""
+    from sklearn.model_selection import train_test_split
+
+    if data == "bank":
+        X, y = DATASETS["bank_marketing"][1](data_dir)
+        name = "GradientBoostingClassifier"
+    elif data == "flights":
+        X, y = load_flights(data_dir)
+        name = "GradientBoostingRegressor"
+    else:
+        from bench_tree import make_synthetic
+
+        X, y = make_synthetic(1_000_000, 28, np.float32, 0)
+        name = "GradientBoostingClassifier"
+    X_train, _, y_train, _ = train_test_split(X, y, test_size=0.25, random_state=0)
+    return X_train, y_train, name
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--refs", nargs="+", default=["HEAD", "WORKTREE"],
+                   help="git commits, or WORKTREE for the working tree (default: HEAD WORKTREE)")
+    p.add_argument("--data", choices=["synthetic", "flights", "bank"], default="synthetic")
+    p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--repeats", type=int, default=4)
+    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    p.add_argument("--quick", action="store_true", help="Bank marketing, 5 rounds, one repeat (a smoke test)")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.data, args.rounds, args.repeats = "bank", 5, 1
+    X, y, name = load_data(args.data, args.data_dir)
+    params = dict(max_depth=6, learning_rate=0.1, max_bins=255, l2_regularization=1.0, min_child_weight=1.0,
+                  min_samples_leaf=1, early_stopping=False, random_state=0, n_jobs=args.n_jobs, device=args.device)
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        sys.path.insert(0, str(where))
+        models = {}
+        for i, ref in enumerate(args.refs):
+            pkg = f"gputrees_v{i}"
+            extract(ref, where, pkg)
+            models[ref] = getattr(importlib.import_module(pkg), name)
+        for cls in models.values():  # compile (or load the cache) outside the timing
+            cls(n_estimators=3, **params).fit(X[:2000], y[:2000])
+        times = {ref: [] for ref in models}
+        for _ in range(args.repeats):
+            for ref, cls in models.items():
+                start = time.perf_counter()
+                cls(n_estimators=args.rounds, **params).fit(X, y)
+                times[ref].append(time.perf_counter() - start)
+    print(f"[{args.data}] {X.shape[0]:,} rows x {X.shape[1]}, {args.rounds} rounds, {args.n_jobs} threads, "
+          f"device {args.device}, versions alternated in one process")
+    for ref, t in times.items():
+        print(f"  {ref:>12}  median {np.median(t):.3f} s  runs " + " ".join(f"{x:.3f}" for x in t))
+
+
+if __name__ == "__main__":
+    main()
