@@ -175,12 +175,12 @@ class LocalRows:
     def counts(self, first: int, count: int):
         """Pairs (count,) float64 in the nodes ``first .. first + count - 1`` (with multiplicities, their total).
 
-        From the node runs when the last routing gave them, else the sums of
-        a channel of ones.
+        From the node runs when the last routing gave them and the pairs have
+        no multiplicities, else the sums of a channel of ones.
         """
         xp = self.xp
         b = self.bounds
-        if b is not None and int(b.shape[0]) >= first + count + 1:
+        if b is not None and self.mult is None and int(b.shape[0]) >= first + count + 1:
             return xp.astype(b[first + 1 : first + count + 1] - b[first : first + count], xp.float64)
         ones = xp.ones((int(self.chan.shape[0]), 1), dtype=xp.float64)
         table = children_slot_table(xp, first + count, first, count)
@@ -197,8 +197,8 @@ class LocalRows:
         args = (self.xp, self.codes, self.active())
         kw = {} if self.codes_by_feature is None else {"codes_by_feature": self.codes_by_feature}
         if sums and self.kernels.route_and_sum is not None:
-            routed, sums = self.kernels.route_and_sum(*args, self.chan, slots, split, base, missing_bin, **kw)
-            self._child_sums = (base, 2 * int(split.feature.shape[0]), sums)
+            routed, child_sums = self.kernels.route_and_sum(*args, self.chan, slots, split, base, missing_bin, **kw)
+            self._child_sums = (base, 2 * int(split.feature.shape[0]), child_sums)
         else:
             routed = self.kernels.route_rows(*args, slots, split, base, missing_bin, **kw)
             self._child_sums = None

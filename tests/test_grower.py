@@ -630,6 +630,12 @@ def test_local_rows_counts_from_runs_and_from_a_pass(kernel_set):
     rows.bounds = np.searchsorted(node, np.arange(7), side="left").astype(np.int64)
     got = rows.counts(2, 4)
     assert got.dtype == np.float64 and np.asarray(got).tolist() == want.tolist()
+    # pairs with multiplicities (bootstrap counts): their totals, not the pairs
+    mult = rng.integers(0, 3, (2, n)).astype(np.float64)
+    boot = LocalRows(xp, rng.integers(0, 4, (n, 2)).astype(np.uint8), rng.standard_normal((n, 3)),
+                     get_kernels(xp, kernel_set), multiplicity=mult)
+    assert boot.bounds is not None
+    assert np.asarray(boot.counts(0, 2)).tolist() == mult.sum(axis=1).tolist()
 
 
 @pytest.mark.parametrize("ids", [[], [0], [3, 4, 9], [0, 5, 11], [11], list(range(12))])

@@ -119,8 +119,8 @@ class Kernels:
         routing takes no such keyword.
     round_end : callable or None
         ``round_end(xp, loss, raw, values, row_leaf, y, w, table)``: a
-        boosting round's end in one pass, or None for a loss it does not
-        carry; see :func:`gputrees._boosting.round_end` (the generic passes,
+        boosting round's end in a few compiled passes, or None for a loss it
+        does not carry; see :func:`gputrees._boosting.round_end` (the generic passes,
         which ``None`` means) and :func:`gputrees.kernels._numba_loss.round_end`.
         It may update ``raw`` in place.
     workspace : callable or None
