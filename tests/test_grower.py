@@ -648,3 +648,45 @@ def test_slot_table_positions_of_sorted_ids(ids):
     want = np.full(12, -1, dtype=np.int64)
     want[ids] = np.arange(len(ids))
     assert got.dtype == np.int64 and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("with_mult", [False, True])
+def test_retire_by_runs_equals_retire_by_mask(with_mult, monkeypatch):
+    """Pairs grouped by node: retiring by slices of the node runs keeps and records what the boolean mask does,
+    in the same order, and keeps the runs known."""
+    from gputrees import _rows
+    from gputrees.kernels import get_kernels
+
+    xp = _backend.namespace_of(np.empty(0))
+    rng = np.random.default_rng(9)
+    n, n_ids = 200, 12
+    results = []
+    for max_blocks in (64, 0):  # runs, then (no block allowed) the mask
+        monkeypatch.setattr(_rows, "RETIRE_MAX_BLOCKS", max_blocks)
+        rng = np.random.default_rng(9)
+        mult = rng.integers(0, 3, (1, n)).astype(np.float64) + 1 if with_mult else None
+        rows = _rows.LocalRows(xp, rng.integers(0, 4, (n, 2)).astype(np.uint8), rng.standard_normal((n, 3)),
+                               get_kernels(xp, "numba"), multiplicity=mult, record_leaves=not with_mult)
+        node = np.sort(rng.integers(0, n_ids, rows.row.shape[0])).astype(np.int64)
+        perm = rng.permutation(rows.row.shape[0])
+        one = rows.key is rows.row
+        rows.row = rows.row[perm]
+        rows.key = rows.row if one else rows.key[perm]
+        if rows.mult is not None:
+            rows.mult = rows.mult[perm]
+        rows.node = node
+        rows.bounds = np.searchsorted(node, np.arange(n_ids + 1), side="left").astype(np.int64)
+        slots = np.where(rng.random(n_ids) < 0.5, np.arange(n_ids), -1).astype(np.int64)
+        slots[node[0]] = 0  # some pairs stay
+        rows.retire(slots)
+        assert (rows.bounds is not None) == (max_blocks > 0)
+        if rows.bounds is not None:
+            assert rows.bounds[-1] == rows.node.shape[0]
+            assert np.array_equal(np.repeat(np.arange(n_ids), np.diff(rows.bounds)), rows.node)
+        results.append((rows.row.copy(), rows.node.copy(), None if rows.mult is None else rows.mult.copy(),
+                        [a.copy() for a in rows._leaf_keys], [a.copy() for a in rows._leaf_nodes]))
+    (r1, n1, m1, k1, l1), (r2, n2, m2, k2, l2) = results
+    assert np.array_equal(r1, r2) and np.array_equal(n1, n2)
+    assert (m1 is None and m2 is None) or np.array_equal(m1, m2)
+    assert len(k1) == len(k2) and all(np.array_equal(a, b) for a, b in zip(k1 + l1, k2 + l2))
+    assert np.all(slots[n1] >= 0)
