@@ -42,8 +42,11 @@ search of small nodes is batched the same way (about ``(6 * n_channels + 8)
 * 8`` bytes per row and feature). Peak extra memory is therefore about
 ``memory_limit`` plus O(n_rows) for the row routing.
 
-Host synchronisations: one per round to learn the number of active rows and
-of frontier nodes (sizes of the next arrays), and one per chunk.
+Host synchronisations: a few per round, each reading a few numbers or a
+node-sized array: the number of active rows and of frontier nodes (sizes of
+the next arrays), the first id of the nodes a slot table covers, the node
+runs when finished nodes' rows retire (:class:`~gputrees._rows.LocalRows`);
+and one per chunk.
 """
 
 from __future__ import annotations
