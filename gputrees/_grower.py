@@ -302,10 +302,17 @@ def _slot_table(xp, sorted_ids, n_ids: int):
     return xp.concat([xp.full((lo,), -1, dtype=xp.int64), found]) if lo else found
 
 
+def _rows_at(xp, a, idx):
+    """Rows ``idx`` of ``a`` (along axis 0), or ``a`` itself when ``idx`` is None (every row, no gather)."""
+    return a if idx is None else xp.take(a, idx, axis=0)
+
+
 def _take_record(xp, rec, idx):
-    """Rows ``idx`` of every array of a SplitRecord."""
+    """Rows ``idx`` of every array of a SplitRecord (``rec`` itself when ``idx`` is None)."""
     from ._splitting import SplitRecord
 
+    if idx is None:
+        return rec
     return SplitRecord(
         **{k: xp.take(getattr(rec, k), idx, axis=0) for k in rec.__dataclass_fields__}
     )
@@ -608,23 +615,20 @@ class Grower:
         g = int(good.shape[0])
         if g == 0:
             return None
-        if g == int(ok.shape[0]):  # every node: the arrays as they are
-            return _Frontier(ids=ids, depth=dp, tree=tr, stats=st, improvement=imp, split=rec, hist=hist,
-                             hist_index=good if hist is not None else xp.full((g,), -1, dtype=xp.int64),
-                             bounds=bounds)
+        sel = None if g == int(ok.shape[0]) else good  # every node: the arrays as they are
         return _Frontier(
-            ids=xp.take(ids, good),
-            depth=xp.take(dp, good),
-            tree=xp.take(tr, good),
-            stats=xp.take(st, good, axis=0),
-            improvement=xp.take(imp, good),
-            split=_take_record(xp, rec, good),
+            ids=_rows_at(xp, ids, sel),
+            depth=_rows_at(xp, dp, sel),
+            tree=_rows_at(xp, tr, sel),
+            stats=_rows_at(xp, st, sel),
+            improvement=_rows_at(xp, imp, sel),
+            split=_take_record(xp, rec, sel),
             # the histograms stay as they are, indexed (a copy of the kept nodes'
             # cost as much as building them on small data; the memory bound
             # that let the level keep them counted them all)
             hist=hist,
             hist_index=good if hist is not None else xp.full((g,), -1, dtype=xp.int64),
-            bounds=None if bounds is None else xp.take(bounds, good, axis=0),
+            bounds=None if bounds is None else _rows_at(xp, bounds, sel),
         )
 
     def _sorted_parts(self, ids, st, dp, tr, draws):
@@ -799,10 +803,10 @@ class Grower:
         xp = self.xp
 
         def pick(a):
-            return a if chosen is None else xp.take(a, chosen, axis=0)
+            return _rows_at(xp, a, chosen)
 
         ids = pick(front.ids)
-        rec = front.split if chosen is None else _take_record(xp, front.split, chosen)
+        rec = _take_record(xp, front.split, chosen)
         k = int(ids.shape[0])
         base = self._n_created
         # 1. route rows of the chosen nodes

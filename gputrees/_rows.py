@@ -235,21 +235,28 @@ class LocalRows:
         if m and kept == m:  # every pair stays (a level of a depth-limited tree): nothing to gather
             return
         if kept == 0:  # every pair leaves: the arrays themselves are recorded, not copies
-            if self.record_leaves:
-                self._leaf_keys.append(self.key)
-                self._leaf_nodes.append(self.node)
-            hit = slice(0, 0)
-        elif self.record_leaves:
-            self._leaf_keys.append(self.key[~hit])
-            self._leaf_nodes.append(self.node[~hit])
+            self._keep(lambda a: a[0:0], lambda a: a)
+        else:
+            self._keep(lambda a: a[hit], lambda a: a[~hit])
+        self.bounds = None
+
+    def _keep(self, stay, leave) -> None:
+        """Record the leaving pairs (keys and nodes) and keep the staying ones (every pair array).
+
+        ``stay`` / ``leave``: functions from a pair array to its staying /
+        leaving pairs, in pair order.
+        """
+        if self.record_leaves:
+            self._leaf_keys.append(leave(self.key))
+            self._leaf_nodes.append(leave(self.node))
         one = self.key is self.row
-        self.bounds = self._child_sums = None
-        self.row, self.node = self.row[hit], self.node[hit]
-        self.key = self.row if one else self.key[hit]
+        self.row, self.node = stay(self.row), stay(self.node)
+        self.key = self.row if one else stay(self.key)
         if self.mult is not None:
-            self.mult = self.mult[hit]
+            self.mult = stay(self.mult)
         if self.wmult is not None:
-            self.wmult = self.wmult[hit]
+            self.wmult = stay(self.wmult)
+        self._child_sums = None
 
     def _retire_runs(self, slots, n_ids: int) -> bool:
         """:meth:`retire` by copying the pairs' runs (they are grouped by node id), when they are few.
@@ -277,19 +284,9 @@ class LocalRows:
             parts = [a[int(lo) : int(hi)] for lo, hi in blocks[side]]
             return parts[0] if len(parts) == 1 else xp.concat(parts)
 
-        if self.record_leaves:
-            self._leaf_keys.append(cut(self.key, False))
-            self._leaf_nodes.append(cut(self.node, False))
-        one = self.key is self.row
-        self.row, self.node = cut(self.row, True), cut(self.node, True)
-        self.key = self.row if one else cut(self.key, True)
-        if self.mult is not None:
-            self.mult = cut(self.mult, True)
-        if self.wmult is not None:
-            self.wmult = cut(self.wmult, True)
+        self._keep(lambda a: cut(a, True), lambda a: cut(a, False))
         runs = np.where(keep, bounds[1:] - bounds[:-1], 0)
         self.bounds = from_numpy(xp, np.concatenate([[0], np.cumsum(runs)]).astype(np.int64))
-        self._child_sums = None
         return True
 
     def rows_of(self, slots):
