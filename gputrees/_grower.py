@@ -1092,6 +1092,11 @@ def grow(xp, inputs: GrowerInputs, params: GrowerParams, rows=None) -> TreeBatch
     -------
     TreeBatch
     """
+    # one boosting tree in one compiled call where the kernel set has one that covers the case
+    if rows is None and inputs.kernels.grow_tree is not None:
+        batch = inputs.kernels.grow_tree(xp, inputs, params)
+        if batch is not None:
+            return batch
     # the kernels may reuse their histogram buffers while the batch grows (Kernels.workspace)
     reuse = inputs.kernels.workspace
     with reuse() if reuse is not None else contextlib.nullcontext():

@@ -470,10 +470,20 @@ def _assert_same_rounds(a, b):
         np.testing.assert_allclose(to_numpy(ra.values), to_numpy(rb.values), rtol=1e-10, atol=1e-12)
 
 
+def _generic_grower_only(monkeypatch):
+    """Grow every tree with the generic grower: tests that look inside it (the Numba set grows
+    boosting's common case in one compiled call, tested against it in test_numba_grow.py)."""
+    if importlib.util.find_spec("numba") is not None:
+        from gputrees.kernels import _numba_grow
+
+        monkeypatch.setattr(_numba_grow, "covered", lambda *a: False)
+
+
 def _histogram_criteria(monkeypatch):
     """Record the criterion each grown batch searched its histograms with."""
     from gputrees import _grower
 
+    _generic_grower_only(monkeypatch)
     seen = []
     grow = _grower.Grower.grow
 
@@ -546,6 +556,7 @@ def _stats_from_split_used(monkeypatch):
     """Record, for each grower made, whether its children take their statistics from the split."""
     from gputrees import _grower
 
+    _generic_grower_only(monkeypatch)
     used = []
     init = _grower.Grower.__init__
 

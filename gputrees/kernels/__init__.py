@@ -123,6 +123,13 @@ class Kernels:
         does not carry; see :func:`gputrees._boosting.round_end` (the generic passes,
         which ``None`` means) and :func:`gputrees.kernels._numba_loss.round_end`.
         It may update ``raw`` in place.
+    grow_tree : callable or None
+        ``grow_tree(xp, inputs, params)``: a batch of one boosting tree grown
+        depth-wise in one compiled call, equal to the generic grower's with
+        this set (:func:`gputrees._grower.grow` tries it first), or None for
+        the inputs it does not cover; see
+        :func:`gputrees.kernels._numba_grow.grow_tree`. None: the generic
+        grower only.
     workspace : callable or None
         ``workspace()``: a context manager inside which this set's kernels may
         hand out their large outputs (histograms) in buffers they reuse once
@@ -151,6 +158,7 @@ class Kernels:
     sibling_histograms: Callable | None = None
     workspace: Callable | None = None
     round_end: Callable | None = None
+    grow_tree: Callable | None = None
 
     def feature_major(self, xp, codes):
         """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.
@@ -251,7 +259,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             raise ValueError("the numba kernels need NumPy arrays")
         if not numba_available():
             raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
-        from . import _bincount, _numba, _numba_loss, _numba_predict, _numba_split
+        from . import _bincount, _numba, _numba_grow, _numba_loss, _numba_predict, _numba_split
 
         threads = _numba.thread_count(n_jobs)
         return Kernels(
@@ -274,6 +282,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             sibling_histograms=functools.partial(_numba.sibling_histograms, n_threads=threads),
             workspace=_numba.workspace,
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
+            grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)

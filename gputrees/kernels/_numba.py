@@ -1628,11 +1628,14 @@ def _histogram_plan(start, end, n_features, n_workers):
 
 @numba.njit(parallel=True, **_JIT)
 def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers, row_bytes,
-                    out=None, c_first=0):
+                    out=None, c_first=0, used=None):
     """Histograms (n_slots, n_features, n_bins, C) of the slots' runs ``start:end``; into ``out`` when given.
 
     The channels are ``chan``'s columns ``c_first:``, C of them: ``out``'s last
     axis when ``out`` is given, else all the columns from ``c_first`` on.
+    ``used`` (n_features,) int64: only each feature's first ``used[f]`` bins
+    and the last (missing) bin are written, the others left as they are (a
+    caller that reads no other bin: :mod:`gputrees.kernels._numba_grow`).
     """
     n_slots = start.shape[0]
     n_features = codes.shape[1]
@@ -1640,14 +1643,12 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
         out = np.empty((n_slots, n_features, n_bins, chan.shape[1] - c_first), dtype=np.float64)
     n_channels = out.shape[3]
     flat = out.reshape(-1)
-    per_feature = n_bins * n_channels
     # slots without rows: zeros here; the others are zeroed by the worker
     # that fills them (np.zeros would be one more parallel region, which
     # waits for every thread: a time slice when the cores are shared)
     for s in range(n_slots):
         if start[s] < 0:
-            for x in range(s * n_features * per_feature, (s + 1) * n_features * per_feature):
-                flat[x] = 0.0
+            _zero_features(flat, s, 0, n_features, n_features, n_bins, n_channels, used)
     # each worker a share of the (row, feature) updates, as pieces (slot,
     # features f0:f1) (see _histogram_plan): each output is summed by one
     # thread, in row order
@@ -1657,8 +1658,7 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             s = p_slot[j]
             f0 = p_f0[j]
             f1 = p_f1[j]
-            for x in range((s * n_features + f0) * per_feature, (s * n_features + f1) * per_feature):
-                flat[x] = 0.0
+            _zero_features(flat, s, f0, f1, n_features, n_bins, n_channels, used)
             e = end[s]
             # rows of a node are increasing (stable grouping); far apart, they
             # miss the cache one after the other unless prefetched
@@ -1666,6 +1666,22 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             sparse = span * row_bytes > SPARSE_GAP_BYTES * (e - start[s])
             _add_rows(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse, c_first)
     return out
+
+
+@numba.njit(inline="always")
+def _zero_features(flat, s, f0, f1, n_features, n_bins, n_channels, used):
+    """Zero slot ``s``'s histograms of features ``f0:f1`` (with ``used``: their first ``used[f]`` bins and the last)."""
+    per_feature = n_bins * n_channels
+    if used is None:
+        for x in range((s * n_features + f0) * per_feature, (s * n_features + f1) * per_feature):
+            flat[x] = 0.0
+        return
+    for f in range(f0, f1):
+        x0 = (s * n_features + f) * per_feature
+        for x in range(x0, x0 + used[f] * n_channels):
+            flat[x] = 0.0
+        for x in range(x0 + per_feature - n_channels, x0 + per_feature):
+            flat[x] = 0.0
 
 
 @numba.njit(parallel=True, **_JIT)

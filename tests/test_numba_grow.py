@@ -1,0 +1,208 @@
+"""The compiled boosting tree (gputrees.kernels._numba_grow) against the generic grower with the same kernels."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from gputrees import GradientBoostingClassifier, GradientBoostingRegressor
+from gputrees._backend import namespace_of
+from gputrees._binning import fit_bin_mapper
+from gputrees._criteria import Newton
+from gputrees._grower import GrowerInputs, GrowerParams, grow
+
+pytest.importorskip("numba")
+from gputrees.kernels import _numba, _numba_grow, get_kernels  # noqa: E402
+
+NP = namespace_of(np.empty(0))
+BATCH_FIELDS = ("node_count", "left", "right", "feature", "bin", "missing_left", "is_categorical", "cat_left",
+                "threshold", "stats", "depth", "max_depth", "row_leaf", "lower", "upper")
+
+
+def _inputs(seed, n=3000, p=5, *, missing=0.0, max_bins=255, regression=False, few_values=True, count_free=True,
+            threads=2, **extra):
+    """GrowerInputs of one boosting round, built the way the boosting fit builds them."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    if few_values and p > 1:
+        X[:, 1] = rng.integers(0, 4, n)  # four value bins of 256: the others are never written
+    if missing:
+        X[rng.random((n, p)) < missing] = np.nan
+    mapper = fit_bin_mapper(NP, X, np.zeros(p, dtype=bool), max_bins)
+    codes = mapper.transform(NP, X)
+    signal = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, -1]) + rng.standard_normal(n) * 0.5
+    if regression:
+        g, h = -signal, np.ones(n)  # squared error at raw 0
+    else:
+        q = rng.uniform(0.05, 0.95, n)
+        g, h = q - (signal > 0), q * (1 - q)
+    table = np.stack([np.ones(n), g, h], axis=1)[None]
+    kernels = get_kernels(NP, "numba", n_jobs=threads)
+    fields = dict(codes=codes, channels=table, multiplicity=None, bin_mapper=mapper, criterion=Newton(1.0),
+                  kernels=kernels, rng=np.random.default_rng(0), record_leaves=True,
+                  codes_by_feature=kernels.feature_major(NP, codes),
+                  count_free_histograms=count_free and not missing)
+    fields.update(extra)
+    return GrowerInputs(**fields)
+
+
+def _params(**kw):
+    base = dict(max_depth=6, min_samples_split=2, min_samples_leaf=1, min_weight_leaf=1.0, sorted_small_nodes=False,
+                local_thresholds=False)
+    base.update(kw)
+    return GrowerParams(**base)
+
+
+def _generic(inputs):
+    return dataclasses.replace(inputs, kernels=dataclasses.replace(inputs.kernels, grow_tree=None))
+
+
+def _assert_same_batch(a, b):
+    for name in BATCH_FIELDS:
+        u, v = getattr(a, name), getattr(b, name)
+        if u is None or v is None:
+            assert u is None and v is None, name
+            continue
+        u, v = np.asarray(u), np.asarray(v)
+        assert u.shape == v.shape and u.dtype == v.dtype, name
+        np.testing.assert_array_equal(u, v, err_msg=name)  # bit for bit (NaN == NaN)
+
+
+CASES = {
+    "two_channels": ({}, {}),
+    "missing_values": ({"missing": 0.1}, {}),
+    "min_samples_leaf": ({}, {"min_samples_leaf": 7, "min_samples_split": 14}),
+    "regression": ({"regression": True}, {"min_weight_leaf": 3.0}),
+    "min_split_gain": ({}, {"min_impurity_decrease": 2.0}),
+    "uint16_codes": ({"max_bins": 600, "n": 5000}, {}),
+    "few_bins": ({"max_bins": 4, "missing": 0.05}, {}),
+    "depth_one": ({}, {"max_depth": 1}),
+    "deep": ({"n": 40_000, "p": 3}, {"max_depth": 11, "min_weight_leaf": 0.01}),
+    "one_thread": ({"threads": 1, "missing": 0.02}, {}),
+    "one_feature": ({"p": 1}, {}),
+    "all_missing_feature": ({"missing": 0.02}, {}),
+    "unsplittable_root": ({"n": 40}, {"min_weight_leaf": 1000.0}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_compiled_tree_equals_the_generic_grower(case):
+    """The same tree, node statistics and rows' leaves bit for bit; every partition block and level size met
+    (40k rows: several 16k-row blocks per node)."""
+    data, params = CASES[case]
+    inputs = _inputs(3, **data)
+    if case == "all_missing_feature":
+        codes = np.array(inputs.codes)
+        codes[:, 2] = inputs.bin_mapper.missing_bin
+        inputs = dataclasses.replace(inputs, codes=codes, codes_by_feature=np.ascontiguousarray(codes.T))
+    p = _params(**params)
+    assert _numba_grow.covered(NP, inputs, p)
+    got = grow(NP, inputs, p)
+    want = grow(NP, _generic(inputs), p)
+    _assert_same_batch(got, want)
+    if case != "unsplittable_root":
+        assert int(got.node_count[0]) > 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["categorical", "two_trees", "multiplicity", "best_first", "max_features", "local_thresholds", "no_depth",
+     "no_min_child_weight", "monotonic", "random_splits", "memory", "ones", "gini"],
+)
+def test_uncovered_inputs_go_to_the_generic_grower(change):
+    inputs = _inputs(4, n=800)
+    p = _params()
+    assert _numba_grow.covered(NP, inputs, p)
+    if change == "categorical":
+        mapper = dataclasses.replace(inputs.bin_mapper, is_categorical=np.array([False, True, False, False, False]))
+        inputs = dataclasses.replace(inputs, bin_mapper=mapper)
+    elif change == "two_trees":
+        inputs = dataclasses.replace(inputs, channels=np.concatenate([inputs.channels] * 2))
+    elif change == "multiplicity":
+        inputs = dataclasses.replace(inputs, channels=inputs.channels[0], multiplicity=np.ones((1, 800)))
+    elif change == "best_first":
+        p = _params(max_depth=None, max_leaf_nodes=8)
+    elif change == "max_features":
+        p = _params(max_features=3)
+    elif change == "local_thresholds":
+        p = _params(local_thresholds=True)
+    elif change == "no_depth":
+        p = _params(max_depth=None)
+    elif change == "no_min_child_weight":
+        p = _params(min_weight_leaf=0.0)
+    elif change == "monotonic":
+        inputs = dataclasses.replace(inputs, monotonic_cst=np.array([1, 0, 0, 0, 0]))
+    elif change == "random_splits":
+        inputs = dataclasses.replace(inputs, random_splits=True)
+    elif change == "memory":  # the generic grower would not keep every level's histograms
+        p = _params(memory_limit=1 << 20)
+    elif change == "ones":  # a count channel other than 1: the children's counts are not their rows'
+        table = inputs.channels.copy()
+        table[0, 0, 0] = 2.0
+        inputs = dataclasses.replace(inputs, channels=table)
+    else:
+        from gputrees._criteria import Gini
+
+        inputs = dataclasses.replace(inputs, criterion=Gini(n_outputs=1, n_classes=2))
+    assert not _numba_grow.covered(NP, inputs, p)
+    assert _numba_grow.grow_tree(NP, inputs, p) is None
+
+
+def test_used_bins_histograms_equal_the_full_ones():
+    """``_run_histograms`` with ``used`` writes each feature's first used bins and the missing bin as the
+    full kernel does, and leaves the others as they were."""
+    rng = np.random.default_rng(5)
+    n, p, nb = 500, 3, 16
+    used = np.array([3, 15, 1], dtype=np.int64)
+    codes = np.stack([rng.integers(0, u, n) for u in used], axis=1).astype(np.uint8)
+    codes[rng.random((n, p)) < 0.1] = nb - 1
+    chan = rng.standard_normal((n, 3))
+    row = np.sort(rng.choice(n, 300, replace=False)).astype(np.int64)
+    start, end = np.array([0, 120, -1]), np.array([120, 300, 0])
+    empty = np.empty(0)
+    full = _numba._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, np.empty((3, p, nb, 2)),
+                                  1)
+    out = np.full((3, p, nb, 2), np.nan)
+    got = _numba._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, out, 1, used)
+    for f in range(p):
+        written = list(range(used[f])) + [nb - 1]
+        np.testing.assert_array_equal(got[:, f, written], full[:, f, written])
+        assert np.all(np.isnan(np.delete(got[:, f], written, axis=1)))
+
+
+@pytest.mark.parametrize("case", ["binary", "regression", "missing"])
+def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypatch):
+    """Whole models: every round's tree and leaf values, and the predictions, with and without the compiled
+    grower (the Numba set either way)."""
+    monkeypatch.setenv("GPUTREES_KERNELS", "numba")
+    rng = np.random.default_rng(12)
+    n = 2500
+    X = rng.standard_normal((n, 6))
+    X[:, 2] = rng.integers(0, 5, n)
+    y = X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=n) * 0.5
+    if case == "missing":
+        X[rng.random(X.shape) < 0.1] = np.nan
+    cls = GradientBoostingRegressor if case == "regression" else GradientBoostingClassifier
+    y = y if case == "regression" else (y > 0).astype(int)
+    kw = dict(n_estimators=12, max_depth=5, min_samples_leaf=1, min_child_weight=0.5, early_stopping=False,
+              random_state=0, n_jobs=2)
+    calls = []
+    grow_tree = _numba_grow.grow_tree
+
+    def counting(*a, **k):
+        out = grow_tree(*a, **k)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(_numba_grow, "grow_tree", counting)
+    compiled = cls(**kw).fit(X, y)
+    assert calls == [True] * 12
+    monkeypatch.setattr(_numba_grow, "covered", lambda *a: False)
+    generic = cls(**kw).fit(X, y)
+    for ra, rb in zip(compiled._rounds, generic._rounds, strict=True):
+        _assert_same_batch(ra.batch, rb.batch)
+        np.testing.assert_array_equal(np.asarray(ra.values), np.asarray(rb.values))
+    np.testing.assert_array_equal(compiled.train_score_, generic.train_score_)
+    np.testing.assert_array_equal(compiled.predict(X), generic.predict(X))
