@@ -80,6 +80,7 @@ CASES = {
     "few_bins": ({"max_bins": 4, "missing": 0.05}, {}),
     "depth_one": ({}, {"max_depth": 1}),
     "deep": ({"n": 40_000, "p": 3}, {"max_depth": 11, "min_weight_leaf": 0.01}),
+    "row_blocks": ({"n": 80_000, "p": 3}, {"max_depth": 3}),  # nodes of 2 * ROW_BLOCK rows and more
     "one_thread": ({"threads": 1, "missing": 0.02}, {}),
     "one_feature": ({"p": 1}, {}),
     "all_missing_feature": ({"missing": 0.02}, {}),

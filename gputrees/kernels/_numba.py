@@ -1649,10 +1649,34 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
     for s in range(n_slots):
         if start[s] < 0:
             _zero_features(flat, s, 0, n_features, n_features, n_bins, n_channels, used)
+    # slots of at least 2 * ROW_BLOCK rows: summed by fixed blocks of rows
+    # (see ROW_BLOCK), the others by pieces of features below
+    b_slot, b_i0, b_i1, b_part, plan_start = _row_blocks(start, end)
+    n_partials = 0
+    for k in range(b_part.shape[0]):
+        n_partials = max(n_partials, b_part[k] + 1)
+    if b_slot.shape[0] > 0:
+        partial = np.empty((n_partials, n_features, n_bins, n_channels))
+        pflat = partial.reshape(-1)
+        for k in prange(b_slot.shape[0]):
+            s = b_slot[k]
+            i0 = b_i0[k]
+            i1 = b_i1[k]
+            span = abs(row[i1 - 1] - row[i0]) + 1
+            sparse = span * row_bytes > SPARSE_GAP_BYTES * (i1 - i0)
+            if b_part[k] < 0:  # the slot's first block: into the slot itself
+                _zero_features(flat, s, 0, n_features, n_features, n_bins, n_channels, used)
+                _add_rows(out, s, codes, row, chan_index, i0, i1, 0, n_features, chan, mult, wmult, mode, sparse,
+                          c_first)
+            else:
+                _zero_features(pflat, b_part[k], 0, n_features, n_features, n_bins, n_channels, used)
+                _add_rows(partial, b_part[k], codes, row, chan_index, i0, i1, 0, n_features, chan, mult, wmult,
+                          mode, sparse, c_first)
+        _merge_blocks(out, partial, b_slot, b_part, n_bins, used)
     # each worker a share of the (row, feature) updates, as pieces (slot,
     # features f0:f1) (see _histogram_plan): each output is summed by one
     # thread, in row order
-    p_slot, p_f0, p_f1, first = _histogram_plan(start, end, n_features, n_workers)
+    p_slot, p_f0, p_f1, first = _histogram_plan(plan_start, end, n_features, n_workers)
     for w in prange(n_workers):
         for j in range(first[w], first[w + 1]):
             s = p_slot[j]
@@ -1666,6 +1690,83 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             sparse = span * row_bytes > SPARSE_GAP_BYTES * (e - start[s])
             _add_rows(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse, c_first)
     return out
+
+
+#: Rows of a block of a large slot's histogram (see :func:`_row_blocks`): large
+#: enough that a block's partial histogram (features x bins x channels, up to
+#: 115 KB for 28 features) is a small share of its updates to merge.
+ROW_BLOCK = 1 << 15
+
+
+@numba.njit(**_JIT)
+def _row_blocks(start, end):
+    """Blocks of the slots with at least ``2 * ROW_BLOCK`` rows: (slot, i0, i1, partial, plan_start).
+
+    Such a slot's histogram is summed by blocks of ``ROW_BLOCK`` consecutive
+    pairs, each in pair order by one thread, over every feature; the first
+    block into the slot itself (``partial`` -1), the others into partial
+    histograms added to it in block order (:func:`_merge_blocks`). The
+    summation order depends on the rows only, not on the thread count. Each
+    thread then reads every feature of a row once: with the features split
+    between threads instead, as for smaller slots, both threads read every
+    row (the root of an 800k x 28 fit: 15.5 ms on two threads, 17.6 ms on
+    one; half the rows and all features on one thread: 8.7 ms).
+    ``plan_start``: ``start`` with these slots marked empty (-2), for
+    :func:`_histogram_plan`.
+    """
+    plan_start = start.copy()
+    n = 0
+    for s in range(start.shape[0]):
+        if start[s] >= 0 and end[s] - start[s] >= 2 * ROW_BLOCK:
+            n += (end[s] - start[s] + ROW_BLOCK - 1) // ROW_BLOCK
+    b_slot = np.empty(n, dtype=np.int64)
+    b_i0 = np.empty(n, dtype=np.int64)
+    b_i1 = np.empty(n, dtype=np.int64)
+    b_part = np.empty(n, dtype=np.int64)
+    k = 0
+    part = 0
+    for s in range(start.shape[0]):
+        if start[s] >= 0 and end[s] - start[s] >= 2 * ROW_BLOCK:
+            plan_start[s] = -2
+            i = start[s]
+            while i < end[s]:
+                b_slot[k] = s
+                b_i0[k] = i
+                b_i1[k] = min(i + ROW_BLOCK, end[s])
+                b_part[k] = -1 if i == start[s] else part
+                if i != start[s]:
+                    part += 1
+                i = b_i1[k]
+                k += 1
+    return b_slot, b_i0, b_i1, b_part, plan_start
+
+
+@numba.njit(parallel=True, **_JIT)
+def _merge_blocks(out, partial, b_slot, b_part, n_bins, used):
+    """Add each block's partial histogram to its slot's, in block order (features in parallel)."""
+    n_features = out.shape[1]
+    n_channels = out.shape[3]
+    n_items = b_slot.shape[0] * n_features
+    for item in prange(n_items):
+        k0 = item // n_features
+        f = item % n_features
+        if b_part[k0] >= 0:
+            continue  # one item per (slot, feature): the slot's first block's
+        s = b_slot[k0]
+        k = k0 + 1
+        while k < b_slot.shape[0] and b_slot[k] == s:
+            q = b_part[k]
+            if used is None:
+                for b in range(n_bins):
+                    for c in range(n_channels):
+                        out[s, f, b, c] += partial[q, f, b, c]
+            else:
+                for b in range(used[f]):
+                    for c in range(n_channels):
+                        out[s, f, b, c] += partial[q, f, b, c]
+                for c in range(n_channels):
+                    out[s, f, n_bins - 1, c] += partial[q, f, n_bins - 1, c]
+            k += 1
 
 
 @numba.njit(inline="always")
