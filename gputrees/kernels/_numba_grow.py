@@ -104,12 +104,17 @@ def _partition(codes_t, order, out, seg_a, seg_b, sel, feature, bin_, missing_le
     t_of, t_a, t_b = _tasks(seg_a, seg_b, sel)
     n_tasks = t_of.shape[0]
     lefts = np.zeros(n_tasks, dtype=np.int64)
+    # each row's side, read once (the second pass reads these bytes in
+    # sequence instead of the rows' codes again, which lie far apart)
+    go = np.empty(out.shape[0], dtype=np.bool_)
     for t in prange(n_tasks):
         i = t_of[t]
         f, b, ml = feature[i], bin_[i], missing_left[i]
         c = 0
         for p in range(t_a[t], t_b[t]):
-            if _left(codes_t, order[p], f, b, ml, missing_bin):
+            g = _left(codes_t, order[p], f, b, ml, missing_bin)
+            go[p] = g
+            if g:
                 c += 1
         lefts[t] = c
     n_left = np.zeros(sel.shape[0], dtype=np.int64)
@@ -129,12 +134,10 @@ def _partition(codes_t, order, out, seg_a, seg_b, sel, feature, bin_, missing_le
         nxt_l += lefts[t]
         nxt_r += (t_b[t] - t_a[t]) - lefts[t]
     for t in prange(n_tasks):
-        i = t_of[t]
-        f, b, ml = feature[i], bin_[i], missing_left[i]
         pl, pr = lo[t], ro[t]
         for p in range(t_a[t], t_b[t]):
             r = order[p]
-            if _left(codes_t, r, f, b, ml, missing_bin):
+            if go[p]:
                 out[pl] = r
                 pl += 1
             else:
