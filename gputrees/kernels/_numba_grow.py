@@ -147,6 +147,36 @@ def _partition(codes_t, order, out, seg_a, seg_b, sel, feature, bin_, missing_le
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
+def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, row_leaf, first_child):
+    """The rows of the nodes ``sel`` sent to their children as leaves: ``row_leaf`` of each row its child's id.
+
+    Node ``sel[i]``'s children are ``first_child + 2 i`` (left) and ``+ 1``.
+    Returns the left counts (len(sel),), as :func:`_partition` does, without
+    moving the rows.
+    """
+    t_of, t_a, t_b = _tasks(seg_a, seg_b, sel)
+    n_tasks = t_of.shape[0]
+    lefts = np.zeros(n_tasks, dtype=np.int64)
+    for t in prange(n_tasks):
+        i = t_of[t]
+        f, b, ml = feature[i], bin_[i], missing_left[i]
+        left = first_child + 2 * i
+        c = 0
+        for p in range(t_a[t], t_b[t]):
+            r = order[p]
+            if _left(codes_t, r, f, b, ml, missing_bin):
+                row_leaf[r] = left
+                c += 1
+            else:
+                row_leaf[r] = left + 1
+        lefts[t] = c
+    n_left = np.zeros(sel.shape[0], dtype=np.int64)
+    for t in range(n_tasks):
+        n_left[t_of[t]] += lefts[t]
+    return n_left
+
+
+@numba.njit(parallel=True, **_JIT_GROW)
 def _mark_leaves(order, seg_a, seg_b, sel, row_leaf):
     """``row_leaf`` of the rows of the nodes ``sel`` (leaves): the node's id."""
     t_of, t_a, t_b = _tasks(seg_a, seg_b, sel)
@@ -303,9 +333,16 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     while front.shape[0] > 0:
         k = front.shape[0]
         base = n_nodes
-        n_left = _partition(codes_t, order, spare, seg_a, seg_b, front, feature[front], bin_[front],
-                            missing_left[front], missing_bin)
-        order, spare = spare, order
+        # the last level's children are leaves: their rows' leaves written
+        # in one pass, the rows not moved
+        last = depth[front[0]] + 1 >= max_depth
+        if last:
+            n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, feature[front], bin_[front],
+                                missing_left[front], missing_bin, row_leaf, base)
+        else:
+            n_left = _partition(codes_t, order, spare, seg_a, seg_b, front, feature[front], bin_[front],
+                                missing_left[front], missing_bin)
+            order, spare = spare, order
         can = np.zeros(2 * k, dtype=np.bool_)
         for j in range(k):
             node = front[j]
@@ -385,7 +422,8 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             if not is_front[i]:
                 leaves[q] = base + i
                 q += 1
-        _mark_leaves(order, seg_a, seg_b, leaves, row_leaf)
+        if not last:
+            _mark_leaves(order, seg_a, seg_b, leaves, row_leaf)
         front, front_slot = new_front, new_slot
     return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, row_leaf
 
