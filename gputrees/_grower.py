@@ -1088,6 +1088,11 @@ def grow(xp, inputs: GrowerInputs, params: GrowerParams, rows=None) -> TreeBatch
         :class:`~gputrees._rows.LocalRows` from ``inputs`` (codes, channels,
         multiplicities). A distributed row set lets ``inputs`` leave those None.
 
+    With a kernel set that grows a tree in one compiled call
+    (``Kernels.grow_tree``, the Numba set's boosting trees of the common
+    case), local rows are grown there when it covers the inputs: the same
+    tree as the :class:`Grower`'s, bit for bit.
+
     Returns
     -------
     TreeBatch
