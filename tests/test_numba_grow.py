@@ -81,6 +81,7 @@ CASES = {
     "depth_one": ({}, {"max_depth": 1}),
     "deep": ({"n": 40_000, "p": 3}, {"max_depth": 11, "min_weight_leaf": 0.01}),
     "row_blocks": ({"n": 80_000, "p": 3}, {"max_depth": 3}),  # nodes of 2 * ROW_BLOCK rows and more
+    "packed_channels": ({"n": _numba_grow.PACK_ROWS + 5000, "p": 3, "missing": 0.02}, {"max_depth": 5}),
     "one_thread": ({"threads": 1, "missing": 0.02}, {}),
     "one_feature": ({"p": 1}, {}),
     "all_missing_feature": ({"missing": 0.02}, {}),
