@@ -23,11 +23,14 @@ row's leaf are the generic grower's bit for bit (tested against it). Rows
 are kept grouped by node in an index array and partitioned stably (each
 child's rows stay in row order), in parallel over blocks of rows.
 
-One difference in the work, none in the result: the histograms it keeps are
-written only in the bins the split scan reads, each feature's
-``n_value_bins`` and the missing bin (``_run_histograms``' ``used``). A
+Two differences in the work, none in the result. The histograms it keeps
+are written only in the bins the split scan reads, each feature's
+``n_value_bins`` and the missing bin (``_run_histograms``' ``used``): a
 feature with few distinct values (a month, a coded category) then costs its
-few bins, not 256, in the zeroing and the sibling subtraction.
+few bins, not 256, in the zeroing and the sibling subtraction. And from
+:data:`PACK_ROWS` rows on, the histograms' channels are packed in the rows'
+order and moved with them by each partition: a node's histogram reads the
+same numbers in the same order, in sequence instead of from far apart.
 
 :func:`grow_tree` returns None where the case is not covered; the caller then
 uses the generic grower.
