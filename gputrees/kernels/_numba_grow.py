@@ -244,12 +244,13 @@ def _can_split(s, depth, max_depth, min_split, msl, mwl):
 @numba.njit(**_JIT_GROW)
 def _n_blocks(m, F, work, n_threads):
     """``_numba_split.best_splits``' blocks: one per thread share of the (node, feature) tasks."""
-    threads = max(1, min(n_threads, work // MIN_WORK_PER_THREAD))
+    threads = _workers(work, n_threads)
     return min(m * F, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
 
 
 @numba.njit(**_JIT_GROW)
 def _workers(work, n_threads):
+    """``_numba._threads_for`` (the thread cap is the caller's): threads with enough work each."""
     return max(1, min(n_threads, work // MIN_WORK_PER_THREAD))
 
 
@@ -258,8 +259,8 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
     """Best splits of the nodes ``cand`` (histograms ``hist``, one per node in order) and whether each is kept.
 
     Writes the kept nodes' records to ``out`` (feature, bin, missing_left,
-    threshold, left (nodes, Ch), proxy) at the nodes' ids; returns the kept
-    mask (len(cand),).
+    threshold, left (nodes, Ch)) at the nodes' ids; returns the kept mask
+    (len(cand),).
     """
     thresholds, bin_values, is_exact, n_value_bins = mapper
     m, F, nb, Ch = hist.shape
@@ -273,7 +274,7 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
         False, d1, d1, False, thresholds, bin_values, is_exact, n_value_bins, True, False, tie_rtol,
         _n_blocks(m, F, m * F * nb * Ch, n_threads),
     )
-    o_feature, o_bin, o_missing_left, o_threshold, o_left, o_proxy = out
+    o_feature, o_bin, o_missing_left, o_threshold, o_left = out
     kind, l2 = crit[0], crit[2]
     gi = 1 if kind == _NEWTON else 0
     ok = np.zeros(m, dtype=np.bool_)
@@ -291,7 +292,6 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
             o_bin[node] = bin_[i]
             o_missing_left[node] = missing_left[i]
             o_threshold[node] = threshold[i]
-            o_proxy[node] = proxy[i]
             for c in range(Ch):
                 o_left[node, c] = left[i, c]
     return ok
@@ -316,10 +316,9 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     missing_left = np.zeros(cap, dtype=np.bool_)
     threshold = np.full(cap, -2.0)
     left = np.zeros((cap, Ch))
-    proxy = np.zeros(cap)
     seg_a = np.zeros(cap, dtype=np.int64)
     seg_b = np.zeros(cap, dtype=np.int64)
-    out = (feature, bin_, missing_left, threshold, left, proxy)
+    out = (feature, bin_, missing_left, threshold, left)
     row_leaf = np.zeros(n, dtype=np.int64)
     order = np.arange(n, dtype=np.int64)
     spare = np.empty(n, dtype=np.int64)
@@ -437,17 +436,18 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, out)
             new_front = cand[ok]
             new_slot = np.arange(n_can, dtype=np.int64)[ok]
-        # the children not split further are leaves: their rows' leaf
-        is_front = np.zeros(2 * k, dtype=np.bool_)
-        for node in new_front:
-            is_front[node - base] = True
-        leaves = np.empty(2 * k - new_front.shape[0], dtype=np.int64)
-        q = 0
-        for i in range(2 * k):
-            if not is_front[i]:
-                leaves[q] = base + i
-                q += 1
         if not last:
+            # the children not split further are leaves: their rows' leaf
+            # (the last level's were written by its pass)
+            is_front = np.zeros(2 * k, dtype=np.bool_)
+            for node in new_front:
+                is_front[node - base] = True
+            leaves = np.empty(2 * k - new_front.shape[0], dtype=np.int64)
+            q = 0
+            for i in range(2 * k):
+                if not is_front[i]:
+                    leaves[q] = base + i
+                    q += 1
             _mark_leaves(order, seg_a, seg_b, leaves, row_leaf)
         front, front_slot = new_front, new_slot
     return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, row_leaf
