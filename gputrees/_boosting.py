@@ -11,6 +11,7 @@ are pushed through the round's trees only (incremental).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -389,74 +390,77 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         # without a row subsample, a round ends by writing the next round's
         # channels (round_end, one compiled pass where the kernels have one)
         ahead = False  # whether ``table`` holds the channels of ``raw``
-        for it in range(start, self.n_estimators):
-            round_rng = np.random.default_rng([seed, it])
-            inbag = round_inbag(round_rng, n, n_sub)
-            count = None if inbag is None else _backend.from_numpy(xp, inbag)
-            if not ahead:
-                g, h = loss.gradients(xp, raw, y_dev, w_dev)
-                table = round_channels(xp, g, h, count, table)
-            channels = table
-            round_kernels = kernels
-            if quantised:
-                # one host synchronisation per round (not per level): the
-                # scale is a host value, see gputrees.kernels._quantise
-                scale = quantisation_scale(xp, channels, n)
-                channels = quantise(xp, channels, scale)
-                round_kernels = kernels.quantised(scale)
-            tree_features = round_tree_features(round_rng, k, n_features, n_col)
-            inputs = GrowerInputs(
-                codes=codes,
-                channels=channels,
-                multiplicity=None,
-                bin_mapper=bin_mapper,
-                criterion=criterion,
-                kernels=round_kernels,
-                rng=round_rng,
-                tree_features=tree_features,
-                record_leaves=True,
-                monotonic_cst=mono,
-                codes_by_feature=codes_by_feature,
-                count_free_histograms=count_free,
-            )
-            batch = grow(xp, inputs, params)
-            w_round = w_dev if count is None else w_dev * count
-            values = self._leaf_values(xp, kernels, loss, criterion, batch, raw, y_dev, w_round)
-            values = self.learning_rate * values
-            if count is None:
-                # quantised fits promise the same model, train_score_ included,
-                # on every kernel set: the generic passes, whose loss sums are
-                # NumPy's (a compiled round end sums the loss in another order)
-                compiled = kernels.round_end is not None and not quantised
-                end = kernels.round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table) if compiled else None
-                raw, score, table = end or round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table)
-                ahead = True
-            else:
-                leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)
-                raw = raw + gather_node_values(xp, values, leaves)
-                score = loss.loss(xp, raw, y_dev, w_dev)
-            batch = dataclasses.replace(batch, row_leaf=None)
-            rounds.append(_Round(batch=batch, values=values))
-            train_scores.append(-score)
-            for i, (Xvp, yv, wv, rv) in enumerate(val):
-                lv = apply_trees(xp, batch, Xvp, bin_mapper.missing_bin, n_jobs=self.n_jobs)
-                rv = rv + gather_node_values(xp, values, lv)
-                val[i] = (Xvp, yv, wv, rv)
-                val_scores[i].append(-loss.loss(xp, rv, yv, wv))
-            model = functools.partial(self._snapshot, xp, k, rounds, train_scores, val_scores, len(rounds))
-            step = _Step(it, len(rounds), train_scores[-1], val_scores[-1][-1] if val_scores else None, model)
-            if monitor.step(step):
-                break
-            if es and self._should_stop(val_scores[-1]):
-                stopped_at = it
-                monitor.close()  # the bar ends before the message
-                if int(self.verbose) > 0:
-                    print(
-                        f"early stopping after round {it + 1}: no validation improvement for "
-                        f"{self.n_iter_no_change} rounds",
-                        flush=True,
-                    )
-                break
+        # the kernels may keep work buffers for every round's tree (Kernels.workspace)
+        reuse = kernels.workspace
+        with reuse() if reuse is not None else contextlib.nullcontext():
+            for it in range(start, self.n_estimators):
+                round_rng = np.random.default_rng([seed, it])
+                inbag = round_inbag(round_rng, n, n_sub)
+                count = None if inbag is None else _backend.from_numpy(xp, inbag)
+                if not ahead:
+                    g, h = loss.gradients(xp, raw, y_dev, w_dev)
+                    table = round_channels(xp, g, h, count, table)
+                channels = table
+                round_kernels = kernels
+                if quantised:
+                    # one host synchronisation per round (not per level): the
+                    # scale is a host value, see gputrees.kernels._quantise
+                    scale = quantisation_scale(xp, channels, n)
+                    channels = quantise(xp, channels, scale)
+                    round_kernels = kernels.quantised(scale)
+                tree_features = round_tree_features(round_rng, k, n_features, n_col)
+                inputs = GrowerInputs(
+                    codes=codes,
+                    channels=channels,
+                    multiplicity=None,
+                    bin_mapper=bin_mapper,
+                    criterion=criterion,
+                    kernels=round_kernels,
+                    rng=round_rng,
+                    tree_features=tree_features,
+                    record_leaves=True,
+                    monotonic_cst=mono,
+                    codes_by_feature=codes_by_feature,
+                    count_free_histograms=count_free,
+                )
+                batch = grow(xp, inputs, params)
+                w_round = w_dev if count is None else w_dev * count
+                values = self._leaf_values(xp, kernels, loss, criterion, batch, raw, y_dev, w_round)
+                values = self.learning_rate * values
+                if count is None:
+                    # quantised fits promise the same model, train_score_ included,
+                    # on every kernel set: the generic passes, whose loss sums are
+                    # NumPy's (a compiled round end sums the loss in another order)
+                    compiled = kernels.round_end is not None and not quantised
+                    end = kernels.round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table) if compiled else None
+                    raw, score, table = end or round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table)
+                    ahead = True
+                else:
+                    leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)
+                    raw = raw + gather_node_values(xp, values, leaves)
+                    score = loss.loss(xp, raw, y_dev, w_dev)
+                batch = dataclasses.replace(batch, row_leaf=None)
+                rounds.append(_Round(batch=batch, values=values))
+                train_scores.append(-score)
+                for i, (Xvp, yv, wv, rv) in enumerate(val):
+                    lv = apply_trees(xp, batch, Xvp, bin_mapper.missing_bin, n_jobs=self.n_jobs)
+                    rv = rv + gather_node_values(xp, values, lv)
+                    val[i] = (Xvp, yv, wv, rv)
+                    val_scores[i].append(-loss.loss(xp, rv, yv, wv))
+                model = functools.partial(self._snapshot, xp, k, rounds, train_scores, val_scores, len(rounds))
+                step = _Step(it, len(rounds), train_scores[-1], val_scores[-1][-1] if val_scores else None, model)
+                if monitor.step(step):
+                    break
+                if es and self._should_stop(val_scores[-1]):
+                    stopped_at = it
+                    monitor.close()  # the bar ends before the message
+                    if int(self.verbose) > 0:
+                        print(
+                            f"early stopping after round {it + 1}: no validation improvement for "
+                            f"{self.n_iter_no_change} rounds",
+                            flush=True,
+                        )
+                    break
         monitor.close()
         return self._finish(xp, k, rounds, train_scores, val_scores, stopped_at)
 

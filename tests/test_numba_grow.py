@@ -108,6 +108,54 @@ def test_compiled_tree_equals_the_generic_grower(case):
         assert int(got.node_count[0]) > 2
 
 
+_NEW_WORK = _numba_grow._Work.new
+
+
+def _poisoned(shape):
+    """Work buffers full of values no tree could use: NaN channels and histograms, out-of-range rows, True sides."""
+    work = _NEW_WORK(shape)
+    for a in work.arrays():
+        a.fill(-7 if a.dtype == np.int64 else (True if a.dtype == np.bool_ else np.nan))
+    return work
+
+
+@pytest.mark.parametrize("case", ["missing_values", "packed_channels", "deep", "unsplittable_root"])
+def test_compiled_tree_writes_its_work_buffers_before_reading_them(case, monkeypatch):
+    """Buffers handed over full of garbage (as a fit's earlier trees leave them) give the same tree."""
+    data, params = CASES[case]
+    inputs = _inputs(3, **data)
+    p = _params(**params)
+    want = grow(NP, _generic(inputs), p)
+    monkeypatch.setattr(_numba_grow._Work, "new", staticmethod(_poisoned))
+    _assert_same_batch(grow(NP, inputs, p), want)
+
+
+def test_trees_of_a_workspace_share_their_work_buffers(monkeypatch):
+    """Inside a workspace every tree of the same shape gets the same buffers (a new shape new ones), and
+    trees grown one after the other on them equal the generic grower's."""
+    first, second = _inputs(3, missing=0.02), _inputs(4, missing=0.02)
+    p = _params()
+    want = [grow(NP, _generic(x), p) for x in (first, second, first)]
+    made = []
+
+    def counting(shape):
+        made.append(shape)
+        return _NEW_WORK(shape)
+
+    monkeypatch.setattr(_numba_grow._Work, "new", staticmethod(counting))
+    with _numba.workspace():
+        got = [grow(NP, x, p) for x in (first, second, first)]
+        assert len(made) == 1
+        grow(NP, first, _params(max_depth=4))
+        assert len(made) == 2
+    for a, b in zip(got, want, strict=True):
+        _assert_same_batch(a, b)
+    # outside a workspace every tree makes its own
+    grow(NP, first, p)
+    grow(NP, first, p)
+    assert len(made) == 4
+
+
 @pytest.mark.parametrize(
     "change",
     ["categorical", "two_trees", "multiplicity", "best_first", "max_features", "local_thresholds", "no_depth",

@@ -976,9 +976,22 @@ class _Workspace:
         self.buffers.append(np.empty(1))
         self._free_refs = self._refs(0)  # the count of a buffer nobody else holds
         self.buffers.clear()
+        #: work buffers kept by name for the workspace's life (:func:`kept`)
+        self.kept = {}
 
     def _refs(self, i):
         return sys.getrefcount(self.buffers[i])
+
+    def keep(self, name: str, key, make):
+        """The object kept under ``name`` for ``key``, made by ``make()`` the first time (or when ``key`` changed).
+
+        One object per name: a new key replaces the old one.
+        """
+        held = self.kept.get(name)
+        if held is None or held[0] != key:
+            held = (key, make())
+            self.kept[name] = held
+        return held[1]
 
     def take(self, size: int):
         """A free buffer of ``size`` to ``MAX_WASTE * size`` float64 (the smallest such), else a new one.
@@ -1021,6 +1034,17 @@ def workspace():
         yield
     finally:
         _ACTIVE.workspace = before
+
+
+def kept(name: str, key, make):
+    """``make()``, or inside :func:`workspace` the object it made last for the same ``name`` and ``key``.
+
+    For work buffers a kernel writes before it reads (the compiled tree's
+    rows and histograms): every tree of a fit then writes the same pages
+    instead of faulting in fresh ones.
+    """
+    ws = getattr(_ACTIVE, "workspace", None)
+    return make() if ws is None else ws.keep(name, key, make)
 
 
 def _output(shape):

@@ -38,6 +38,8 @@ uses the generic grower.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 import numba
 import numpy as np
 from numba import prange
@@ -49,6 +51,7 @@ from ._numba import (
     MIN_WORK_PER_THREAD,
     _row_bytes,
     _run_histograms,
+    kept,
     _run_sums,
     _Threads,
 )
@@ -104,18 +107,18 @@ def _left(codes_t, r, feature, bin_, missing_left, missing_bin):
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _partition(codes_t, order, out, pk, pk_out, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin):
+def _partition(codes_t, order, out, pk, pk_out, go, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin):
     """Stable partition of the nodes ``sel``'s rows: left child's rows first, each side in row order.
 
     Rows of node ``j = sel[i]`` are ``order[seg_a[j]:seg_b[j]]``; they go to
-    the same positions of ``out``. Returns the left counts (len(sel),).
+    the same positions of ``out``. ``go`` (n,) bool: work space for each
+    row's side. Returns the left counts (len(sel),).
     """
     t_of, t_a, t_b = _tasks(seg_a, seg_b, sel)
     n_tasks = t_of.shape[0]
     lefts = np.zeros(n_tasks, dtype=np.int64)
     # each row's side, read once (the second pass reads these bytes in
     # sequence instead of the rows' codes again, which lie far apart)
-    go = np.empty(out.shape[0], dtype=np.bool_)
     for t in prange(n_tasks):
         i = t_of[t]
         f, b, ml = feature[i], bin_[i], missing_left[i]
@@ -299,8 +302,13 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
 
 @numba.njit(**_JIT_GROW)
 def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, max_depth, min_split, mapper,
-          tie_rtol, n_threads, row_bytes):
-    """The tree's node arrays and every row's leaf (see :func:`grow_tree`)."""
+          tie_rtol, n_threads, row_bytes, work, row_leaf):
+    """The tree's node arrays and every row's leaf (see :func:`grow_tree`).
+
+    ``work``: the row and histogram buffers (:class:`_Work`'s arrays, in its
+    field order), written before they are read; ``row_leaf`` (n,) int64 out.
+    """
+    order, spare, position, pk, pk_spare, go, hist_a, hist_b, small_buf = work
     n, F = codes.shape
     C = chan.shape[1]
     first = 1 if count_free else 0
@@ -319,19 +327,16 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     seg_a = np.zeros(cap, dtype=np.int64)
     seg_b = np.zeros(cap, dtype=np.int64)
     out = (feature, bin_, missing_left, threshold, left)
-    row_leaf = np.zeros(n, dtype=np.int64)
-    order = np.arange(n, dtype=np.int64)
-    spare = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        order[i] = i
     # on large data the histograms' channels are packed in the rows' order
     # and moved with them by each partition, so that a deep node's histogram
     # reads its channels in sequence (see PACK_ROWS); otherwise no columns
-    packed = n >= PACK_ROWS
-    pk = np.empty((n, Ch if packed else 0))
-    for i in range(pk.shape[0] if packed else 0):
+    packed = pk.shape[1] > 0
+    for i in range(n if packed else 0):
+        position[i] = i
         for c in range(Ch):
             pk[i, c] = chan[i, first + c]
-    pk_spare = np.empty_like(pk)
-    position = np.arange(n if packed else 0, dtype=np.int64)
     empty = np.empty(0)
     seg_b[0] = n
     # the bins a feature's codes can fill besides the missing one: histograms
@@ -346,11 +351,17 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         stats[0, c] = rs[0, c]
     n_nodes = 1
     if not _can_split(stats[0], 0, max_depth, min_split, msl, mwl):
-        return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, row_leaf
+        row_leaf[:] = 0
+        return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold
+    # a level's histograms are written over the level before the last
+    # (the parents' stay for the subtraction): two buffers in turn
     hist = _run_histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins,
-                           _workers(n * F, n_threads), row_bytes, np.empty((1, F, n_bins, Ch)), first, used)
+                           _workers(n * F, n_threads), row_bytes, hist_a[:1], first, used)
+    next_in_b = True
     ok = _scan_nodes(hist, stats, root, first, crit, min_dec, mapper, tie_rtol, n_threads, out)
     front = root[ok]
+    if front.shape[0] == 0:  # no split kept: every row in the root
+        row_leaf[:] = 0
     front_slot = np.zeros(1, dtype=np.int64)[ok]
     while front.shape[0] > 0:
         k = front.shape[0]
@@ -362,7 +373,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, feature[front], bin_[front],
                                 missing_left[front], missing_bin, row_leaf, base)
         else:
-            n_left = _partition(codes_t, order, spare, pk, pk_spare, seg_a, seg_b, front, feature[front],
+            n_left = _partition(codes_t, order, spare, pk, pk_spare, go, seg_a, seg_b, front, feature[front],
                                 bin_[front], missing_left[front], missing_bin)
             order, spare = spare, order
             pk, pk_spare = pk_spare, pk
@@ -429,9 +440,10 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             small_hist = _run_histograms(codes, order, position if packed else order, empty, empty, 0,
                                          pk if packed else chan, s_a, seg_b[small], n_bins,
                                          _workers(built * F, n_threads), row_bytes,
-                                         np.empty((n_pairs, F, n_bins, Ch)), 0 if packed else first, used)
-            level = np.empty((n_can, F, n_bins, Ch))
+                                         small_buf[:n_pairs], 0 if packed else first, used)
+            level = hist_b[:n_can] if next_in_b else hist_a[:n_can]
             _siblings(hist, parent_index, small_hist, small_is_right, children, level, used)
+            next_in_b = not next_in_b
             hist = level
             ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, out)
             new_front = cand[ok]
@@ -450,7 +462,76 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                     q += 1
             _mark_leaves(order, seg_a, seg_b, leaves, row_leaf)
         front, front_slot = new_front, new_slot
-    return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, row_leaf
+    return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold
+
+
+@dataclass(frozen=True)
+class _WorkShape:
+    """What a tree's work buffers are sized by: rows, features, bins, histogram channels, depth."""
+
+    n: int
+    n_features: int
+    n_bins: int
+    n_channels: int
+    max_depth: int
+
+
+@dataclass(frozen=True)
+class _Work:
+    """The buffers :func:`_grow` writes before reading: one tree's, or every tree's of a fit.
+
+    A tree faulted in about 60 bytes a row of fresh pages (flights, 245k
+    rows: 4,500 page faults a round, about half the fit's time in the
+    kernel); inside a fit's workspace the next tree writes the same pages.
+
+    Attributes
+    ----------
+    order, spare : (n,) int64
+        The rows grouped by node, and the partition's output.
+    position : (n,) int64, or (0,) when not packed
+        The packed rows' positions (``0 .. n - 1``, the histogram's index).
+    pk, pk_spare : (n, C) float64, or (n, 0) below :data:`PACK_ROWS` rows
+        The histograms' channels in the rows' order, and the partition's output.
+    go : (n,) bool
+        Each row's side in a partition.
+    hist_a, hist_b : (2 ** (max_depth - 1), F, n_bins, C) float64
+        A level's histograms and its parents', in turn.
+    small : (max(1, 2 ** (max_depth - 2)), F, n_bins, C) float64
+        The built (smaller) children's histograms of a level.
+    """
+
+    order: np.ndarray
+    spare: np.ndarray
+    position: np.ndarray
+    pk: np.ndarray
+    pk_spare: np.ndarray
+    go: np.ndarray
+    hist_a: np.ndarray
+    hist_b: np.ndarray
+    small: np.ndarray
+
+    @classmethod
+    def new(cls, shape: _WorkShape) -> "_Work":
+        n, c = shape.n, shape.n_channels
+        packed = n >= PACK_ROWS
+        per_node = (shape.n_features, shape.n_bins, c)
+        # at most 2 ** (max_depth - 1) nodes of a level have histograms (the
+        # last level's children are leaves), half of them built
+        level = 2 ** (shape.max_depth - 1)
+        return cls(
+            order=np.empty(n, dtype=np.int64),
+            spare=np.empty(n, dtype=np.int64),
+            position=np.empty(n if packed else 0, dtype=np.int64),
+            pk=np.empty((n, c if packed else 0)),
+            pk_spare=np.empty((n, c if packed else 0)),
+            go=np.empty(n, dtype=np.bool_),
+            hist_a=np.empty((level,) + per_node),
+            hist_b=np.empty((level,) + per_node),
+            small=np.empty((max(1, level // 2),) + per_node),
+        )
+
+    def arrays(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in fields(self))
 
 
 def covered(xp, inputs, params) -> bool:
@@ -548,11 +629,16 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
         float(params.min_weight_leaf),
     )
     threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
+    n, n_features = codes.shape
+    shape = _WorkShape(n, n_features, int(mapper.n_bins), 2 if count_free else 3, int(params.max_depth))
+    # inside a fit's workspace (Kernels.workspace) every tree reuses the buffers
+    work = kept("grow_tree", shape, lambda: _Work.new(shape))
+    row_leaf = np.empty(n, dtype=np.int64)
     with _Threads(threads):
-        n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, row_leaf = _grow(
+        n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold = _grow(
             codes, np.ascontiguousarray(codes_t), np.ascontiguousarray(_channels(inputs)), count_free, int(mapper.n_bins),
             int(mapper.missing_bin), crit, float(params.min_impurity_decrease), int(params.max_depth), float(params.min_samples_split),
-            tuple(_mapper_arrays(mapper)), TIE_RTOL, threads, _row_bytes(codes),
+            tuple(_mapper_arrays(mapper)), TIE_RTOL, threads, _row_bytes(codes), work.arrays(), row_leaf,
         )
     k = int(n_nodes)
     left = first_child[:k]
