@@ -62,13 +62,19 @@ from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._splitting import SplitConstraints, find_best_splits
 from ._rows import LeafLayout, LocalRows
-from .kernels._reference import children_slot_table, sibling_histograms
+from .kernels._reference import children_slot_table, sibling_histograms, take_features
 
 #: Working arrays of the split scan per byte of histogram (cumulative sums,
 #: left/right statistics for both missing-value directions, proxies, masks).
 SCAN_FACTOR = 7
 #: Default bound on the histogram memory of a round, in bytes.
 DEFAULT_MEMORY_LIMIT = 1 << 30
+#: Per-node feature draws of at most this share of the features build both
+#: children of a pair over their drawn features (:meth:`Grower._drawn_features`):
+#: rows x k updates for the pair, which at k <= F / 2 is at most what the
+#: smaller child alone costs over every feature (up to rows / 2 x F) before
+#: the subtraction; random forests draw sqrt(F) (5 of 28).
+DRAWN_BUILD_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -438,9 +444,16 @@ class Grower:
         """Slot of every node created so far in ``sorted_ids`` (int64, -1 if absent)."""
         return _slot_table(self.xp, sorted_ids, max(self._n_created, self.n_trees))
 
-    def _build(self, build_ids):
-        """Histograms of the nodes ``build_ids`` (sorted, device int64) from their rows."""
-        return self.rows.histograms(self._slot_table(build_ids), int(build_ids.shape[0]), self.n_bins)
+    def _build(self, build_ids, drawn=None):
+        """Histograms of the nodes ``build_ids`` (sorted, device int64) from their rows.
+
+        ``drawn`` (len(build_ids), k) int64 (host): over each node's drawn
+        features only, (m, k, n_bins, C).
+        """
+        table, m = self._slot_table(build_ids), int(build_ids.shape[0])
+        if drawn is None:
+            return self.rows.histograms(table, m, self.n_bins)
+        return self.rows.histograms(table, m, self.n_bins, from_numpy(self.xp, drawn))
 
     def _node_sums(self, first: int, count: int):
         """Channel sums of the nodes ``first .. first + count - 1`` from their active rows.
@@ -542,6 +555,26 @@ class Grower:
             keep &= np.isfinite(u)
         return keep
 
+    def _drawn_features(self, draws):
+        """Each node's drawn features (m, k) int64 (host) when its histograms are built over those only, else None.
+
+        With per-node feature draws of at most :data:`DRAWN_BUILD_SHARE` of
+        the features (numerical data, the same count in every node), both
+        children of a pair are built from their rows over their k drawn
+        features, instead of the smaller over all F and the larger by
+        subtraction from its parent's (which needs every feature of the
+        parent): rows x k updates against up to rows / 2 x F and a subtraction
+        over every feature, and no level's histograms kept.
+        """
+        mask = draws.mask
+        if mask is None or self.any_cat or int(mask.shape[0]) == 0:
+            return None
+        per_node = mask.sum(axis=1)
+        k = int(per_node[0])
+        if per_node.min() != per_node.max() or k > DRAWN_BUILD_SHARE * self.n_features:
+            return None
+        return np.nonzero(mask)[1].reshape(-1, k).astype(np.int64)
+
     def _random_u(self, m):
         """Uniform draws (m, F) (host) for extremely randomised splits, or None."""
         if not self.inp.random_splits or m == 0:
@@ -552,33 +585,29 @@ class Grower:
         """Node statistics (m, C) in the histograms' channels: without the count where they have none."""
         return stats if self.split_criterion.has_count else stats[:, 1:]
 
-    def _split(self, hist, stats, depth, tree, draws, bounds=None):
+    def _split(self, hist, stats, depth, tree, draws, bounds=None, drawn=None):
         """Split records, improvements and the 'ok' mask for nodes with histograms.
 
         With ``max_features``, numerical data and the same number of drawn
         features in every node, only the drawn features' histograms are
-        scanned (gathered per node), not all of them masked.
+        scanned (gathered per node), not all of them masked. ``drawn`` (m, k)
+        int64 (host): ``hist`` holds only those features' histograms already
+        (:meth:`_drawn_features`).
         """
         xp = self.xp
         m = int(stats.shape[0])
         mask = draws.mask
         feature_ids = None
         is_cat = self.is_cat
-        if mask is not None and not self.any_cat:
-            host = mask
-            per_node = host.sum(axis=1)
+        if drawn is None and mask is not None and not self.any_cat:
+            per_node = mask.sum(axis=1)
             if m and per_node.min() == per_node.max():
-                cols = np.nonzero(host)[1].reshape(m, int(per_node[0]))
-                feature_ids = from_numpy(xp, cols.astype(np.int64))
-                flat = xp.reshape(hist, (m * self.n_features,) + tuple(hist.shape[2:]))
-                sel = xp.reshape(
-                    xp.arange(m, dtype=xp.int64)[:, None] * self.n_features + feature_ids, (-1,)
-                )
-                hist = xp.reshape(
-                    xp.take(flat, sel, axis=0), (m, int(per_node[0])) + tuple(hist.shape[2:])
-                )
-                is_cat = np.zeros(int(per_node[0]), dtype=bool)
-                mask = None
+                drawn = np.nonzero(mask)[1].reshape(m, int(per_node[0])).astype(np.int64)
+                hist = take_features(xp, hist, from_numpy(xp, drawn))
+        if drawn is not None:
+            feature_ids = from_numpy(xp, drawn)
+            is_cat = np.zeros(int(drawn.shape[1]), dtype=bool)
+            mask = None
         u = None if draws.u is None else from_numpy(xp, draws.u)
         if mask is not None:
             mask = from_numpy(xp, mask)
@@ -603,8 +632,9 @@ class Grower:
         imp, ok = self._improvement_ok(rec, stats, tree, bounds)
         return rec, imp, ok
 
-    def _pairs_per_chunk(self):
-        per_pair = 2 * self.hist_bytes * SCAN_FACTOR
+    def _pairs_per_chunk(self, share=1.0):
+        """Sibling pairs whose histograms fit the memory bound (``share``: of the features built)."""
+        per_pair = 2 * self.hist_bytes * share * SCAN_FACTOR
         return max(1, int(self.params.memory_limit // per_pair))
 
     # -- rounds -------------------------------------------------------------
@@ -667,17 +697,20 @@ class Grower:
             start = stop
         return parts
 
-    def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, keep_hist, draws, bounds=None, parents=None):
+    def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, keep_hist, draws, bounds=None, parents=None,
+                    drawn=None):
         """Splits of sibling pairs by histograms, in chunks under the memory bound.
 
         ``parents`` is None (then the splittable children are built from
         their rows) or (parent histograms, (len(pairs),) row of each pair's
         parent among them): then the smaller child is built and the other is
-        the parent's minus it (``Kernels.sibling_histograms``).
+        the parent's minus it (``Kernels.sibling_histograms``). ``drawn``
+        (2k, k') int64 (host), with ``parents`` None: each child's
+        histograms are built over its drawn features only.
         """
         xp = self.xp
         n_pairs = int(pairs.shape[0])
-        step = self._pairs_per_chunk()
+        step = self._pairs_per_chunk(1.0 if drawn is None else int(drawn.shape[1]) / self.n_features)
         siblings = self.inp.kernels.sibling_histograms or sibling_histograms
         parts = []
         for start in range(0, n_pairs, step):
@@ -695,15 +728,16 @@ class Grower:
                 small_pos = xp.astype(small_is_right, xp.int64)
                 small_ids = xp.take(ids, 2 * xp.arange(m, dtype=xp.int64) + small_pos)
                 hist = siblings(xp, parents[0], parents[1][start:stop], self._build(small_ids), small_is_right, idx)
-            else:
-                hist = self._build(xp.take(ids, idx))
+            where = xp.take(both, idx)
+            feats = None if drawn is None else drawn[to_numpy(where)]
+            if parents is None:
+                hist = self._build(xp.take(ids, idx), feats)
             ids = xp.take(ids, idx)
             st = xp.take(st, idx, axis=0)
-            where = xp.take(both, idx)
             dp = xp.take(depth, where)
             tr = xp.take(tree, where)
             bd = None if bounds is None else xp.take(bounds, where, axis=0)
-            rec, imp, ok = self._split(hist, st, dp, tr, draws.take(where), bd)
+            rec, imp, ok = self._split(hist, st, dp, tr, draws.take(where), bd, feats)
             parts.append(self._part(ids, st, dp, tr, rec, imp, ok, hist if keep_hist else None, bd))
         return parts
 
@@ -735,7 +769,12 @@ class Grower:
                 )
         pairs = xp.astype(xp.nonzero(pair_any)[0], xp.int64)
         n_pairs = int(pairs.shape[0])
-        if n_pairs:
+        drawn = self._drawn_features(draws) if n_pairs else None
+        if drawn is not None:
+            # both children over their drawn features, from their rows; no
+            # histogram kept (the next level's are built the same way)
+            parts += self._hist_parts(child_ids, depth, tree, stats, can, pairs, False, draws, bounds, drawn=drawn)
+        elif n_pairs:
             keep_hist = 2 * n_pairs * self.hist_bytes <= self.params.memory_limit
             if parent_hist is not None:
                 pidx = xp.take(parent_hist_index, pairs)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ._backend import from_numpy, to_numpy
 from .kernels import ActiveRows
-from .kernels._reference import active_weights, children_slot_table
+from .kernels._reference import active_weights, children_slot_table, drawn_histograms
 
 #: :meth:`LocalRows.retire` copies the staying and leaving pairs as slices of
 #: their node runs when they form at most this many blocks (a depth-6 tree's
@@ -153,15 +153,25 @@ class LocalRows:
             bounds=self.bounds,
         )
 
-    def histograms(self, slots, n_slots: int, n_bins: int):
+    def histograms(self, slots, n_slots: int, n_bins: int, features=None):
         """Histograms (n_slots, n_features, n_bins, C), float64, of the nodes with a slot.
 
         C is ``n_channels``, or ``n_channels - 1`` without ``histogram_count``
         (the channels after the count: a view of the table's columns, which
-        the kernels read in place).
+        the kernels read in place). ``features`` (n_slots, k) int64: each
+        slot's histograms over these features only, (n_slots, k, n_bins, C)
+        (``Kernels.drawn_histograms``, else gathered from every feature's).
         """
+        xp = self.xp
         chan = self.chan if self.histogram_count else self.chan[:, 1:]
-        return self.kernels.node_histograms(self.xp, self.codes, self.active(), chan, slots, n_slots, n_bins)
+        args = (xp, self.codes, self.active(), chan, slots, n_slots, n_bins)
+        if features is None:
+            return self.kernels.node_histograms(*args)
+        if self.kernels.drawn_histograms is not None:
+            out = self.kernels.drawn_histograms(*args, features)
+            if out is not None:
+                return out
+        return drawn_histograms(*args, features, node_histograms=self.kernels.node_histograms)
 
     def sums(self, slots, n_slots: int):
         """Channel sums (n_slots, C), float64, of the nodes with a slot.
@@ -270,15 +280,19 @@ class LocalRows:
         xp = self.xp
         bounds = to_numpy(self.bounds[: n_ids + 1])
         keep = to_numpy(slots[:n_ids]) >= 0
-        blocks = {True: [], False: []}  # (start, end) of the staying and the leaving pairs
-        for k in np.flatnonzero(bounds[1:] > bounds[:-1]):
-            side = blocks[bool(keep[k])]
-            if side and side[-1][1] == bounds[k]:
-                side[-1][1] = bounds[k + 1]
-            else:
-                side.append([bounds[k], bounds[k + 1]])
-        if len(blocks[True]) + len(blocks[False]) > RETIRE_MAX_BLOCKS:
+        # the runs of pairs lie one after the other: a block is a stretch of
+        # non-empty runs on the same side (found without a loop over nodes,
+        # which a forest's level has thousands of)
+        filled = np.flatnonzero(bounds[1:] > bounds[:-1])
+        side = keep[filled]
+        turns = np.flatnonzero(side[1:] != side[:-1]) + 1
+        if turns.shape[0] + 1 > RETIRE_MAX_BLOCKS:
             return False
+        first = np.concatenate([[0], turns])
+        last = np.concatenate([turns, [filled.shape[0]]]) - 1
+        blocks = {True: [], False: []}  # (start, end) of the staying and the leaving pairs
+        for a, b in zip(first, last):
+            blocks[bool(side[a])].append((bounds[filled[a]], bounds[filled[b] + 1]))
 
         def cut(a, side):
             parts = [a[int(lo) : int(hi)] for lo, hi in blocks[side]]

@@ -873,3 +873,40 @@ def test_quality_matches_sklearn(data, kind):
               f"(spread {spread:.4f})")  # fmt: skip
         assert oob_ours.mean() >= oob_theirs.mean() - spread, (oob_ours, oob_theirs)
     assert ours.mean() >= theirs.mean() - se, (ours, theirs)
+
+
+def test_drawn_feature_histograms_give_the_subtraction_forest(monkeypatch):
+    """Children built over their drawn features only (``max_features`` of at most half the features) give
+    the forest the sibling subtraction gives: classification's channels and bootstrap multiplicities are
+    integers, so both sums are exact and every split, threshold and value is the same."""
+    from estimator_zoo import fitted_arrays
+
+    from gputrees import _grower, _rows
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((4000, 12))
+    X[rng.random(X.shape) < 0.03] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]) + rng.standard_normal(4000) > 0).astype(int)
+    drawn = []
+    histograms = _rows.LocalRows.histograms
+
+    def counting(self, slots, n_slots, n_bins, features=None):
+        drawn.append(features is not None)
+        return histograms(self, slots, n_slots, n_bins, features)
+
+    monkeypatch.setattr(_rows.LocalRows, "histograms", counting)
+    kw = dict(n_estimators=4, max_features="sqrt", random_state=0, n_jobs=2)
+    built = RandomForestClassifier(**kw).fit(X, y)
+    assert sum(drawn) >= 5
+    drawn.clear()
+    monkeypatch.setattr(_grower, "DRAWN_BUILD_SHARE", 0.0)
+    subtracted = RandomForestClassifier(**kw).fit(X, y)
+    assert not any(drawn)
+    a, b = fitted_arrays(built), fitted_arrays(subtracted)
+    assert a.keys() == b.keys()
+    for k, v in a.items():
+        if isinstance(v, np.ndarray):
+            assert np.array_equal(v, b[k], equal_nan=v.dtype.kind == "f"), k
+        else:
+            assert v == b[k], k
+    np.testing.assert_array_equal(built.predict_proba(X), subtracted.predict_proba(X))

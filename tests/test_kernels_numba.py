@@ -204,6 +204,35 @@ def test_grouped_and_scattered_rows_give_the_same_histograms(mult, n_channels):
 
 
 @pytest.mark.parametrize("mult", MULTS)
+@pytest.mark.parametrize("n_channels", [1, 3, 4])
+@pytest.mark.parametrize("n_bins", [2, 20, 300])
+def test_drawn_histograms_equal_the_reference(mult, n_channels, n_bins):
+    """Each node's histograms over its own drawn features equal those features' full histograms (bit for
+    bit: the same row-order sums), with NaN bins, empty nodes, a one-row node and every thread count; pairs
+    not grouped by node give None (the row set then gathers)."""
+    n = 400
+    active, _ = _active(31, n=n, m=900, n_nodes=7, mult=mult, empty_nodes=(5,))
+    active = dataclasses.replace(active, node=np.where(np.arange(900) == 17, 6, np.where(active.node == 6, 0,
+                                                                                           active.node)))
+    grouped = _grouped(active)
+    codes = _codes(32, n, n_features=9, n_bins=n_bins)
+    chan = np.random.default_rng(33).standard_normal((n, n_channels))
+    table = np.array([3, -1, 0, 2, -1, 1, 4], dtype=np.int64)  # node 5 (slot 1) empty, node 6 (slot 4) one row
+    rng = np.random.default_rng(34)
+    features = np.stack([np.sort(rng.choice(9, 3, replace=False)) for _ in range(5)]).astype(np.int64)
+    want = _reference.drawn_histograms(NP, codes, grouped, chan, table, 5, n_bins, features,
+                                       node_histograms=functools.partial(_reference.node_histograms,
+                                                                         build=_bincount.build_histograms))
+    assert want.shape == (5, 3, n_bins, n_channels)
+    assert np.all(want[1] == 0) and np.count_nonzero(want[4][..., 0] if n_channels > 0 else want[4]) <= 3
+    for threads in (1, 2, 3):
+        got = _numba.drawn_histograms(NP, codes, grouped, chan, table, 5, n_bins, features, n_threads=threads)
+        assert got.shape == want.shape and got.dtype == np.float64
+        assert np.array_equal(got, want)
+    assert _numba.drawn_histograms(NP, codes, active, chan, table, 5, n_bins, features, n_threads=2) is None
+
+
+@pytest.mark.parametrize("mult", MULTS)
 @pytest.mark.parametrize("first, width", [(1, 3), (0, 3), (2, 5), (1, 4)])
 def test_histograms_of_a_block_of_columns(mult, first, width):
     """A block of the channel table's columns (boosting's [G, H] of its [count, G, H] table) is read in

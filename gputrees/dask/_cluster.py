@@ -251,8 +251,9 @@ class DaskRows:
             total += p
         return total
 
-    def histograms(self, slots, n_slots: int, n_bins: int):
-        parts = self.shards.call("histograms", self._flush(), np.asarray(slots), n_slots, n_bins)
+    def histograms(self, slots, n_slots: int, n_bins: int, features=None):
+        drawn = None if features is None else np.asarray(features)
+        parts = self.shards.call("histograms", self._flush(), np.asarray(slots), n_slots, n_bins, drawn)
         self.shards.log[-1].n_nodes = n_slots
         return self._total(parts)
 

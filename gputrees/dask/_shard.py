@@ -126,9 +126,10 @@ class Shard:
         for name, args in ops:
             getattr(self.rows, name)(*[_to_ns(self.xp, a) for a in args])
 
-    def histograms(self, ops, slots, n_slots: int, n_bins: int):
+    def histograms(self, ops, slots, n_slots: int, n_bins: int, features=None):
         self._apply(ops)
-        return _backend.to_numpy(self.rows.histograms(_to_ns(self.xp, slots), n_slots, n_bins))
+        drawn = None if features is None else _to_ns(self.xp, features)
+        return _backend.to_numpy(self.rows.histograms(_to_ns(self.xp, slots), n_slots, n_bins, drawn))
 
     def sums(self, ops, slots, n_slots: int):
         self._apply(ops)

@@ -110,6 +110,14 @@ class Kernels:
         children from the built ones and their parents'; see
         :func:`gputrees.kernels._reference.sibling_histograms`, which
         ``None`` means.
+    drawn_histograms : callable or None
+        ``drawn_histograms(xp, codes, active, chan, slot_of_node, n_slots,
+        n_bins, features)``: the nodes' histograms over their drawn features
+        only (``features`` (n_slots, k) int64; out (n_slots, k, n_bins, C)),
+        or None where the set does not build them so (the row set then
+        gathers them from every feature's); see
+        :func:`gputrees.kernels._reference.drawn_histograms`, which ``None``
+        means.
     codes_by_feature : callable or None
         ``codes_by_feature(xp, codes)``: the binned matrix feature-major,
         (n_features, n_samples), which this set's ``route_rows`` and
@@ -156,6 +164,7 @@ class Kernels:
     sorted_splits: Callable | None = None
     codes_by_feature: Callable | None = None
     sibling_histograms: Callable | None = None
+    drawn_histograms: Callable | None = None
     workspace: Callable | None = None
     round_end: Callable | None = None
     grow_tree: Callable | None = None
@@ -280,6 +289,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             sorted_splits=functools.partial(_numba_split.sorted_splits, n_threads=threads),
             codes_by_feature=_numba.codes_by_feature,
             sibling_histograms=functools.partial(_numba.sibling_histograms, n_threads=threads),
+            drawn_histograms=functools.partial(_numba.drawn_histograms, n_threads=threads),
             workspace=_numba.workspace,
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
             grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),

@@ -1220,6 +1220,59 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
         )
 
 
+def drawn_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins: int, features, *,
+                     n_threads: int = 1):
+    """Histograms of each slot's drawn features only; the contract of :func:`gputrees.kernels._reference.drawn_histograms`.
+
+    One task per node (each output one thread's row-order sum), reading the
+    node's run of pairs: None when the pairs are not grouped by node (the
+    caller then gathers the drawn features from full histograms).
+    """
+    mult, wmult, mode = _mults(active)
+    node = _i64(active.node)
+    table = _i64(slot_of_node)
+    feats = _i64(features)
+    k = int(feats.shape[1])
+    threads = _threads_for(n_threads, int(node.shape[0]) * max(1, k))
+    start, end, grouped = _node_runs(active, node, table, int(n_slots))
+    if not grouped:
+        return None
+    chan_table, first = _channel_table(chan)
+    with _Threads(threads):
+        out = _output((int(n_slots), k, int(n_bins), int(chan.shape[1])))
+        _drawn_histograms(codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode, chan_table, first,
+                          start, end, feats, out)
+    return out
+
+
+@numba.njit(parallel=True, **_JIT)
+def _drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first, start, end, features, out):
+    """``out[s, j]``: the histogram of slot ``s``'s run ``start[s]:end[s]`` over feature ``features[s, j]``.
+
+    One node per task, its pairs in order: each row's channels weighed once,
+    then added to each drawn feature's bin.
+    """
+    n_slots, k = features.shape
+    n_bins, n_channels = out.shape[2], out.shape[3]
+    for s in prange(n_slots):
+        for j in range(k):
+            for b in range(n_bins):
+                for c in range(n_channels):
+                    out[s, j, b, c] = 0.0
+        if start[s] < 0:
+            continue
+        w = np.empty(n_channels)
+        for i in range(start[s], end[s]):
+            r = row[i]
+            ci = chan_index[i]
+            for c in range(n_channels):
+                w[c] = _weight(chan, ci, c, i, mult, wmult, mode, first)
+            for j in range(k):
+                b = codes[r, features[s, j]]
+                for c in range(n_channels):
+                    out[s, j, b, c] += w[c]
+
+
 def _channel_table(chan):
     """``(table, first)``: a C-contiguous float64 table whose columns ``first : first + C`` are ``chan``.
 

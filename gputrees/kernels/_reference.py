@@ -290,6 +290,47 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
     return dataclasses.replace(active, node=xp.where(hit, child, active.node), bounds=None)
 
 
+def drawn_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins: int, features, *,
+                     node_histograms=node_histograms):
+    """Histograms of the nodes that have a slot over their drawn features only.
+
+    The reference: every feature's histograms (``node_histograms``, the
+    kernel set's), then each slot's drawn ones (:func:`take_features`).
+
+    Parameters
+    ----------
+    codes, active, chan, slot_of_node, n_slots, n_bins
+        As :func:`node_histograms`.
+    features : array of shape (n_slots, k), int64
+        The features of each slot's histograms, in order.
+
+    Returns
+    -------
+    array of shape (n_slots, k, n_bins, n_channels), float64
+    """
+    full = node_histograms(xp, codes, active, chan, slot_of_node, n_slots, n_bins)
+    return take_features(xp, full, features)
+
+
+def take_features(xp, hist, features):
+    """``out[s, j] = hist[s, features[s, j]]``: each node's histograms of some features.
+
+    Parameters
+    ----------
+    hist : array of shape (m, n_features, n_bins, C), float64
+    features : array of shape (m, k), int64
+
+    Returns
+    -------
+    array of shape (m, k, n_bins, C), float64
+    """
+    m, n_features = int(hist.shape[0]), int(hist.shape[1])
+    k = int(features.shape[1])
+    flat = xp.reshape(hist, (m * n_features,) + tuple(hist.shape[2:]))
+    sel = xp.reshape(xp.arange(m, dtype=xp.int64)[:, None] * n_features + features, (-1,))
+    return xp.reshape(xp.take(flat, sel, axis=0), (m, k) + tuple(hist.shape[2:]))
+
+
 def sibling_histograms(xp, parent_hist, parent_index, small, small_is_right, children):
     """Histograms of some children of sibling pairs: the built (smaller) child's, or its parent's minus it.
 
