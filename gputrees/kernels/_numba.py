@@ -1241,16 +1241,19 @@ def drawn_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins
     with _Threads(threads):
         out = _output((int(n_slots), k, int(n_bins), int(chan.shape[1])))
         _drawn_histograms(codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode, chan_table, first,
-                          start, end, feats, out)
+                          start, end, feats, out, PREFETCH_AHEAD)
     return out
 
 
 @numba.njit(parallel=True, **_JIT)
-def _drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first, start, end, features, out):
+def _drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first, start, end, features, out, ahead):
     """``out[s, j]``: the histogram of slot ``s``'s run ``start[s]:end[s]`` over feature ``features[s, j]``.
 
     One node per task, its pairs in order: each row's channels weighed once,
-    then added to each drawn feature's bin.
+    then added to each drawn feature's bin; the pair ``ahead`` positions on
+    prefetched (a node's rows lie far apart below the first levels: an
+    8-tree forest on 250k x 28 rows spent 0.76 s here without, 0.34 s with
+    16 ahead; 8 and 128 were slower, 32 and 64 about the same).
     """
     n_slots, k = features.shape
     n_bins, n_channels = out.shape[2], out.shape[3]
@@ -1262,7 +1265,10 @@ def _drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first, st
         if start[s] < 0:
             continue
         w = np.empty(n_channels)
+        stop = end[s] - ahead
         for i in range(start[s], end[s]):
+            if i < stop:
+                _prefetch_pair(codes, chan, row[i + ahead], chan_index[i + ahead])
             r = row[i]
             ci = chan_index[i]
             for c in range(n_channels):
