@@ -9,7 +9,9 @@ A *round* expands a set of frontier nodes of every tree of the batch:
 2. build the histogram of the smaller child of each sibling pair with one
    kernel call, and get the larger one by subtracting it from the parent's
    histogram (kept from the previous round when it fits the memory bound);
-   pairs whose children both have fewer rows than bins skip histograms and
+   with per-node feature draws of at most half the features (random
+   forests), both children are built over their own drawn features instead
+   (``DRAWN_BUILD_SHARE``); pairs whose children both have fewer rows than bins skip histograms and
    use the sort-based search of :mod:`gputrees._sorted_split` (numerical
    data);
 3. find the best split of every new node (:mod:`gputrees._splitting`);
