@@ -9,8 +9,13 @@ working tree) and fits the same model with each in turn, round after
 round, in one process, so that every version meets the same phases:
 
     python bench/bench_versions.py --refs ad47cde WORKTREE --data flights --rounds 100 --repeats 6
+    python bench/bench_versions.py --refs 27bbd77 WORKTREE --model forest --rows 266667 --rounds 20 --repeats 2
 
-prints each version's fit seconds (median and every run). The package's
+prints each version's fit seconds (median and every run). ``--model forest``
+fits ``RandomForestClassifier(n_estimators=--rounds)`` (fully grown trees,
+``max_features="sqrt"``), ``--model tree`` one fully grown
+``DecisionTreeClassifier``, both on the synthetic data (``--rows`` rows
+before the 75% training split). The package's
 fitting code imports its own modules relatively, which is what lets two
 copies live side by side.
 """
@@ -49,7 +54,7 @@ def extract(ref: str, where: Path, name: str) -> None:
     (where / "_x" / "gputrees").rename(target)
 
 
-def load_data(data: str, data_dir: str):
+def load_data(data: str, data_dir: str, rows: int = 1_000_000):
     """(X_train, y_train, estimator class name) of a benchmark data set (75% of the rows)."""
     from sklearn.model_selection import train_test_split
 
@@ -62,7 +67,7 @@ def load_data(data: str, data_dir: str):
     else:
         from bench_tree import make_synthetic
 
-        X, y = make_synthetic(1_000_000, 28, np.float32, 0)
+        X, y = make_synthetic(rows, 28, np.float32, 0)
         name = "GradientBoostingClassifier"
     X_train, _, y_train, _ = train_test_split(X, y, test_size=0.25, random_state=0)
     return X_train, y_train, name
@@ -79,12 +84,26 @@ def main(argv=None):
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     p.add_argument("--quick", action="store_true", help="Bank marketing, 5 rounds, one repeat (a smoke test)")
+    p.add_argument("--model", choices=["boost", "forest", "tree"], default="boost",
+                   help="boosting (default), a random forest of --rounds trees or one tree, fully grown "
+                        "(forest and tree: synthetic data)")
+    p.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows before the 75%% training split")
     args = p.parse_args(argv)
     if args.quick:
         args.data, args.rounds, args.repeats = "bank", 5, 1
-    X, y, name = load_data(args.data, args.data_dir)
-    params = dict(max_depth=6, learning_rate=0.1, max_bins=255, l2_regularization=1.0, min_child_weight=1.0,
-                  min_samples_leaf=1, early_stopping=False, random_state=0, n_jobs=args.n_jobs, device=args.device)
+    if args.model != "boost" and args.data != "synthetic":
+        p.error("--model forest and tree run on --data synthetic")
+    X, y, name = load_data(args.data, args.data_dir, args.rows)
+    if args.model == "boost":
+        params = dict(max_depth=6, learning_rate=0.1, max_bins=255, l2_regularization=1.0, min_child_weight=1.0,
+                      min_samples_leaf=1, early_stopping=False, random_state=0, n_jobs=args.n_jobs,
+                      device=args.device)
+    else:
+        name = "RandomForestClassifier" if args.model == "forest" else "DecisionTreeClassifier"
+        params = dict(random_state=0, n_jobs=args.n_jobs, device=args.device)
+
+    def make(cls, n):
+        return cls(n_estimators=n, **params) if args.model != "tree" else cls(**params)
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
         sys.path.insert(0, str(where))
@@ -94,14 +113,15 @@ def main(argv=None):
             extract(ref, where, pkg)
             models[ref] = getattr(importlib.import_module(pkg), name)
         for cls in models.values():  # compile (or load the cache) outside the timing
-            cls(n_estimators=3, **params).fit(X[:2000], y[:2000])
+            make(cls, 3).fit(X[:2000], y[:2000])
         times = {ref: [] for ref in models}
         for _ in range(args.repeats):
             for ref, cls in models.items():
                 start = time.perf_counter()
-                cls(n_estimators=args.rounds, **params).fit(X, y)
+                make(cls, args.rounds).fit(X, y)
                 times[ref].append(time.perf_counter() - start)
-    print(f"[{args.data}] {X.shape[0]:,} rows x {X.shape[1]}, {args.rounds} rounds, {args.n_jobs} threads, "
+    what = {"boost": f"{args.rounds} rounds", "forest": f"{args.rounds} trees", "tree": "one tree"}[args.model]
+    print(f"[{args.data}, {args.model}] {X.shape[0]:,} rows x {X.shape[1]}, {what}, {args.n_jobs} threads, "
           f"device {args.device}, versions alternated in one process")
     for ref, t in times.items():
         print(f"  {ref:>12}  median {np.median(t):.3f} s  runs " + " ".join(f"{x:.3f}" for x in t))
