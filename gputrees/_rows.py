@@ -246,9 +246,33 @@ class LocalRows:
             return
         if kept == 0:  # every pair leaves: the arrays themselves are recorded, not copies
             self._keep(lambda a: a[0:0], lambda a: a)
+        elif self.kernels.keep_pairs is not None:
+            self._keep_compressed(hit)
         else:
             self._keep(lambda a: a[hit], lambda a: a[~hit])
-        self.bounds = None
+        if kept and self.bounds is not None:
+            # the staying nodes' runs, in order: known without a pass
+            n_ids = min(int(self.bounds.shape[0]) - 1, int(slots.shape[0]))
+            runs = self.bounds[1 : n_ids + 1] - self.bounds[:n_ids]
+            runs = xp.where(slots[:n_ids] >= 0, runs, xp.zeros_like(runs))
+            self.bounds = xp.concat([xp.zeros(1, dtype=xp.int64), xp.cumulative_sum(runs)])
+        else:
+            self.bounds = None
+
+    def _keep_compressed(self, hit) -> None:
+        """:meth:`_keep` of the pairs ``hit`` with the kernel set's ``keep_pairs`` (every staying array in one call)."""
+        if self.record_leaves:
+            self._leaf_keys.append(self.key[~hit])
+            self._leaf_nodes.append(self.node[~hit])
+        one = self.key is self.row
+        names = ["row", "node"] + ([] if one else ["key"])
+        names += [name for name in ("mult", "wmult") if getattr(self, name) is not None]
+        kept = self.kernels.keep_pairs(self.xp, [getattr(self, name) for name in names], hit)
+        for name, a in zip(names, kept):
+            setattr(self, name, a)
+        if one:
+            self.key = self.row
+        self._child_sums = None
 
     def _keep(self, stay, leave) -> None:
         """Record the leaving pairs (keys and nodes) and keep the staying ones (every pair array).
@@ -317,6 +341,9 @@ class LocalRows:
         xp = self.xp
         slot = xp.take(slots, self.node)
         hit = slot >= 0
+        if self.kernels.keep_pairs is not None:  # into reused buffers
+            rows, slot = self.kernels.keep_pairs(xp, [self.row, slot], hit)
+            return rows, slot, active_weights(xp, self.active(), self.chan, hit)
         return self.row[hit], slot[hit], active_weights(xp, self.active(), self.chan, hit)
 
     def row_leaves(self, layout: LeafLayout):

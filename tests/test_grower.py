@@ -650,10 +650,11 @@ def test_slot_table_positions_of_sorted_ids(ids):
     assert got.dtype == np.int64 and got.tolist() == want.tolist()
 
 
+@pytest.mark.parametrize("kernel_set", ["numba", "bincount"])
 @pytest.mark.parametrize("with_mult", [False, True])
-def test_retire_by_runs_equals_retire_by_mask(with_mult, monkeypatch):
-    """Pairs grouped by node: retiring by slices of the node runs keeps and records what the boolean mask does,
-    in the same order, and keeps the runs known."""
+def test_retire_by_runs_equals_retire_by_mask(with_mult, kernel_set, monkeypatch):
+    """Pairs grouped by node: retiring by slices of the node runs keeps and records what the boolean mask does
+    (the Numba set's ``keep_pairs`` or boolean indexing), in the same order, and both keep the runs known."""
     from gputrees import _rows
     from gputrees.kernels import get_kernels
 
@@ -666,7 +667,7 @@ def test_retire_by_runs_equals_retire_by_mask(with_mult, monkeypatch):
         rng = np.random.default_rng(9)
         mult = rng.integers(0, 3, (1, n)).astype(np.float64) + 1 if with_mult else None
         rows = _rows.LocalRows(xp, rng.integers(0, 4, (n, 2)).astype(np.uint8), rng.standard_normal((n, 3)),
-                               get_kernels(xp, "numba"), multiplicity=mult, record_leaves=not with_mult)
+                               get_kernels(xp, kernel_set), multiplicity=mult, record_leaves=not with_mult)
         node = np.sort(rng.integers(0, n_ids, rows.row.shape[0])).astype(np.int64)
         perm = rng.permutation(rows.row.shape[0])
         one = rows.key is rows.row
@@ -679,10 +680,9 @@ def test_retire_by_runs_equals_retire_by_mask(with_mult, monkeypatch):
         slots = np.where(rng.random(n_ids) < 0.5, np.arange(n_ids), -1).astype(np.int64)
         slots[node[0]] = 0  # some pairs stay
         rows.retire(slots)
-        assert (rows.bounds is not None) == (max_blocks > 0)
-        if rows.bounds is not None:
-            assert rows.bounds[-1] == rows.node.shape[0]
-            assert np.array_equal(np.repeat(np.arange(n_ids), np.diff(rows.bounds)), rows.node)
+        assert rows.bounds is not None
+        assert rows.bounds[-1] == rows.node.shape[0]
+        assert np.array_equal(np.repeat(np.arange(n_ids), np.diff(rows.bounds)), rows.node)
         results.append((rows.row.copy(), rows.node.copy(), None if rows.mult is None else rows.mult.copy(),
                         [a.copy() for a in rows._leaf_keys], [a.copy() for a in rows._leaf_nodes]))
     (r1, n1, m1, k1, l1), (r2, n2, m2, k2, l2) = results

@@ -387,8 +387,8 @@ def test_route_rows_grouped_input_sparse_and_dense_passes(threads):
     e_i, e_f = np.empty(0, dtype=np.int64), np.empty(0)
     args = (codes, row, e_i, grouped.node, e_i, e_f, e_f, table, split.feature, split.bin, split.missing_left,
             split.is_categorical, split.cat_left, 6, n_bins - 1, 14, threads)
-    sparse = _numba._route_group(*args, True)
-    dense = _numba._route_group(*args, False)
+    sparse = _numba._route_group(*args, True, _numba._routed_arrays(len(row), e_i, e_i, e_f, e_f))
+    dense = _numba._route_group(*args, False, _numba._routed_arrays(len(row), e_i, e_i, e_f, e_f))
     for a, b in zip(sparse, dense):
         assert np.array_equal(a, b)
     assert np.array_equal(sparse[0], got.row) and np.array_equal(sparse[2], got.node)
@@ -849,3 +849,54 @@ def test_forest_grown_with_reused_buffers_equals_one_without(monkeypatch):
     monkeypatch.setattr(_numba, "workspace", None)
     fresh = RandomForestClassifier(**kw).fit(X, y)
     np.testing.assert_array_equal(reused.predict_proba(X), fresh.predict_proba(X))
+
+
+def test_routing_inside_a_workspace_reuses_free_pair_buffers():
+    """Inside a workspace the routed pair arrays are views of pooled buffers: a buffer whose arrays are still
+    held is not handed out again (those arrays keep their values), a dropped one is, and every routing
+    equals the routing outside a workspace."""
+    n, n_bins = 500, 12
+    active, _ = _active(41, n=n, m=1200, n_nodes=6, mult="both")
+    grouped = _grouped(active)
+    codes = _codes(42, n, n_bins=n_bins)
+    split = _split(43, 4, codes.shape[1], n_bins, False)
+    table = np.array([0, -1, 1, 2, -1, 3], dtype=np.int64)
+    fields = ("row", "chan_index", "node", "key", "mult", "wmult")
+
+    def route():
+        return _numba.route_rows(NP, codes, grouped, table, split, 6, n_bins - 1, n_threads=2)
+
+    def same(a, b):
+        return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in fields if getattr(a, f) is not None)
+
+    want = route()
+    with _numba.workspace():
+        first = route()
+        second = route()
+        assert same(second, want)
+        arrays = [getattr(x, f) for x in (first, second) for f in fields if getattr(x, f) is not None]
+        assert not any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[:i])
+
+        def address(a):
+            return a.__array_interface__["data"][0]
+
+        dropped = {address(getattr(second, f)) for f in fields if getattr(second, f) is not None}
+        del second, arrays
+        third = route()
+        assert {address(getattr(third, f)) for f in fields if getattr(third, f) is not None} == dropped
+        assert same(first, want) and same(third, want)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
+def test_keep_pairs_equals_boolean_indexing(share):
+    """The retirement's compression equals ``a[keep]`` for int64 and float64 arrays, every thread count, with
+    no pair, some and every pair kept."""
+    rng = np.random.default_rng(51)
+    m = 1001
+    keep = rng.random(m) < share
+    arrays = [rng.integers(0, 10**9, m).astype(np.int64), rng.standard_normal(m), np.arange(m, dtype=np.int64)]
+    for threads in (1, 2, 3):
+        got = _numba.keep_pairs(NP, arrays, keep, n_threads=threads)
+        assert len(got) == 3
+        for a, g in zip(arrays, got):
+            assert g.dtype == a.dtype and np.array_equal(g, a[keep])

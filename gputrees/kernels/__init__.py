@@ -118,6 +118,11 @@ class Kernels:
         gathers them from every feature's); see
         :func:`gputrees.kernels._reference.drawn_histograms`, which ``None``
         means.
+    keep_pairs : callable or None
+        ``keep_pairs(xp, arrays, keep)``: ``tuple(a[keep] for a in
+        arrays)`` for the row set's retirement of finished nodes' pairs,
+        into buffers the set may reuse; see
+        :func:`gputrees.kernels._numba.keep_pairs`. None: boolean indexing.
     codes_by_feature : callable or None
         ``codes_by_feature(xp, codes)``: the binned matrix feature-major,
         (n_features, n_samples), which this set's ``route_rows`` and
@@ -165,6 +170,7 @@ class Kernels:
     codes_by_feature: Callable | None = None
     sibling_histograms: Callable | None = None
     drawn_histograms: Callable | None = None
+    keep_pairs: Callable | None = None
     workspace: Callable | None = None
     round_end: Callable | None = None
     grow_tree: Callable | None = None
@@ -290,6 +296,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             codes_by_feature=_numba.codes_by_feature,
             sibling_histograms=functools.partial(_numba.sibling_histograms, n_threads=threads),
             drawn_histograms=functools.partial(_numba.drawn_histograms, n_threads=threads),
+            keep_pairs=functools.partial(_numba.keep_pairs, n_threads=threads),
             workspace=_numba.workspace,
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
             grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),
