@@ -82,6 +82,8 @@ CASES = {
     "deep": ({"n": 40_000, "p": 3}, {"max_depth": 11, "min_weight_leaf": 0.01}),
     "row_blocks": ({"n": 80_000, "p": 3}, {"max_depth": 3}),  # nodes of 2 * ROW_BLOCK rows and more
     "packed_channels": ({"n": _numba_grow.PACK_ROWS + 5000, "p": 3, "missing": 0.02}, {"max_depth": 5}),
+    "packed_uint16_codes": ({"n": _numba_grow.PACK_ROWS + 3000, "p": 2, "max_bins": 600, "missing": 0.01},
+                            {"max_depth": 4}),
     "one_thread": ({"threads": 1, "missing": 0.02}, {}),
     "one_feature": ({"p": 1}, {}),
     "all_missing_feature": ({"missing": 0.02}, {}),
@@ -112,10 +114,16 @@ _NEW_WORK = _numba_grow._Work.new
 
 
 def _poisoned(shape):
-    """Work buffers full of values no tree could use: NaN channels and histograms, out-of-range rows, True sides."""
+    """Work buffers full of values no tree could use: NaN channels and histograms, out-of-range rows, True sides,
+    codes in the middle of their range."""
     work = _NEW_WORK(shape)
     for a in work.arrays():
-        a.fill(-7 if a.dtype == np.int64 else (True if a.dtype == np.bool_ else np.nan))
+        if a.dtype == np.bool_:
+            a.fill(True)
+        elif a.dtype.kind in "iu":
+            a.fill(-7 if a.dtype.kind == "i" else np.iinfo(a.dtype).max // 2 + 3)
+        else:
+            a.fill(np.nan)
     return work
 
 
