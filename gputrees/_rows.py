@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._backend import from_numpy, to_numpy
+from ._backend import to_numpy
 from .kernels import ActiveRows
 from .kernels._reference import active_weights, children_slot_table, drawn_histograms
 
@@ -229,14 +229,14 @@ class LocalRows:
         """Keep only the pairs whose node has a slot (``slots`` None: none is kept)."""
         xp = self.xp
         m = int(self.node.shape[0])
+        staying = None  # the staying pairs' node runs, where the runs are known
         if m and slots is not None and self.bounds is not None:
             # counted from the node runs, without a pass over the pairs
-            n_ids = min(int(self.bounds.shape[0]) - 1, int(slots.shape[0]))
-            runs = self.bounds[1 : n_ids + 1] - self.bounds[:n_ids]
-            kept = int(xp.sum(xp.where(slots[:n_ids] >= 0, runs, xp.zeros_like(runs))))
+            staying = self._staying_bounds(slots)
+            kept = int(staying[-1])
             if kept == m:
                 return
-            if kept and self._retire_runs(slots, n_ids):
+            if kept and self._retire_runs(slots, staying):
                 return
         kept = 0
         if slots is not None:
@@ -245,63 +245,56 @@ class LocalRows:
         if m and kept == m:  # every pair stays (a level of a depth-limited tree): nothing to gather
             return
         if kept == 0:  # every pair leaves: the arrays themselves are recorded, not copies
-            self._keep(lambda a: a[0:0], lambda a: a)
-        elif self.kernels.keep_pairs is not None:
-            self._keep_compressed(hit)
+            self._keep(lambda arrays: [a[0:0] for a in arrays], lambda a: a)
         else:
-            self._keep(lambda a: a[hit], lambda a: a[~hit])
-        if kept and self.bounds is not None:
-            # the staying nodes' runs, in order: known without a pass
-            n_ids = min(int(self.bounds.shape[0]) - 1, int(slots.shape[0]))
-            runs = self.bounds[1 : n_ids + 1] - self.bounds[:n_ids]
-            runs = xp.where(slots[:n_ids] >= 0, runs, xp.zeros_like(runs))
-            self.bounds = xp.concat([xp.zeros(1, dtype=xp.int64), xp.cumulative_sum(runs)])
-        else:
-            self.bounds = None
+            self._keep(lambda arrays: self._compress(arrays, hit), lambda a: a[~hit])
+        # the staying nodes' runs, in order: known without a pass
+        self.bounds = staying if kept else None
 
-    def _keep_compressed(self, hit) -> None:
-        """:meth:`_keep` of the pairs ``hit`` with the kernel set's ``keep_pairs`` (every staying array in one call)."""
-        if self.record_leaves:
-            self._leaf_keys.append(self.key[~hit])
-            self._leaf_nodes.append(self.node[~hit])
-        one = self.key is self.row
-        names = ["row", "node"] + ([] if one else ["key"])
-        names += [name for name in ("mult", "wmult") if getattr(self, name) is not None]
-        kept = self.kernels.keep_pairs(self.xp, [getattr(self, name) for name in names], hit)
-        for name, a in zip(names, kept):
-            setattr(self, name, a)
-        if one:
-            self.key = self.row
-        self._child_sums = None
+    def _staying_bounds(self, slots):
+        """``bounds`` of the pairs whose node has a slot once the others are gone (node runs keep their order)."""
+        xp = self.xp
+        n_ids = min(int(self.bounds.shape[0]) - 1, int(slots.shape[0]))
+        runs = self.bounds[1 : n_ids + 1] - self.bounds[:n_ids]
+        runs = xp.where(slots[:n_ids] >= 0, runs, xp.zeros_like(runs))
+        return xp.concat([xp.zeros(1, dtype=xp.int64), xp.cumulative_sum(runs)])
+
+    def _compress(self, arrays, hit):
+        """``[a[hit] for a in arrays]``, in one call of the kernel set's ``keep_pairs`` where it has one."""
+        if self.kernels.keep_pairs is not None:  # into reused buffers
+            return self.kernels.keep_pairs(self.xp, arrays, hit)
+        return [a[hit] for a in arrays]
 
     def _keep(self, stay, leave) -> None:
         """Record the leaving pairs (keys and nodes) and keep the staying ones (every pair array).
 
-        ``stay`` / ``leave``: functions from a pair array to its staying /
-        leaving pairs, in pair order.
+        ``stay``: from a list of pair arrays to their staying pairs' arrays,
+        in order; ``leave``: from a pair array to its leaving pairs, in order.
         """
         if self.record_leaves:
             self._leaf_keys.append(leave(self.key))
             self._leaf_nodes.append(leave(self.node))
         one = self.key is self.row
-        self.row, self.node = stay(self.row), stay(self.node)
-        self.key = self.row if one else stay(self.key)
-        if self.mult is not None:
-            self.mult = stay(self.mult)
-        if self.wmult is not None:
-            self.wmult = stay(self.wmult)
+        names = ["row", "node"] + ([] if one else ["key"])
+        names += [name for name in ("mult", "wmult") if getattr(self, name) is not None]
+        for name, a in zip(names, stay([getattr(self, name) for name in names])):
+            setattr(self, name, a)
+        if one:
+            self.key = self.row
         self._child_sums = None
 
-    def _retire_runs(self, slots, n_ids: int) -> bool:
+    def _retire_runs(self, slots, staying) -> bool:
         """:meth:`retire` by copying the pairs' runs (they are grouped by node id), when they are few.
 
         The pairs of consecutive node ids that all stay (or all leave) are one
         block: at most :data:`RETIRE_MAX_BLOCKS` blocks are copied as slices,
         without a pass over every pair's node and a boolean mask (flights:
-        0.9 of 1.5 ms a retirement); the runs stay known (``bounds``). Returns
-        False, having changed nothing, when there are more blocks.
+        0.9 of 1.5 ms a retirement); the runs stay known (``staying``, from
+        :meth:`_staying_bounds`). Returns False, having changed nothing, when
+        there are more blocks.
         """
         xp = self.xp
+        n_ids = int(staying.shape[0]) - 1
         bounds = to_numpy(self.bounds[: n_ids + 1])
         keep = to_numpy(slots[:n_ids]) >= 0
         # the runs of pairs lie one after the other: a block is a stretch of
@@ -322,9 +315,8 @@ class LocalRows:
             parts = [a[int(lo) : int(hi)] for lo, hi in blocks[side]]
             return parts[0] if len(parts) == 1 else xp.concat(parts)
 
-        self._keep(lambda a: cut(a, True), lambda a: cut(a, False))
-        runs = np.where(keep, bounds[1:] - bounds[:-1], 0)
-        self.bounds = from_numpy(xp, np.concatenate([[0], np.cumsum(runs)]).astype(np.int64))
+        self._keep(lambda arrays: [cut(a, True) for a in arrays], lambda a: cut(a, False))
+        self.bounds = staying
         return True
 
     def rows_of(self, slots):
@@ -341,10 +333,8 @@ class LocalRows:
         xp = self.xp
         slot = xp.take(slots, self.node)
         hit = slot >= 0
-        if self.kernels.keep_pairs is not None:  # into reused buffers
-            rows, slot = self.kernels.keep_pairs(xp, [self.row, slot], hit)
-            return rows, slot, active_weights(xp, self.active(), self.chan, hit)
-        return self.row[hit], slot[hit], active_weights(xp, self.active(), self.chan, hit)
+        rows, slot = self._compress([self.row, slot], hit)
+        return rows, slot, active_weights(xp, self.active(), self.chan, hit)
 
     def row_leaves(self, layout: LeafLayout):
         """Leaf of every (tree, row), (n_trees, n) int64, in the final node numbering.

@@ -1057,6 +1057,12 @@ def kept(name: str, key, make):
     return make() if ws is None else ws.keep(name, key, make)
 
 
+#: Chunks of pairs per thread in :func:`keep_pairs`: the staying pairs are
+#: rarely spread evenly (a forest's finished nodes leave in runs), and more
+#: chunks than threads even out the threads' shares.
+KEEP_CHUNKS_PER_THREAD = 4
+
+
 def keep_pairs(xp, arrays, keep, *, n_threads: int = 1):
     """``tuple(a[keep] for a in arrays)``: the staying pairs of a retirement, in order, in reused buffers.
 
@@ -1076,7 +1082,7 @@ def keep_pairs(xp, arrays, keep, *, n_threads: int = 1):
     keep = np.ascontiguousarray(keep, dtype=np.bool_)
     m = int(keep.shape[0])
     threads = _threads_for(n_threads, m * max(1, len(arrays)))
-    n_chunks = max(1, threads * 4)
+    n_chunks = threads * KEEP_CHUNKS_PER_THREAD
     with _Threads(threads):
         offsets = _keep_offsets(keep, n_chunks)
         total = int(offsets[-1])

@@ -97,6 +97,15 @@ def _tasks(seg_a, seg_b, sel):
     return t_of, t_a, t_b
 
 
+@numba.njit(**_JIT_GROW)
+def _node_totals(t_of, per_task, n_nodes):
+    """Per node (n_nodes,) the sum of its tasks' ``per_task`` (tasks of :func:`_tasks`)."""
+    total = np.zeros(n_nodes, dtype=np.int64)
+    for t in range(t_of.shape[0]):
+        total[t_of[t]] += per_task[t]
+    return total
+
+
 @numba.njit(inline="always")
 def _left(codes_t, r, feature, bin_, missing_left, missing_bin):
     """Whether row ``r`` goes left at a numerical split (``_numba._goes_left``)."""
@@ -129,9 +138,7 @@ def _partition(codes_t, order, out, pk, pk_out, go, seg_a, seg_b, sel, feature, 
             if g:
                 c += 1
         lefts[t] = c
-    n_left = np.zeros(sel.shape[0], dtype=np.int64)
-    for t in range(n_tasks):
-        n_left[t_of[t]] += lefts[t]
+    n_left = _node_totals(t_of, lefts, sel.shape[0])
     lo = np.empty(n_tasks, dtype=np.int64)
     ro = np.empty(n_tasks, dtype=np.int64)
     prev = -1
@@ -186,9 +193,7 @@ def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, m
             else:
                 row_leaf[r] = left + 1
         lefts[t] = c
-    n_left = np.zeros(sel.shape[0], dtype=np.int64)
-    for t in range(n_tasks):
-        n_left[t_of[t]] += lefts[t]
+    n_left = _node_totals(t_of, lefts, sel.shape[0])
     return n_left
 
 
