@@ -13,7 +13,12 @@ A *round* expands a set of frontier nodes of every tree of the batch:
    forests), both children are built over their own drawn features instead
    (``DRAWN_BUILD_SHARE``); pairs whose children both have fewer rows than bins skip histograms and
    use the sort-based search of :mod:`gputrees._sorted_split` (numerical
-   data);
+   data), or, with a kernel set that grows whole subtrees
+   (``Kernels.grow_subtrees``, the Numba set), hand those children to it:
+   their subtrees are grown depth-first in one compiled call, split for split
+   what the following rounds would grow, and their rows leave the active set
+   at once (nodes are numbered breadth-first at the end, as the rounds number
+   theirs);
 3. find the best split of every new node (:mod:`gputrees._splitting`);
 4. keep the splittable new nodes as the next frontier; rows of nodes that
    became leaves leave the active set.
@@ -44,6 +49,10 @@ search of small nodes is batched the same way (about ``(6 * n_channels + 8)
 * 8`` bytes per row and feature). Peak extra memory is therefore about
 ``memory_limit`` plus O(n_rows) for the row routing.
 
+Random draws (``max_features``, extremely randomised thresholds) are keyed by
+each node's path from its root (:mod:`gputrees._node_draws`), so a node draws
+the same whether a round or a compiled subtree grows it.
+
 Host synchronisations: a few per round, each reading a few numbers or a
 node-sized array: the number of active rows and of frontier nodes (sizes of
 the next arrays), the first id of the nodes a slot table covers, the node
@@ -60,9 +69,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _node_draws
 from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
-from ._splitting import SplitConstraints, find_best_splits
+from ._splitting import SplitConstraints, SplitRecord, SubtreeParams, find_best_splits
 from ._rows import LeafLayout, LocalRows
 from .kernels._reference import children_slot_table, sibling_histograms, take_features
 
@@ -115,7 +125,9 @@ class GrowerInputs:
     criterion : Criterion
     kernels : Kernels
     rng : numpy.random.Generator
-        Host generator for ``max_features`` and extra-trees draws.
+        Host generator of the trees' draw keys (one per tree, drawn when the
+        grower draws features or extra-trees thresholds; the nodes' draws
+        derive from them, :mod:`gputrees._node_draws`).
     weight_multiplicity : array of shape (n_trees, n_samples), float64, or None
         Factor of the weighted channels (all but the count) per tree and row;
         None means ``multiplicity``. Differs from it for per-tree class
@@ -433,10 +445,33 @@ class Grower:
         self.hist_bytes = self.n_features * self.n_bins * hist_channels * 8
         # per created node (lists of per-round arrays, concatenated at the end)
         self._parent, self._depth, self._tree, self._stats = [], [], [], []
+        # random draws keyed by each node's path from its root (gputrees._node_draws):
+        # the trees' keys, and every created node's key by id (host, grown by doubling)
+        k = params.max_features
+        self._keyed = inputs.random_splits or inputs.tree_features is not None or (
+            k is not None and k < self.n_features
+        )
+        self._tree_keys = _node_draws.tree_keys(inputs.rng, self.n_trees) if self._keyed else None
+        self._keys = np.empty(0, dtype=np.uint64)
         self._bounds = []  # per created node (k, 2), with monotonic constraints
         self._n_created = 0
         # per expanded node
         self._exp_ids, self._exp_rec, self._exp_first_child = [], [], []
+        # small nodes' whole subtrees in one compiled call where the kernel set
+        # has one (Kernels.grow_subtrees): depth-wise growth of local rows
+        # whose leaves are not recorded; their nodes are numbered
+        # breadth-first at the end (_breadth_first)
+        self._grow_subtrees = (
+            inputs.kernels.grow_subtrees
+            if (
+                isinstance(rows, LocalRows)
+                and self.sorted_below > 0
+                and params.max_leaf_nodes is None
+                and not inputs.record_leaves
+            )
+            else None
+        )
+        self._subtrees_grown = False
         # best-first host bookkeeping: improvement of splittable nodes, children of expanded
         self._improvement = {}
         self._children = {}
@@ -479,9 +514,17 @@ class Grower:
         return stats
 
     # -- nodes --------------------------------------------------------------
-    def _new_nodes(self, parent, depth, tree, stats, bounds=None):
+    def _new_nodes(self, parent, depth, tree, stats, bounds=None, keys=None):
+        """Record k new nodes (ids ``_n_created ..``); ``keys`` (k,) uint64 (host) with keyed draws."""
         xp = self.xp
         k = int(stats.shape[0])
+        if self._keyed:
+            need = self._n_created + k
+            if need > self._keys.shape[0]:
+                grown = np.empty(max(need, 2 * self._keys.shape[0]), dtype=np.uint64)
+                grown[: self._n_created] = self._keys[: self._n_created]
+                self._keys = grown
+            self._keys[self._n_created : need] = keys
         ids = xp.arange(self._n_created, self._n_created + k, dtype=xp.int64)
         self._n_created += k
         self._parent.append(parent)
@@ -525,37 +568,34 @@ class Grower:
             ok = ok & (depth < p.max_depth)
         return ok
 
-    def _draw(self, tree) -> "_Draws":
-        """Random draws of nodes (host), made once per round for all its new nodes.
+    def _draw(self, ids, tree) -> "_Draws":
+        """Random draws of the nodes ``ids`` (host), from their keys (:mod:`gputrees._node_draws`).
 
-        Drawing for every new node of a round at once, in node order, makes
-        the draws of a node independent of how its split is searched
-        (histogram or sort-based, which depends on its row count) and of
+        A node's draws depend only on its tree's key and its path from the
+        root: not on how its split is searched (histogram or sort-based, which
+        depends on its row count), on the other nodes of its round, or on
         where its rows live (one machine or a Dask cluster).
 
-        tree : (m,) tree index of each node.
+        ids, tree : (m,) node id and tree index of each node.
         """
-        m = int(tree.shape[0])
-        return _Draws(self._feature_mask(tree, m), self._random_u(m))
+        if not self._keyed or int(ids.shape[0]) == 0:
+            return _Draws(None, None)
+        keys = self._keys[to_numpy(ids)]
+        return _Draws(self._feature_mask(tree, keys), self._random_u(keys))
 
-    def _feature_mask(self, tree, m):
+    def _feature_mask(self, tree, keys):
         """Features drawn for each node (ndarray (m, F) bool, host; None: all).
 
         ``max_features`` of the features the node's tree may use (all, or its
-        ``tree_features`` subset), drawn without replacement on the host.
+        ``tree_features`` subset), drawn without replacement
+        (:func:`gputrees._node_draws.feature_mask`).
         """
         k = self.params.max_features
         tf = self.inp.tree_features
-        if m == 0 or ((k is None or k >= self.n_features) and tf is None):
+        if (k is None or k >= self.n_features) and tf is None:
             return None
-        u = self.inp.rng.random((m, self.n_features))
-        if tf is not None:
-            u = np.where(tf[to_numpy(tree)], u, np.inf)
-        rank = np.argsort(np.argsort(u, axis=1), axis=1)
-        keep = rank < (self.n_features if k is None else k)
-        if tf is not None:
-            keep &= np.isfinite(u)
-        return keep
+        allowed = None if tf is None else tf[to_numpy(tree)]
+        return _node_draws.feature_mask(keys, self.n_features, self.n_features if k is None else k, allowed)
 
     def _drawn_features(self, draws):
         """Each node's drawn features (m, k) int64 (host) when its histograms are built over those only, else None.
@@ -577,11 +617,14 @@ class Grower:
             return None
         return np.nonzero(mask)[1].reshape(-1, k).astype(np.int64)
 
-    def _random_u(self, m):
-        """Uniform draws (m, F) (host) for extremely randomised splits, or None."""
-        if not self.inp.random_splits or m == 0:
+    def _random_u(self, keys):
+        """Uniform draws (m, F) (host) for extremely randomised splits, or None.
+
+        The node's draws ``F .. 2F - 1`` (its first F choose its features).
+        """
+        if not self.inp.random_splits:
             return None
-        return self.inp.rng.random((m, self.n_features))
+        return _node_draws.uniforms(keys, self.n_features, first=self.n_features)
 
     def _hist_stats(self, stats):
         """Node statistics (m, C) in the histograms' channels: without the count where they have none."""
@@ -699,6 +742,126 @@ class Grower:
             start = stop
         return parts
 
+    def _finish_subtrees(self, ids, st, dp, tr) -> bool:
+        """Grow the whole subtrees of the small nodes ``ids`` (``Kernels.grow_subtrees``), under the memory bound.
+
+        Their nodes and splits are recorded as the level-wise growth would
+        record them (numbered breadth-first at the end); the nodes leave the
+        frontier, so their rows retire. Returns False, having done nothing,
+        where the kernel does not cover the criterion (then the caller
+        searches them level by level).
+        """
+        xp = self.xp
+        counts = to_numpy(st[:, 0])
+        per_row = self.n_features * (self.n_channels * BYTES_PER_PAIR_CHANNEL + BYTES_PER_PAIR)
+        budget_rows = max(1, int(self.params.memory_limit // per_row))
+        p = self.params
+        sub_params = SubtreeParams(
+            min_samples_split=float(p.min_samples_split),
+            max_depth=-1 if p.max_depth is None else int(p.max_depth),
+            min_impurity_decrease=float(p.min_impurity_decrease),
+            max_features=self.n_features if p.max_features is None else min(int(p.max_features), self.n_features),
+        )
+        total_weight = to_numpy(self.total_weight)
+        start, n = 0, counts.shape[0]
+        while start < n:
+            csum = np.cumsum(counts[start:])
+            stop = start + max(1, int(np.searchsorted(csum, budget_rows, side="right")))
+            sel = xp.arange(start, stop, dtype=xp.int64)
+            cid = xp.take(ids, sel)
+            rows, slot, w = self.rows.rows_of(self._slot_table(cid))
+            cid_host = to_numpy(cid)
+            keys = self._keys[cid_host] if self._keyed else np.zeros(cid_host.shape[0], dtype=np.uint64)
+            sub = self._grow_subtrees(
+                xp, self.rows.codes, rows, slot, w,
+                xp.take(st, sel, axis=0), xp.take(dp, sel), xp.take(tr, sel), keys, total_weight,
+                self.inp.criterion, self.cons, sub_params, self.inp.bin_mapper,
+                self.inp.tree_features, self.inp.random_splits,
+            )
+            if sub is None:  # not covered: the same for every chunk, so this is the first
+                return False
+            self._add_subtrees(cid_host, sub)
+            start = stop
+        return True
+
+    def _add_subtrees(self, root_ids, sub):
+        """Record the nodes and splits of grown subtrees (:class:`~gputrees.kernels._numba_subtree.Subtrees`).
+
+        ``root_ids`` (m,) int64 (host): the grower's ids of the subtrees' roots.
+        """
+        xp = self.xp
+        n_all = int(sub.parent.shape[0])
+        is_root = np.zeros(n_all, dtype=bool)
+        is_root[sub.root[:-1]] = True
+        new = np.flatnonzero(~is_root)
+        node_id = np.empty(n_all, dtype=np.int64)
+        node_id[sub.root[:-1]] = root_ids
+        node_id[new] = self._n_created + np.arange(new.shape[0], dtype=np.int64)
+        if new.shape[0]:
+            self._new_nodes(
+                from_numpy(xp, node_id[sub.parent[new]]),
+                from_numpy(xp, sub.depth[new]),
+                from_numpy(xp, sub.tree[new]),
+                from_numpy(xp, sub.stats[new]),
+                keys=sub.key[new],
+            )
+        done = np.flatnonzero(sub.split)
+        if done.shape[0]:
+            k = done.shape[0]
+            left = sub.left[done]
+            self._exp_ids.append(from_numpy(xp, node_id[done]))
+            self._exp_rec.append(SplitRecord(
+                found=from_numpy(xp, np.ones(k, dtype=bool)),
+                proxy=from_numpy(xp, sub.proxy[done]),
+                feature=from_numpy(xp, sub.feature[done]),
+                bin=from_numpy(xp, sub.bin[done]),
+                missing_left=from_numpy(xp, sub.missing_left[done]),
+                is_categorical=from_numpy(xp, np.zeros(k, dtype=bool)),
+                cat_left=from_numpy(xp, np.zeros((k, 0), dtype=bool)),
+                left=from_numpy(xp, left),
+                right=from_numpy(xp, sub.stats[done] - left),
+                threshold=from_numpy(xp, sub.threshold[done]),
+            ))
+            self._exp_first_child.append(from_numpy(xp, node_id[sub.first_child[done]]))
+        self._subtrees_grown = True
+
+    def _breadth_first(self):
+        """Renumber every node breadth-first: by depth, then its parent's new number, left before right.
+
+        The order in which the level-wise growth creates its nodes; grown
+        subtrees (:meth:`_finish_subtrees`) created theirs depth-first, after
+        their roots' level. Children stay consecutive (left, right).
+        """
+        xp = self.xp
+        parent = xp.concat(self._parent)
+        depth = xp.concat(self._depth)
+        n = int(parent.shape[0])
+        by_depth = xp.argsort(depth, stable=True)
+        depth_sorted = xp.take(depth, by_depth)
+        n_levels = int(to_numpy(depth_sorted[-1])) + 1
+        bounds = to_numpy(xp.searchsorted(depth_sorted, xp.arange(n_levels + 1, dtype=xp.int64)))
+        new_of = xp.zeros(n, dtype=xp.int64)
+        for d in range(n_levels):
+            level = by_depth[int(bounds[d]) : int(bounds[d + 1])]
+            if d == 0:
+                order = level  # roots: ids 0 .. n_trees - 1, already in order
+            else:
+                # parent's new number, then id (a left child's id is its right sibling's minus 1)
+                sort_key = xp.take(new_of, xp.take(parent, level)) * n + level
+                order = xp.take(level, xp.argsort(sort_key))
+            new_of[order] = xp.arange(int(bounds[d]), int(bounds[d + 1]), dtype=xp.int64)
+        old_of = xp.argsort(new_of)
+
+        def renumber(ids):
+            return xp.where(ids >= 0, xp.take(new_of, _non_negative(xp, ids)), ids)
+
+        self._parent = [renumber(xp.take(parent, old_of))]
+        self._depth = [xp.take(depth, old_of)]
+        self._tree = [xp.take(xp.concat(self._tree), old_of)]
+        self._stats = [xp.take(xp.concat(self._stats, axis=0), old_of, axis=0)]
+        self._exp_ids = [renumber(xp.concat(self._exp_ids))]
+        self._exp_first_child = [renumber(xp.concat(self._exp_first_child))]
+
     def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, keep_hist, draws, bounds=None, parents=None,
                     drawn=None):
         """Splits of sibling pairs by histograms, in chunks under the memory bound.
@@ -754,7 +917,7 @@ class Grower:
         can = self._can_split(depth, stats)
         can2 = xp.reshape(can, (k, 2))
         pair_any = xp.any(can2, axis=1)
-        draws = self._draw(tree)
+        draws = self._draw(child_ids, tree)
         parts = []
         if self.sorted_below > 0:
             small2 = xp.reshape((stats[:, 0] < self.sorted_below) | ~can, (k, 2))
@@ -762,13 +925,9 @@ class Grower:
             pair_any = pair_any & ~pair_sorted
             pos = xp.astype(xp.nonzero(xp.reshape(pair_sorted[:, None] & can2, (-1,)))[0], xp.int64)
             if int(pos.shape[0]):
-                parts += self._sorted_parts(
-                    xp.take(child_ids, pos),
-                    xp.take(stats, pos, axis=0),
-                    xp.take(depth, pos),
-                    xp.take(tree, pos),
-                    draws.take(pos),
-                )
+                small = (xp.take(child_ids, pos), xp.take(stats, pos, axis=0), xp.take(depth, pos), xp.take(tree, pos))
+                if self._grow_subtrees is None or not self._finish_subtrees(*small):
+                    parts += self._sorted_parts(*small, draws.take(pos))
         pairs = xp.astype(xp.nonzero(pair_any)[0], xp.int64)
         n_pairs = int(pairs.shape[0])
         drawn = self._drawn_features(draws) if n_pairs else None
@@ -870,7 +1029,8 @@ class Grower:
         bounds = None
         if front.bounds is not None:
             bounds = self._child_bounds(rec, pick(front.bounds))
-        child_ids = self._new_nodes(parent, depth, tree, stats, bounds)
+        keys = _node_draws.child_keys(self._keys[to_numpy(ids)]) if self._keyed else None
+        child_ids = self._new_nodes(parent, depth, tree, stats, bounds, keys)
         self._exp_ids.append(ids)
         self._exp_rec.append(rec)
         self._exp_first_child.append(child_ids[0::2])
@@ -953,7 +1113,10 @@ class Grower:
         if self.mono is not None:
             inf = xp.full((t,), xp.inf, dtype=xp.float64)
             bounds = xp.stack([-inf, inf], axis=1)
-        self._new_nodes(xp.full(t, -1, dtype=xp.int64), depth, roots, stats, bounds)
+        self._new_nodes(
+            xp.full(t, -1, dtype=xp.int64), depth, roots, stats, bounds,
+            None if self._tree_keys is None else _node_draws.root_keys(self._tree_keys),
+        )
         front = None
         can = self._can_split(depth, stats)
         idx = xp.astype(xp.nonzero(can)[0], xp.int64)
@@ -963,7 +1126,7 @@ class Grower:
             ids = xp.take(roots, idx)
             dp = xp.take(depth, idx)
             bd = None if bounds is None else xp.take(bounds, idx, axis=0)
-            rec, imp, ok = self._split(h, st, dp, ids, self._draw(ids), bd)
+            rec, imp, ok = self._split(h, st, dp, ids, self._draw(ids, ids), bd)
             front = self._part(ids, st, dp, ids, rec, imp, ok, h, bd)
         del hist
         best_first = self.params.max_leaf_nodes is not None
@@ -990,6 +1153,8 @@ class Grower:
             front = self._merge([rest, new])
             self._drop_finished_rows(front)
         selected = self._simulate(root_list)[0] if best_first else None
+        if self._subtrees_grown:
+            self._breadth_first()
         return self._finalize(selected)
 
     def _finalize(self, selected) -> TreeBatch:

@@ -52,6 +52,20 @@ class SplitConstraints:
 
 
 @dataclass(frozen=True)
+class SubtreeParams:
+    """The grower's stopping rules for a kernel that grows whole subtrees (``Kernels.grow_subtrees``).
+
+    ``max_depth`` -1: none; ``max_features`` the features drawn per node
+    (``n_features``: all).
+    """
+
+    min_samples_split: float
+    max_depth: int
+    min_impurity_decrease: float
+    max_features: int
+
+
+@dataclass(frozen=True)
 class SplitRecord:
     """Best split of each of ``m`` nodes (arrays on the device).
 

@@ -721,10 +721,13 @@ def _expected_failed_checks(estimator):
         failed["check_sample_weight_equivalence_on_dense_data"] = (
             "bootstrap: sample_weight is not equivalent to removing/repeating samples"
         )
-    if isinstance(estimator, ExtraTreesClassifier):
+    if isinstance(estimator, (ExtraTreesClassifier, ExtraTreesRegressor)):
+        # the regressor passed this seed by chance before the per-node keyed
+        # draws; on this check's data with seeds 0-19 its repeated and
+        # weighted fits differ on 4 seeds now, on 7 before
         failed["check_sample_weight_equivalence_on_dense_data"] = (
             "min_samples_split counts rows: a repeated row can make a node splittable whose weighted "
-            "twin is not, which changes the tree's nodes and so every later node's random thresholds"
+            "twin is not, which changes the tree's nodes and so their random thresholds"
         )
     return failed
 

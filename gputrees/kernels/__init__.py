@@ -143,6 +143,14 @@ class Kernels:
         the inputs it does not cover; see
         :func:`gputrees.kernels._numba_grow.grow_tree`. None: the generic
         grower only.
+    grow_subtrees : callable or None
+        ``grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree,
+        keys, total_weight, criterion, cons, params, bin_mapper,
+        tree_features, random_splits)``: the whole subtrees of small nodes
+        (fewer rows than bins), each grown depth-first in one compiled call,
+        split for split the generic grower's; None from it for a criterion it
+        does not cover. See :func:`gputrees.kernels._numba_subtree.grow_subtrees`.
+        None: the generic grower searches small nodes level by level.
     workspace : callable or None
         ``workspace()``: a context manager inside which this set's kernels may
         hand out their large outputs (histograms) in buffers they reuse once
@@ -174,6 +182,7 @@ class Kernels:
     workspace: Callable | None = None
     round_end: Callable | None = None
     grow_tree: Callable | None = None
+    grow_subtrees: Callable | None = None
 
     def feature_major(self, xp, codes):
         """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.
@@ -274,7 +283,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             raise ValueError("the numba kernels need NumPy arrays")
         if not numba_available():
             raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
-        from . import _bincount, _numba, _numba_grow, _numba_loss, _numba_predict, _numba_split
+        from . import _bincount, _numba, _numba_grow, _numba_loss, _numba_predict, _numba_split, _numba_subtree
 
         threads = _numba.thread_count(n_jobs)
         return Kernels(
@@ -300,6 +309,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             workspace=_numba.workspace,
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
             grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),
+            grow_subtrees=functools.partial(_numba_subtree.grow_subtrees, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)

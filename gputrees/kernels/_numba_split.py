@@ -732,12 +732,56 @@ def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, targe
     return best, -1, -1, missing
 
 
+@numba.njit(**_JIT_SPLIT)
+def _sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u, nb, thresholds, bin_values,
+                 is_exact, tie_rtol, scratch, sort_scratch, fbest, left):
+    """The sort-based search of one node whose pairs (into ``rows`` / ``weights``) are ``pairs``.
+
+    ``fmask`` (F,) bool / ``u`` (F,) float64: the node's drawn features and
+    uniforms (read where ``has_mask`` / ``has_u``). Returns (found, proxy,
+    feature, bin, missing_left, threshold) of the node's best split, its
+    left statistics in ``left`` (C,); ``fbest`` (F,) is work space.
+    """
+    F = codes.shape[1]
+    C = weights.shape[1]
+    missing = nb - 1
+    best = _NEG_INF
+    for f in range(F):
+        fbest[f] = _NEG_INF
+        if not has_mask or fmask[f]:
+            uf = u[f] if has_u else 0.0
+            fbest[f] = _sorted_feature(codes, rows, weights, pairs, f, P, crit, uf, has_u, nb,
+                                       _NEG_INF, scratch, sort_scratch)[0]
+        best = max(best, fbest[f])
+    target = best - tie_rtol * abs(best)
+    for f in range(F):
+        if not (fbest[f] > _NEG_INF and fbest[f] >= target):
+            continue
+        p, code, variant, nxt = _sorted_feature(codes, rows, weights, pairs, f, P, crit,
+                                                u[f] if has_u else 0.0, has_u, nb, target, scratch,
+                                                sort_scratch)
+        if code < 0:
+            continue
+        for c in range(C):
+            left[c] = scratch[3][c]
+        node_has_missing = False
+        for k in range(pairs.shape[0]):
+            if codes[rows[pairs[k]], f] == missing:
+                node_has_missing = True
+        if node_has_missing:
+            missing_left = variant == 1
+        else:  # no missing values in the node: NaN goes to the child with more rows
+            missing_left = left[0] > P[0] - left[0]
+        threshold = _split_threshold(f, code, nxt, nxt != missing, thresholds, bin_values, is_exact)
+        return True, p, f, code, missing_left, threshold
+    return False, _NEG_INF, 0, 0, False, np.inf
+
+
 @numba.njit(parallel=True, **_JIT_SPLIT)
 def _sorted_splits(codes, rows, weights, node_pairs, node_start, parent, crit, fmask, has_mask, u, has_u, nb,
                    thresholds, bin_values, is_exact, tie_rtol, n_blocks, max_rows):
     m, C = parent.shape
     F = codes.shape[1]
-    missing = nb - 1
     found, proxy, feature, bin_, missing_left, left, threshold = _outputs(m, C, np.inf)
     per = (m + n_blocks - 1) // n_blocks
     for blk in prange(n_blocks):
@@ -746,39 +790,20 @@ def _sorted_splits(codes, rows, weights, node_pairs, node_start, parent, crit, f
         fbest = np.empty(F)
         for i in range(blk * per, min(m, (blk + 1) * per)):
             pairs = node_pairs[node_start[i]:node_start[i + 1]]
-            best = _NEG_INF
-            for f in range(F):
-                fbest[f] = _NEG_INF
-                if not has_mask or fmask[i, f]:
-                    uf = u[i, f] if has_u else 0.0
-                    fbest[f] = _sorted_feature(codes, rows, weights, pairs, f, parent[i], crit, uf, has_u, nb,
-                                               _NEG_INF, scratch, sort_scratch)[0]
-                best = max(best, fbest[f])
-            target = best - tie_rtol * abs(best)
-            for f in range(F):
-                if not (fbest[f] > _NEG_INF and fbest[f] >= target):
-                    continue
-                p, code, variant, nxt = _sorted_feature(codes, rows, weights, pairs, f, parent[i], crit,
-                                                        u[i, f] if has_u else 0.0, has_u, nb, target, scratch,
-                                                        sort_scratch)
-                if code < 0:
-                    continue
+            fi, p, f, code, ml, thr = _sorted_node(
+                codes, rows, weights, pairs, parent[i], crit, fmask[i if has_mask else 0], has_mask,
+                u[i if has_u else 0], has_u, nb, thresholds, bin_values, is_exact, tie_rtol, scratch,
+                sort_scratch, fbest, left[i])
+            if fi:
                 found[i] = True
                 proxy[i] = p
                 feature[i] = f
                 bin_[i] = code
+                missing_left[i] = ml
+                threshold[i] = thr
+            else:
                 for c in range(C):
-                    left[i, c] = scratch[3][c]
-                node_has_missing = False
-                for k in range(pairs.shape[0]):
-                    if codes[rows[pairs[k]], f] == missing:
-                        node_has_missing = True
-                if node_has_missing:
-                    missing_left[i] = variant == 1
-                else:  # no missing values in the node: NaN goes to the child with more rows
-                    missing_left[i] = left[i, 0] > parent[i, 0] - left[i, 0]
-                threshold[i] = _split_threshold(f, code, nxt, nxt != missing, thresholds, bin_values, is_exact)
-                break
+                    left[i, c] = 0.0
     return found, proxy, feature, bin_, missing_left, left, threshold
 
 
@@ -889,6 +914,21 @@ def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=
     return _record(*out, parent)
 
 
+def _node_tasks(slot, m, n_features, n_threads):
+    """The pairs of each of m nodes and the tasks over nodes of a sort-based search.
+
+    Returns (order, start, threads, n_blocks): node ``i``'s pairs are
+    ``order[start[i] : start[i + 1]]`` (in input order).
+    """
+    slot = np.asarray(slot, dtype=np.int64)
+    order = np.argsort(slot, kind="stable")
+    start = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(slot, minlength=m), out=start[1:])
+    threads = _threads_for(n_threads, int(slot.shape[0]) * n_features * 16)
+    n_blocks = min(m, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
+    return order, start, threads, n_blocks
+
+
 def sorted_splits(xp, codes, rows, slot, weights, parent, criterion, cons, bin_mapper, max_rows, kernels,
                   feature_mask=None, random_u=None, *, n_threads: int = 1):
     """:func:`gputrees._sorted_split.find_best_splits_sorted` compiled, or None where it is not covered.
@@ -904,12 +944,7 @@ def sorted_splits(xp, codes, rows, slot, weights, parent, criterion, cons, bin_m
     if m == 0 or not _supported_criterion(criterion, int(weights.shape[1])) or not _has_values(bin_mapper):
         return None
     f8 = np.float64
-    slot = np.asarray(slot, dtype=np.int64)
-    node_pairs = np.argsort(slot, kind="stable")
-    node_start = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(np.bincount(slot, minlength=m), out=node_start[1:])
-    threads = _threads_for(n_threads, int(slot.shape[0]) * int(codes.shape[1]) * 16)
-    n_blocks = min(m, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
+    node_pairs, node_start, threads, n_blocks = _node_tasks(slot, m, int(codes.shape[1]), n_threads)
     with _Threads(threads):
         out = _sorted_splits(
             codes,

@@ -1,0 +1,424 @@
+"""Small nodes' whole subtrees grown depth-first in one compiled call (Numba).
+
+A deep tree (a random forest's, ``max_depth=None``) ends with tens of
+thousands of nodes of a few rows each. Once a node has fewer rows than bins,
+the generic grower searches it, and every node below it, with the sort-based
+search (:mod:`gputrees._sorted_split`), level by level: each level routes the
+node's rows with every other active row, gathers them again for the search
+and retires them, around a few dozen array operations of Python. On 20
+forest trees of 200k rows those passes cost more than the searches.
+
+:func:`grow_subtrees` takes such nodes once, with their rows, and grows
+each one's whole subtree in compiled code, one node per task: the same
+search (:func:`gputrees.kernels._numba_split._sorted_node`, which the
+level-wise compiled search calls too), the grower's rules with the same
+formulas (which nodes can split, scikit-learn's impurity improvement and its
+acceptance), the same per-node random draws (keyed by the node's path from
+its root, :mod:`gputrees._node_draws`), the children's statistics summed from
+their rows, which are partitioned stably. So the subtree is the one the
+level-wise grower grows, split for split (tested against the NumPy kernel
+set); the grower numbers its nodes breadth-first at the end, as it numbers
+its own (:meth:`gputrees._grower.Grower._breadth_first`).
+
+Covered (else :func:`grow_subtrees` returns None and the grower goes on
+level by level): the criteria Gini, entropy, misclassification and squared
+error; numerical features with their bin values (every fit's bin mapper);
+any ``max_features`` / per-tree feature subsets / extremely randomised
+thresholds; depth-wise growth of a local row set without recorded leaves
+(the grower checks these).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numba import prange
+
+from .._criteria import _LOG2, EPSILON, Entropy, Gini, Misclassification, SquaredError
+from .._node_draws import GOLDEN, LEFT, MIX_1, MIX_2, RIGHT
+from .._splitting import TIE_RTOL, SubtreeParams
+from ._numba import _Threads
+from ._numba_split import (
+    _JIT_SPLIT,
+    CRITERION_KINDS,
+    _crit,
+    _has_values,
+    _mapper_arrays,
+    _node_tasks,
+    _scratch,
+    _sort_scratch,
+    _sorted_node,
+    _supported_criterion,
+)
+
+__all__ = ["grow_subtrees", "SubtreeParams", "Subtrees", "SUBTREE_CRITERIA"]
+
+#: Criteria whose impurity is written here (exact types, as CRITERION_KINDS).
+SUBTREE_CRITERIA = (Gini, Entropy, Misclassification, SquaredError)
+_GINI, _ENTROPY, _MISCLASSIFICATION, _SQUARED_ERROR = (CRITERION_KINDS[c] for c in SUBTREE_CRITERIA)
+_U11 = np.uint64(11)
+_U27 = np.uint64(27)
+_U30 = np.uint64(30)
+_U31 = np.uint64(31)
+_TO_UNIT = 2.0 ** -53
+
+
+@dataclass(frozen=True)
+class Subtrees:
+    """Every node of the grown subtrees, each subtree's root first, then its descendants in creation order.
+
+    Children of a split are consecutive (left, right). Arrays of length n
+    (all nodes) unless said otherwise.
+
+    Attributes
+    ----------
+    root : (m + 1,) int64
+        Subtree ``i``'s nodes are ``root[i] .. root[i + 1] - 1``; the first is
+        the small node it was given (already a node of the grower).
+    parent : int64
+        Index of the node's parent in these arrays, -1 for the subtrees' roots.
+    depth, tree : int64
+    key : uint64
+        The node's draw key (:mod:`gputrees._node_draws`).
+    stats : (n, C) float64
+        The roots' as given; the others summed from their rows.
+    split : bool
+        Whether the node was split; then ``feature``, ``bin`` (int64),
+        ``missing_left`` (bool), ``threshold``, ``proxy`` (float64), ``left``
+        ((n, C) float64, its left child's statistics as the search summed
+        them) and ``first_child`` (int64, the left child's index) hold the
+        split, else unspecified.
+    """
+
+    root: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    tree: np.ndarray
+    key: np.ndarray
+    stats: np.ndarray
+    split: np.ndarray
+    feature: np.ndarray
+    bin: np.ndarray
+    missing_left: np.ndarray
+    threshold: np.ndarray
+    proxy: np.ndarray
+    left: np.ndarray
+    first_child: np.ndarray
+
+
+# -- draws (twins of gputrees._node_draws) -----------------------------------------------
+@numba.njit(**_JIT_SPLIT)
+def _mix64(z):
+    """:func:`gputrees._node_draws.mix64` of one uint64."""
+    z = (z ^ (z >> _U30)) * MIX_1
+    z = (z ^ (z >> _U27)) * MIX_2
+    return z ^ (z >> _U31)
+
+
+@numba.njit(**_JIT_SPLIT)
+def _uniform(key, d):
+    """Draw ``d`` (int) of the node with key ``key``: :func:`gputrees._node_draws.uniforms`."""
+    z = _mix64(key + np.uint64(d + 1) * GOLDEN)
+    return np.float64(z >> _U11) * _TO_UNIT
+
+
+@numba.njit(**_JIT_SPLIT)
+def _draw_features(key, k, allowed, has_allowed, u, mask):
+    """``mask`` (F,) = :func:`gputrees._node_draws.feature_mask` of one node (``u`` (F,) work space)."""
+    F = mask.shape[0]
+    for f in range(F):
+        u[f] = np.inf if has_allowed and not allowed[f] else _uniform(key, f)
+    for f in range(F):
+        rank = 0
+        for g in range(F):
+            if u[g] < u[f] or (u[g] == u[f] and g < f):
+                rank += 1
+        mask[f] = rank < k and (not has_allowed or allowed[f])
+
+
+# -- the grower's rules (twins of gputrees._criteria and Grower._can_split) -------------
+@numba.njit(**_JIT_SPLIT)
+def _weight(kind, s):
+    """``Criterion.weight``: the class weights' sum (in channel order), or the regression weight."""
+    if kind == _SQUARED_ERROR:
+        return s[1]
+    w = 0.0
+    for c in range(1, s.shape[0]):
+        w += s[c]
+    return w
+
+
+@numba.njit(**_JIT_SPLIT)
+def _impurity(kind, s, n_out):
+    """``Criterion.impurity`` of one node's statistics ``s`` (C,)."""
+    w = _weight(kind, s)
+    ws = w if w > 0 else 1.0
+    C = s.shape[0]
+    if kind == _GINI:
+        sq = 0.0
+        for c in range(1, C):
+            sq += s[c] * s[c]
+        return 1.0 - sq / (ws * ws)
+    if kind == _ENTROPY:
+        acc = 0.0
+        for c in range(1, C):
+            p = s[c] / ws
+            acc += p * (math.log(p if p > 0 else 1.0) / _LOG2)
+        return -acc
+    if kind == _MISCLASSIFICATION:
+        best = -np.inf
+        for c in range(1, C):
+            best = max(best, s[c] / ws)
+        return 1.0 - best
+    total = 0.0  # squared error: mean over outputs of E[y^2] - E[y]^2
+    for j in range(n_out):
+        mean = s[2 + j] / ws
+        total += s[2 + n_out + j] / ws - mean * mean
+    return total / n_out
+
+
+@numba.njit(**_JIT_SPLIT)
+def _improvement(kind, P, L, R, n_out, total_weight):
+    """``Criterion.improvement``: ``w / W * (i - w_r / w * i_r - w_l / w * i_l)``."""
+    w = _weight(kind, P)
+    ws = w if w > 0 else 1.0
+    wl, wr = _weight(kind, L), _weight(kind, R)
+    return (w / total_weight) * (
+        _impurity(kind, P, n_out) - (wr / ws) * _impurity(kind, R, n_out) - (wl / ws) * _impurity(kind, L, n_out)
+    )
+
+
+@numba.njit(**_JIT_SPLIT)
+def _can_split(kind, s, depth, n_out, msl, mwl, min_samples_split, max_depth):
+    """``Grower._can_split`` of one node."""
+    count = s[0]
+    return (
+        count >= min_samples_split
+        and count >= 2 * msl
+        and _weight(kind, s) >= 2 * mwl
+        and _impurity(kind, s, n_out) > EPSILON
+        and (max_depth < 0 or depth < max_depth)
+    )
+
+
+# -- the kernel ---------------------------------------------------------------------------
+@numba.njit(**_JIT_SPLIT)
+def _partition(codes, rows, perm, a, b, f, bin_, missing_left, missing, tmp):
+    """Stable partition of ``perm[a:b]``: the pairs going left first. Returns the first right position."""
+    n_left = 0
+    n_right = 0
+    for k in range(a, b):
+        p = perm[k]
+        code = codes[rows[p], f]
+        go_left = missing_left if code == missing else code <= bin_
+        if go_left:
+            perm[a + n_left] = p
+            n_left += 1
+        else:
+            tmp[n_right] = p
+            n_right += 1
+    for k in range(n_right):
+        perm[a + n_left + k] = tmp[k]
+    return a + n_left
+
+
+@numba.njit(parallel=True, **_JIT_SPLIT)
+def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, root_tree, root_key, total_weight,
+                   crit, rules, k_features, allowed, has_allowed, has_u, nb, thresholds, bin_values, is_exact,
+                   tie_rtol, n_blocks, max_rows):
+    """Grow every small node's subtree (see :func:`grow_subtrees`); node ``i``'s nodes go to ``2 start[i] ..``."""
+    m = root_stats.shape[0]
+    C = weights.shape[1]
+    F = codes.shape[1]
+    kind, n_out = crit[0], crit[1]
+    msl, mwl = crit[3], crit[4]
+    min_samples_split, max_depth, min_decrease = rules
+    missing = nb - 1
+    n_slots = 2 * start[m]
+    count = np.zeros(m, dtype=np.int64)
+    parent = np.empty(n_slots, dtype=np.int64)
+    depth = np.empty(n_slots, dtype=np.int64)
+    key = np.empty(n_slots, dtype=np.uint64)
+    stats = np.empty((n_slots, C))
+    split = np.zeros(n_slots, dtype=np.bool_)
+    feature = np.zeros(n_slots, dtype=np.int64)
+    bin_ = np.zeros(n_slots, dtype=np.int64)
+    missing_left = np.zeros(n_slots, dtype=np.bool_)
+    threshold = np.zeros(n_slots)
+    proxy = np.zeros(n_slots)
+    left = np.zeros((n_slots, C))
+    first_child = np.zeros(n_slots, dtype=np.int64)
+    draw_mask = k_features < F or has_allowed
+    per = (m + n_blocks - 1) // n_blocks
+    for blk in prange(n_blocks):
+        scratch = _scratch(max_rows + 1, C)
+        sort_scratch = _sort_scratch(max_rows, nb)
+        fbest = np.empty(F)
+        fmask = np.ones(F, dtype=np.bool_)
+        u = np.zeros(F)
+        tmp = np.empty(max_rows, dtype=np.int64)
+        stack = np.empty(2 * max_rows, dtype=np.int64)
+        lo = np.empty(2 * max_rows, dtype=np.int64)  # each node's pairs: perm[lo : hi]
+        hi = np.empty(2 * max_rows, dtype=np.int64)
+        right = np.empty(C)
+        for i in range(blk * per, min(m, (blk + 1) * per)):
+            base = 2 * start[i]
+            t = root_tree[i]
+            parent[base] = -1
+            depth[base] = root_depth[i]
+            key[base] = root_key[i]
+            for c in range(C):
+                stats[base, c] = root_stats[i, c]
+            lo[0] = start[i]
+            hi[0] = start[i + 1]
+            n = 1
+            top = 0
+            stack[0] = 0
+            top = 1
+            while top > 0:
+                top -= 1
+                j = stack[top]
+                g = base + j
+                P = stats[g]
+                if not _can_split(kind, P, depth[g], n_out, msl, mwl, min_samples_split, max_depth):
+                    continue
+                if draw_mask:
+                    _draw_features(key[g], k_features, allowed[t if has_allowed else 0], has_allowed, u, fmask)
+                if has_u:
+                    for f in range(F):
+                        u[f] = _uniform(key[g], F + f)
+                pairs = perm[lo[j]:hi[j]]
+                found, p, f, code, ml, thr = _sorted_node(
+                    codes, rows, weights, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds, bin_values,
+                    is_exact, tie_rtol, scratch, sort_scratch, fbest, left[g])
+                if not found:
+                    continue
+                for c in range(C):
+                    right[c] = P[c] - left[g, c]
+                imp = _improvement(kind, P, left[g], right, n_out, total_weight[t])
+                if not imp + EPSILON >= min_decrease:
+                    continue
+                split[g] = True
+                feature[g] = f
+                bin_[g] = code
+                missing_left[g] = ml
+                threshold[g] = thr
+                proxy[g] = p
+                first_child[g] = n
+                mid = _partition(codes, rows, perm, lo[j], hi[j], f, code, ml, missing, tmp)
+                for side in range(2):
+                    h = base + n + side
+                    parent[h] = j
+                    depth[h] = depth[g] + 1
+                    key[h] = _mix64(key[g] ^ (LEFT if side == 0 else RIGHT))
+                    lo[n + side] = lo[j] if side == 0 else mid
+                    hi[n + side] = mid if side == 0 else hi[j]
+                    for c in range(C):
+                        stats[h, c] = 0.0
+                    for k in range(lo[n + side], hi[n + side]):
+                        w = weights[perm[k]]
+                        for c in range(C):
+                            stats[h, c] += w[c]
+                stack[top] = n + 1
+                stack[top + 1] = n
+                top += 2
+                n += 2
+            count[i] = n
+    return count, parent, depth, key, stats, split, feature, bin_, missing_left, threshold, proxy, left, first_child
+
+
+def covers(criterion, n_channels: int, bin_mapper) -> bool:
+    """Whether :func:`grow_subtrees` grows subtrees with this criterion and bin mapper."""
+    return type(criterion) in SUBTREE_CRITERIA and _supported_criterion(criterion, n_channels) and _has_values(
+        bin_mapper
+    )
+
+
+def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, total_weight, criterion, cons,
+                  params: SubtreeParams, bin_mapper, tree_features=None, random_splits=False, *,
+                  n_threads: int = 1):
+    """Grow the whole subtree of each of m small nodes.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples, n_features), uint8/uint16
+    rows : ndarray of shape (n_pairs,), int64
+        Rows of the nodes' (tree, row) pairs.
+    slot : ndarray of shape (n_pairs,), int64
+        Node (0 <= slot < m) of each pair.
+    weights : ndarray of shape (n_pairs, C), float64
+        The pairs' channels, multiplicities applied.
+    stats : ndarray of shape (m, C), float64
+    depth, tree : ndarray of shape (m,), int64
+    keys : ndarray of shape (m,), uint64
+        The nodes' draw keys.
+    total_weight : ndarray of shape (n_trees,), float64
+        Each tree's root weight (the improvement's ``W``).
+    criterion, cons
+        As for :func:`gputrees._sorted_split.find_best_splits_sorted`.
+    params : SubtreeParams
+    bin_mapper : BinMapper
+    tree_features : ndarray of shape (n_trees, n_features), bool, or None
+    random_splits : bool
+        Extremely randomised thresholds.
+
+    Returns
+    -------
+    Subtrees, or None where the criterion or mapper is not covered (:func:`covers`).
+    """
+    m = int(stats.shape[0])
+    if m == 0 or not covers(criterion, int(weights.shape[1]), bin_mapper):
+        return None
+    f8 = np.float64
+    perm, start, threads, n_blocks = _node_tasks(slot, m, int(codes.shape[1]), n_threads)
+    has_allowed = tree_features is not None
+    with _Threads(threads):
+        out = _grow_subtrees(
+            codes,
+            np.asarray(rows, dtype=np.int64),
+            np.ascontiguousarray(weights, dtype=f8),
+            perm,
+            start,
+            np.ascontiguousarray(stats, dtype=f8),
+            np.asarray(depth, dtype=np.int64),
+            np.asarray(tree, dtype=np.int64),
+            np.asarray(keys, dtype=np.uint64),
+            np.ascontiguousarray(total_weight, dtype=f8),
+            _crit(criterion, cons),
+            (float(params.min_samples_split), int(params.max_depth), float(params.min_impurity_decrease)),
+            int(params.max_features),
+            np.ascontiguousarray(tree_features, dtype=np.bool_) if has_allowed else np.ones((1, 1), dtype=np.bool_),
+            has_allowed,
+            bool(random_splits),
+            int(bin_mapper.n_bins),
+            *_mapper_arrays(bin_mapper)[:3],
+            TIE_RTOL,
+            n_blocks,
+            max(int(np.diff(start).max()), 1),
+        )
+    count, parent, dep, key, st, split, feature, bin_, ml, thr, proxy, left, first_child = out
+    # compact: subtree i's nodes are slots 2 start[i] .. 2 start[i] + count[i] - 1
+    root = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(count, out=root[1:])
+    slots = np.repeat(2 * start[:-1] - root[:-1], count) + np.arange(int(root[-1]), dtype=np.int64)
+    shift = np.repeat(root[:-1], count)  # local index -> compact index
+    par = parent[slots]
+    return Subtrees(
+        root=root,
+        parent=np.where(par >= 0, par + shift, -1),
+        depth=dep[slots],
+        tree=np.repeat(np.asarray(tree, dtype=np.int64), count),
+        key=key[slots],
+        stats=st[slots],
+        split=split[slots],
+        feature=feature[slots],
+        bin=bin_[slots],
+        missing_left=ml[slots],
+        threshold=thr[slots],
+        proxy=proxy[slots],
+        left=left[slots],
+        first_child=first_child[slots] + shift,
+    )

@@ -1,0 +1,192 @@
+"""Small nodes' subtrees grown in one compiled call (gputrees.kernels._numba_subtree) against level-wise growth."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from gputrees import (
+    DecisionTreeClassifier,
+    DecisionTreeRegressor,
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from gputrees import _grower
+from gputrees._backend import namespace_of
+from gputrees._binning import fit_bin_mapper
+from gputrees._criteria import Entropy, FriedmanMSE, Gini, SquaredError
+from gputrees._grower import GrowerInputs, GrowerParams, grow
+from gputrees._splitting import SplitConstraints, SubtreeParams
+
+pytest.importorskip("numba")
+from gputrees.kernels import _numba_subtree, get_kernels  # noqa: E402
+
+NP = namespace_of(np.empty(0))
+SEED = 11
+BATCH_FIELDS = ("node_count", "left", "right", "feature", "bin", "missing_left", "is_categorical", "threshold",
+                "depth", "max_depth")
+
+
+def _data(seed, n, p, *, classes=3, regression=False, missing=0.0, max_bins=255):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    X[:, 0] = np.round(X[:, 0], 1)  # a feature with few values: ties inside small nodes
+    if missing:
+        X[rng.random((n, p)) < missing] = np.nan
+    signal = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) * np.nan_to_num(X[:, -1]) + rng.standard_normal(n)
+    y = signal if regression else np.digitize(signal, np.quantile(signal, np.linspace(0, 1, classes + 1)[1:-1]))
+    return X, y
+
+
+def _inputs(seed, n=3000, p=6, *, criterion=None, trees=3, bootstrap=True, missing=0.0, max_bins=255,
+            random_splits=False, tree_features=False, weights=False):
+    X, y = _data(seed, n, p, regression=isinstance(criterion, SquaredError), missing=missing)
+    rng = np.random.default_rng(seed + 1)
+    criterion = criterion or Gini(n_classes=3)
+    mapper = fit_bin_mapper(NP, X, np.zeros(p, dtype=bool), max_bins)
+    codes = mapper.transform(NP, X)
+    w = rng.uniform(0.5, 2.0, n) if weights else np.ones(n)
+    target = y[:, None] if isinstance(criterion, SquaredError) else y.astype(np.int64)
+    channels = criterion.row_channels(NP, target, w)
+    mult = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(trees)]).astype(float)
+    tf = rng.random((trees, p)) < 0.7 if tree_features else None
+    if tf is not None:
+        tf[:, 0] = True
+    kernels = get_kernels(NP, "numba", n_jobs=2)
+    return GrowerInputs(codes=codes, channels=channels, multiplicity=mult if bootstrap else None, bin_mapper=mapper,
+                        criterion=criterion, kernels=kernels, rng=np.random.default_rng(seed),
+                        random_splits=random_splits, tree_features=tf)
+
+
+def _level_wise(inputs):
+    """The same inputs (a new generator of the same seed) without the subtree kernel."""
+    return dataclasses.replace(inputs, kernels=dataclasses.replace(inputs.kernels, grow_subtrees=None),
+                               rng=np.random.default_rng(SEED))
+
+
+def _fresh(inputs):
+    return dataclasses.replace(inputs, rng=np.random.default_rng(SEED))
+
+
+def _assert_same_trees(a, b):
+    for name in BATCH_FIELDS:
+        u, v = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
+        assert u.shape == v.shape, name
+        np.testing.assert_array_equal(u, v, err_msg=name)
+    # statistics summed in another order: equal to rounding
+    np.testing.assert_allclose(np.asarray(a.stats), np.asarray(b.stats), rtol=1e-12, atol=1e-12)
+
+
+CASES = {
+    "gini_bootstrap": ({}, {"max_features": 2}),
+    "entropy": ({"criterion": Entropy(n_classes=3)}, {"max_features": 3}),
+    "regression": ({"criterion": SquaredError()}, {"max_features": 4}),
+    "all_features": ({"bootstrap": False}, {}),
+    "sample_weights": ({"weights": True}, {"max_features": 2, "min_weight_leaf": 1.5}),
+    "missing_values": ({"missing": 0.1}, {"max_features": 3}),
+    "min_samples": ({}, {"max_features": 2, "min_samples_split": 9, "min_samples_leaf": 3}),
+    "max_depth": ({}, {"max_features": 2, "max_depth": 10}),
+    "min_impurity_decrease": ({}, {"max_features": 2, "min_impurity_decrease": 2e-4}),
+    "extremely_randomised": ({"random_splits": True}, {"max_features": 3}),
+    "tree_features": ({"tree_features": True}, {"max_features": 2}),
+    "few_bins": ({"max_bins": 16}, {"max_features": 2}),
+    "uint16_codes": ({"max_bins": 1000, "n": 5000}, {"max_features": 2}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_subtrees_equal_level_wise_growth(case, monkeypatch):
+    """The same trees split for split, nodes numbered the same (breadth-first), with the kernel doing the work."""
+    data, params = CASES[case]
+    inputs = _inputs(4, **data)
+    p = GrowerParams(**params)
+    calls = []
+    kernel = _numba_subtree._grow_subtrees
+    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: calls.append(len(a[5])) or kernel(*a))
+    got = grow(NP, _fresh(inputs), p)
+    assert calls and sum(calls) > 10  # small nodes went to the kernel
+    want = grow(NP, _level_wise(inputs), p)
+    _assert_same_trees(got, want)
+    assert int(got.node_count.min()) > 50
+
+
+def test_uncovered_criterion_goes_level_wise(monkeypatch):
+    inputs = _inputs(5, criterion=FriedmanMSE())
+    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: pytest.fail("kernel called"))
+    p = GrowerParams(max_features=3)
+    _assert_same_trees(grow(NP, _fresh(inputs), p), grow(NP, _level_wise(inputs), p))
+
+
+def test_memory_bound_splits_small_nodes_into_chunks(monkeypatch):
+    inputs = _inputs(6)
+    calls = []
+    kernel = _numba_subtree._grow_subtrees
+    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: calls.append(len(a[5])) or kernel(*a))
+    small = GrowerParams(max_features=2, memory_limit=200_000)
+    got = grow(NP, _fresh(inputs), small)
+    assert max(calls) < 60  # about 35 rows per chunk: a node or two
+    _assert_same_trees(got, grow(NP, _level_wise(inputs), small))
+
+
+def test_kernel_on_a_hand_made_node():
+    """Six rows, one feature, two classes split at the middle: the root, its split, two pure leaves."""
+    codes = np.array([[0], [1], [2], [3], [4], [5]], dtype=np.uint8)
+    X = codes.astype(float)
+    mapper = fit_bin_mapper(NP, X, np.zeros(1, dtype=bool), 255)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    crit = Gini(n_classes=2)
+    w = crit.row_channels(NP, y, np.ones(6))
+    stats = w.sum(axis=0)[None]
+    sub = _numba_subtree.grow_subtrees(
+        NP, mapper.transform(NP, X), np.arange(6), np.zeros(6, dtype=np.int64), w, stats, np.array([4]),
+        np.array([0]), np.array([123], dtype=np.uint64), np.array([6.0]), crit, SplitConstraints(1, 0.0),
+        SubtreeParams(2.0, -1, 0.0, 1), mapper, n_threads=1)
+    np.testing.assert_array_equal(sub.root, [0, 3])
+    np.testing.assert_array_equal(sub.parent, [-1, 0, 0])
+    np.testing.assert_array_equal(sub.depth, [4, 5, 5])
+    np.testing.assert_array_equal(sub.split, [True, False, False])
+    assert sub.feature[0] == 0 and sub.bin[0] == 2 and sub.first_child[0] == 1
+    assert sub.threshold[0] == 2.5  # midpoint of the values 2 and 3
+    np.testing.assert_array_equal(sub.stats, [[6, 3, 3], [3, 3, 0], [3, 0, 3]])
+    np.testing.assert_array_equal(sub.left[0], [3, 3, 0])
+    from gputrees._node_draws import child_keys
+
+    np.testing.assert_array_equal(sub.key[1:], child_keys(np.array([123], dtype=np.uint64)))
+
+
+@pytest.mark.parametrize("Model, kw", [
+    (RandomForestClassifier, {"n_estimators": 4}),
+    (ExtraTreesClassifier, {"n_estimators": 3, "max_features": 0.5}),
+    (RandomForestRegressor, {"n_estimators": 3, "max_features": 0.4, "min_samples_leaf": 2}),
+    (ExtraTreesRegressor, {"n_estimators": 3}),
+    (RandomForestClassifier, {"n_estimators": 3, "class_weight": "balanced_subsample", "max_depth": 9}),
+    (DecisionTreeClassifier, {"max_features": 3, "random_state": 1}),
+    (DecisionTreeRegressor, {}),
+])
+def test_estimators_equal_the_numpy_kernels(Model, kw, monkeypatch):
+    """Whole models: the Numba set (subtrees compiled) against the NumPy set (level-wise), split for split."""
+    regression = "Regressor" in Model.__name__
+    X, y = _data(8, 4000, 7, regression=regression)
+    if not regression:
+        y = y.astype(np.int64)
+    kw = {"random_state": 0, **kw}
+    grown = []
+    orig = _grower.Grower._add_subtrees
+    monkeypatch.setattr(_grower.Grower, "_add_subtrees", lambda self, *a: grown.append(1) or orig(self, *a))
+    monkeypatch.setenv("GPUTREES_KERNELS", "numba")
+    a = Model(**kw).fit(X, y)
+    assert grown
+    monkeypatch.setenv("GPUTREES_KERNELS", "bincount")
+    b = Model(**kw).fit(X, y)
+    trees_a = [e.tree_ for e in getattr(a, "estimators_", [a])]
+    trees_b = [e.tree_ for e in getattr(b, "estimators_", [b])]
+    for ta, tb in zip(trees_a, trees_b):
+        np.testing.assert_array_equal(ta.children_left, tb.children_left)
+        np.testing.assert_array_equal(ta.feature, tb.feature)
+        np.testing.assert_array_equal(ta.threshold, tb.threshold)
+        np.testing.assert_allclose(ta.value, tb.value, rtol=1e-10)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-10)
