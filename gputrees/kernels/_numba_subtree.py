@@ -1,29 +1,31 @@
 """Small nodes' whole subtrees grown depth-first in one compiled call (Numba).
 
 A deep tree (a random forest's, ``max_depth=None``) ends with tens of
-thousands of nodes of a few rows each. Once a node has fewer rows than bins,
-the generic grower searches it, and every node below it, with the sort-based
-search (:mod:`gputrees._sorted_split`), level by level: each level routes the
-node's rows with every other active row, gathers them again for the search
-and retires them, around a few dozen array operations of Python. On 20
-forest trees of 200k rows those passes cost more than the searches.
+thousands of nodes of a few rows each. Level by level, each of those levels
+routes the nodes' rows with every other active row, builds or sorts, gathers
+and retires them, around a few dozen array operations of Python; on 20 forest
+trees of 200k rows those passes cost more than the searches.
 
 :func:`grow_subtrees` takes such nodes once, with their rows, and grows
-each one's whole subtree in compiled code, one node per task: the same
-search (:func:`gputrees.kernels._numba_split._sorted_node`, which the
-level-wise compiled search calls too), the grower's rules with the same
-formulas (which nodes can split, scikit-learn's impurity improvement and its
-acceptance), the same per-node random draws (keyed by the node's path from
-its root, :mod:`gputrees._node_draws`), the children's statistics summed from
-their rows, which are partitioned stably. So the subtree is the one the
-level-wise grower grows, split for split (tested against the NumPy kernel
-set); the grower numbers its nodes breadth-first at the end, as it numbers
-its own (:meth:`gputrees._grower.Grower._breadth_first`).
+each one's whole subtree in compiled code, one node per task: the
+sort-based search of :mod:`gputrees._sorted_split` (its compiled per-node
+body :func:`gputrees.kernels._numba_split._sorted_node`, which finds the
+histogram search's split where thresholds are local to the node), the
+grower's rules with the same formulas (which nodes can split,
+scikit-learn's impurity improvement and its acceptance), the same per-node
+random draws (keyed by the node's path from its root,
+:mod:`gputrees._node_draws`), the children's statistics summed from their
+rows, which are partitioned stably. So the subtree is the one the
+level-wise grower grows, split for split (tested against it and against the
+NumPy kernel set); the grower numbers its nodes breadth-first at the end, as
+it numbers its own (:meth:`gputrees._grower.Grower._breadth_first`), and
+hands it nodes below :data:`gputrees._grower.SUBTREE_BELOW_BINS` times the
+bins.
 
-Covered (else :func:`grow_subtrees` returns None and the grower goes on
-level by level): the criteria Gini, entropy, misclassification and squared
-error; numerical features with their bin values (every fit's bin mapper);
-any ``max_features`` / per-tree feature subsets / extremely randomised
+Covered (:func:`covers`; else the grower goes on level by level): the
+criteria Gini, entropy, misclassification and squared error; numerical
+features with their bin values (every fit's bin mapper); any
+``max_features``, per-tree feature subsets, extremely randomised
 thresholds; depth-wise growth of a local row set without recorded leaves
 (the grower checks these).
 """
@@ -54,7 +56,7 @@ from ._numba_split import (
     _supported_criterion,
 )
 
-__all__ = ["grow_subtrees", "SubtreeParams", "Subtrees", "SUBTREE_CRITERIA"]
+__all__ = ["grow_subtrees", "SubtreeKernel", "Subtrees", "SUBTREE_CRITERIA"]
 
 #: Criteria whose impurity is written here (exact types, as CRITERION_KINDS).
 SUBTREE_CRITERIA = (Gini, Entropy, Misclassification, SquaredError)
@@ -335,6 +337,19 @@ def covers(criterion, n_channels: int, bin_mapper) -> bool:
     return type(criterion) in SUBTREE_CRITERIA and _supported_criterion(criterion, n_channels) and _has_values(
         bin_mapper
     )
+
+
+@dataclass(frozen=True)
+class SubtreeKernel:
+    """The kernel set's ``grow_subtrees``: :func:`grow_subtrees` on ``n_threads``, and what it covers."""
+
+    n_threads: int = 1
+
+    def covers(self, criterion, n_channels: int, bin_mapper) -> bool:
+        return covers(criterion, n_channels, bin_mapper)
+
+    def __call__(self, *args, **kwargs):
+        return grow_subtrees(*args, **kwargs, n_threads=self.n_threads)
 
 
 def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, total_weight, criterion, cons,
