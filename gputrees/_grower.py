@@ -1204,12 +1204,13 @@ class Grower:
                 first_child = xp.take(first_child, keep_e)
             order = xp.argsort(exp_ids)
             exp_ids = xp.take(exp_ids, order)
-            rec = _take_record(xp, rec, order)
-            first_child = xp.take(first_child, order)
         else:
             exp_ids = xp.zeros(0, dtype=xp.int64)
             rec = None
         pos, is_split = _lookup(xp, exp_ids, ids)
+        if rec is not None:
+            # each node's row of the records as they are (not a sorted copy of every field)
+            pos = xp.take(order, pos)
         # nodes kept: roots and children of kept splits
         _, parent_split = _lookup(xp, exp_ids, parent)
         keep = (parent < 0) | parent_split
