@@ -15,7 +15,9 @@ A *round* expands a set of frontier nodes of every tree of the batch:
    use the sort-based search of :mod:`gputrees._sorted_split` (numerical
    data), or, with a kernel set that grows whole subtrees
    (``Kernels.grow_subtrees``, the Numba set), hand those children (and
-   those of pairs below ``SUBTREE_BELOW_BINS`` times the bins) to it:
+   those of pairs below ``SUBTREE_BELOW_BINS`` times the bins, and with
+   drawn features every pair of a round that has ``SUBTREE_PAIRS_PER_THREAD``
+   pairs per thread) to it:
    their subtrees are grown depth-first in one compiled call, split for split
    what the following rounds would grow, and their rows leave the active set
    at once (nodes are numbered breadth-first at the end, as the rounds number
@@ -96,6 +98,18 @@ DRAWN_BUILD_SHARE = 0.5
 #: 4x 4.06 / 3.73, 8x 3.90 / 3.81, 16x 3.83 / 3.94, 64x 3.96 s, the whole tree
 #: (1000x) 4.87 s: larger nodes' sorts cost more than their histograms.
 SUBTREE_BELOW_BINS = 8
+#: With per-node feature draws built over the drawn features (random
+#: forests), a round with at least this many sibling pairs per thread of the
+#: subtree kernel hands all of them to it: their subtrees are grown to the end,
+#: their large nodes by histograms over the drawn features as the rounds
+#: would build them, without the rounds' passes over every active row.
+SUBTREE_PAIRS_PER_THREAD = 8
+#: Bytes per (tree, row) pair of a subtree kernel's call, plus this many per
+#: channel: its two node slots per pair (eight 8-byte fields, two flags, the
+#: statistics and left sums), their compacted copies, and the pairs' rows,
+#: slots, order and channels. Calls are batched under ``memory_limit``.
+SUBTREE_PAIR_BYTES = 400
+SUBTREE_PAIR_CHANNEL_BYTES = 80
 
 
 @dataclass(frozen=True)
@@ -767,6 +781,16 @@ class Grower:
             start = stop
         return parts
 
+    def _whole_subtrees(self, draws, pair_any) -> bool:
+        """Whether every pair of this round goes to the subtree kernel (:data:`SUBTREE_PAIRS_PER_THREAD`)."""
+        sub = self._grow_subtrees
+        if sub is None or self.inp.random_splits or not self.params.local_thresholds:
+            return False
+        n_pairs = int(self.xp.sum(self.xp.astype(pair_any, self.xp.int64)))
+        if n_pairs < SUBTREE_PAIRS_PER_THREAD * sub.n_threads:
+            return False
+        return self._drawn_features(draws) is not None
+
     def _finish_subtrees(self, ids, st, dp, tr) -> bool:
         """Grow the whole subtrees of the small nodes ``ids`` (``Kernels.grow_subtrees``), under the memory bound.
 
@@ -778,7 +802,7 @@ class Grower:
         """
         xp = self.xp
         counts = to_numpy(st[:, 0])
-        per_row = self.n_features * (self.n_channels * BYTES_PER_PAIR_CHANNEL + BYTES_PER_PAIR)
+        per_row = SUBTREE_PAIR_BYTES + SUBTREE_PAIR_CHANNEL_BYTES * self.n_channels
         budget_rows = max(1, int(self.params.memory_limit // per_row))
         p = self.params
         sub_params = SubtreeParams(
@@ -945,7 +969,10 @@ class Grower:
         draws = self._draw(child_ids, tree)
         parts = []
         if self.sorted_below > 0:
-            small2 = xp.reshape((stats[:, 0] < self.small_below) | ~can, (k, 2))
+            small = (stats[:, 0] < self.small_below) | ~can
+            if self._whole_subtrees(draws, pair_any):
+                small = xp.ones_like(can)
+            small2 = xp.reshape(small, (k, 2))
             pair_sorted = pair_any & xp.all(small2, axis=1)
             pair_any = pair_any & ~pair_sorted
             pos = xp.astype(xp.nonzero(xp.reshape(pair_sorted[:, None] & can2, (-1,)))[0], xp.int64)

@@ -900,6 +900,7 @@ def test_drawn_feature_histograms_give_the_subtraction_forest(monkeypatch):
     monkeypatch.setattr(_rows.LocalRows, "histograms", counting)
     # nodes of a few thousand rows grown level by level (not as compiled subtrees)
     monkeypatch.setattr(_grower, "SUBTREE_BELOW_BINS", 1)
+    monkeypatch.setattr(_grower, "SUBTREE_PAIRS_PER_THREAD", 10**9)
     kw = dict(n_estimators=4, max_features="sqrt", random_state=0, n_jobs=2)
     built = RandomForestClassifier(**kw).fit(X, y)
     assert sum(drawn) >= 5

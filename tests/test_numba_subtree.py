@@ -114,6 +114,21 @@ def test_subtrees_equal_level_wise_growth(case, monkeypatch):
     assert int(got.node_count.min()) > 50
 
 
+@pytest.mark.parametrize("criterion", [Gini(n_classes=3), SquaredError()])
+def test_forest_rounds_hand_whole_subtrees_over(criterion, monkeypatch):
+    """With drawn features and enough sibling pairs per thread, a round hands every pair to the kernel, whose
+    large nodes are searched with histograms: the same trees as level-wise growth."""
+    inputs = _inputs(9, n=8000, trees=12, criterion=criterion)
+    p = GrowerParams(max_features=3)
+    largest = []
+    kernel = _numba_subtree._grow_subtrees
+    monkeypatch.setattr(_numba_subtree, "_grow_subtrees",
+                        lambda *a: largest.append(int(np.diff(a[4]).max())) or kernel(*a))
+    got = grow(NP, _fresh(inputs), p)
+    assert max(largest) > 8 * 256  # above SUBTREE_BELOW_BINS x bins: handed over whole, histograms inside
+    _assert_same_trees(got, grow(NP, _level_wise(inputs), p))
+
+
 def test_uncovered_criterion_goes_level_wise(monkeypatch):
     inputs = _inputs(5, criterion=FriedmanMSE())
     monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: pytest.fail("kernel called"))

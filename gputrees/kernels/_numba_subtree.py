@@ -7,10 +7,15 @@ and retires them, around a few dozen array operations of Python; on 20 forest
 trees of 200k rows those passes cost more than the searches.
 
 :func:`grow_subtrees` takes such nodes once, with their rows, and grows
-each one's whole subtree in compiled code, one node per task: the
-sort-based search of :mod:`gputrees._sorted_split` (its compiled per-node
-body :func:`gputrees.kernels._numba_split._sorted_node`, which finds the
-histogram search's split where thresholds are local to the node), the
+each one's whole subtree in compiled code, one node per task, from a copy
+of its rows' codes and channels gathered once (a subtree's reads then stay
+in one block: 30% off a forest's subtrees against reading the tables): the
+level-wise grower's searches -- histograms over the drawn features for
+nodes with as many rows as bins (:func:`_hist_node`, the compiled scan's
+per-node body), else the sort-based search of :mod:`gputrees._sorted_split`
+(its compiled per-node body
+:func:`gputrees.kernels._numba_split._sorted_node`, which finds the
+histogram search's split where thresholds are local to the node) --, the
 grower's rules with the same formulas (which nodes can split,
 scikit-learn's impurity improvement and its acceptance), the same per-node
 random draws (keyed by the node's path from its root,
@@ -20,7 +25,9 @@ level-wise grower grows, split for split (tested against it and against the
 NumPy kernel set); the grower numbers its nodes breadth-first at the end, as
 it numbers its own (:meth:`gputrees._grower.Grower._breadth_first`), and
 hands it nodes below :data:`gputrees._grower.SUBTREE_BELOW_BINS` times the
-bins.
+bins, and, for forests drawing features per node, every node of a round
+with :data:`gputrees._grower.SUBTREE_PAIRS_PER_THREAD` sibling pairs per
+thread (whole trees from their first levels on).
 
 Covered (:func:`covers`; else the grower goes on level by level): the
 criteria Gini, entropy, misclassification and squared error; numerical
@@ -45,7 +52,11 @@ from .._splitting import TIE_RTOL, SubtreeParams
 from ._numba import _Threads
 from ._numba_split import (
     _JIT_SPLIT,
+    _NEG_INF,
     CRITERION_KINDS,
+    _has_rows,
+    _scan,
+    _threshold,
     _crit,
     _has_values,
     _mapper_arrays,
@@ -208,6 +219,58 @@ def _can_split(kind, s, depth, n_out, msl, mwl, min_samples_split, max_depth):
 
 # -- the kernel ---------------------------------------------------------------------------
 @numba.njit(**_JIT_SPLIT)
+def _hist_node(codes, rows, weights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact, n_value_bins,
+               tie_rtol, scratch, h, fbest, left):
+    """The histogram search of one node (best splits, local thresholds): ``_best_splits``' for one node.
+
+    Builds the node's histograms of its drawn features (``fmask``) from its
+    pairs into ``h`` (F, nb, C), scans them, and returns what
+    :func:`gputrees.kernels._numba_split._sorted_node` returns (the same
+    split: both searches find the best candidate among the node's values).
+    """
+    F = codes.shape[1]
+    C = weights.shape[1]
+    kind = crit[0]
+    for f in range(F):
+        if fmask[f]:
+            for b in range(nb):
+                for c in range(C):
+                    h[f, b, c] = 0.0
+    for k in range(pairs.shape[0]):
+        p = pairs[k]
+        r = rows[p]
+        for f in range(F):
+            if fmask[f]:
+                b = codes[r, f]
+                for c in range(C):
+                    h[f, b, c] += weights[p, c]
+    best = _NEG_INF
+    for f in range(F):
+        fbest[f] = _NEG_INF
+        if fmask[f]:
+            fbest[f] = _scan(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, _NEG_INF, scratch,
+                             min(nb - 1, n_value_bins[f]))[0]
+            best = max(best, fbest[f])
+    target = best - tie_rtol * abs(best)
+    for f in range(F):
+        if not (fbest[f] > _NEG_INF and fbest[f] >= target):
+            continue
+        p, b, variant = _scan(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, target, scratch,
+                              min(nb - 1, n_value_bins[f]))
+        if b < 0:
+            continue
+        for c in range(C):
+            left[c] = scratch[3][c]
+        if _has_rows(kind, h[f, nb - 1]):
+            missing_left = variant == 1
+        else:  # no missing values in the node: NaN goes to the child with more rows
+            missing_left = left[0] > P[0] - left[0]
+        threshold = _threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, True)
+        return True, p, f, b, missing_left, threshold
+    return False, _NEG_INF, 0, 0, False, np.inf
+
+
+@numba.njit(**_JIT_SPLIT)
 def _partition(codes, rows, perm, a, b, f, bin_, missing_left, missing, tmp):
     """Stable partition of ``perm[a:b]``: the pairs going left first. Returns the first right position."""
     n_left = 0
@@ -230,7 +293,7 @@ def _partition(codes, rows, perm, a, b, f, bin_, missing_left, missing, tmp):
 @numba.njit(parallel=True, **_JIT_SPLIT)
 def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, root_tree, root_key, total_weight,
                    crit, rules, k_features, allowed, has_allowed, has_u, nb, thresholds, bin_values, is_exact,
-                   tie_rtol, n_blocks, max_rows):
+                   n_value_bins, tie_rtol, n_blocks, max_rows):
     """Grow every small node's subtree (see :func:`grow_subtrees`); node ``i``'s nodes go to ``2 start[i] ..``."""
     m = root_stats.shape[0]
     C = weights.shape[1]
@@ -256,7 +319,8 @@ def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, ro
     draw_mask = k_features < F or has_allowed
     per = (m + n_blocks - 1) // n_blocks
     for blk in prange(n_blocks):
-        scratch = _scratch(max_rows + 1, C)
+        scratch = _scratch(nb + 1, C)  # candidates: at most one per code
+        hbuf = np.empty((F, nb, C))
         sort_scratch = _sort_scratch(max_rows, nb)
         fbest = np.empty(F)
         fmask = np.ones(F, dtype=np.bool_)
@@ -266,16 +330,32 @@ def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, ro
         lo = np.empty(2 * max_rows, dtype=np.int64)  # each node's pairs: perm[lo : hi]
         hi = np.empty(2 * max_rows, dtype=np.int64)
         right = np.empty(C)
+        # the node's pairs gathered once (codes of every feature, channels):
+        # its whole subtree then reads them from one block, not from rows
+        # scattered over the tables; ``local`` numbers them 0 .. n - 1
+        lcodes = np.empty((max_rows, F), dtype=codes.dtype)
+        lweights = np.empty((max_rows, C))
+        ident = np.arange(max_rows)
+        local = np.empty(max_rows, dtype=np.int64)
         for i in range(blk * per, min(m, (blk + 1) * per)):
             base = 2 * start[i]
+            n_rows = start[i + 1] - start[i]
+            for k in range(n_rows):
+                p = perm[start[i] + k]
+                r = rows[p]
+                for f in range(F):
+                    lcodes[k, f] = codes[r, f]
+                for c in range(C):
+                    lweights[k, c] = weights[p, c]
+                local[k] = k
             t = root_tree[i]
             parent[base] = -1
             depth[base] = root_depth[i]
             key[base] = root_key[i]
             for c in range(C):
                 stats[base, c] = root_stats[i, c]
-            lo[0] = start[i]
-            hi[0] = start[i + 1]
+            lo[0] = 0
+            hi[0] = n_rows
             n = 1
             top = 0
             stack[0] = 0
@@ -292,10 +372,16 @@ def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, ro
                 if has_u:
                     for f in range(F):
                         u[f] = _uniform(key[g], F + f)
-                pairs = perm[lo[j]:hi[j]]
-                found, p, f, code, ml, thr = _sorted_node(
-                    codes, rows, weights, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds, bin_values,
-                    is_exact, tie_rtol, scratch, sort_scratch, fbest, left[g])
+                pairs = local[lo[j]:hi[j]]
+                if hi[j] - lo[j] >= nb and not has_u:
+                    # as many rows as bins: histograms, as the level-wise grower searches such nodes
+                    found, p, f, code, ml, thr = _hist_node(
+                        lcodes, ident, lweights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
+                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left[g])
+                else:
+                    found, p, f, code, ml, thr = _sorted_node(
+                        lcodes, ident, lweights, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
+                        bin_values, is_exact, tie_rtol, scratch, sort_scratch, fbest, left[g])
                 if not found:
                     continue
                 for c in range(C):
@@ -310,7 +396,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, ro
                 threshold[g] = thr
                 proxy[g] = p
                 first_child[g] = n
-                mid = _partition(codes, rows, perm, lo[j], hi[j], f, code, ml, missing, tmp)
+                mid = _partition(lcodes, ident, local, lo[j], hi[j], f, code, ml, missing, tmp)
                 for side in range(2):
                     h = base + n + side
                     parent[h] = j
@@ -321,7 +407,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, ro
                     for c in range(C):
                         stats[h, c] = 0.0
                     for k in range(lo[n + side], hi[n + side]):
-                        w = weights[perm[k]]
+                        w = lweights[local[k]]
                         for c in range(C):
                             stats[h, c] += w[c]
                 stack[top] = n + 1
@@ -409,7 +495,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
             has_allowed,
             bool(random_splits),
             int(bin_mapper.n_bins),
-            *_mapper_arrays(bin_mapper)[:3],
+            *_mapper_arrays(bin_mapper),
             TIE_RTOL,
             n_blocks,
             max(int(np.diff(start).max()), 1),
