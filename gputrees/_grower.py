@@ -875,38 +875,46 @@ class Grower:
         self._subtrees_grown = True
 
     def _breadth_first(self):
-        """Renumber every node breadth-first: by depth, then its parent's new number, left before right.
+        """Renumber every node tree by tree, breadth-first: by depth, then its parent's order, left before right.
 
-        The order in which the level-wise growth creates its nodes; grown
-        subtrees (:meth:`_finish_subtrees`) created theirs depth-first, after
-        their roots' level. Children stay consecutive (left, right).
+        Within each tree, the order in which the level-wise growth creates its
+        nodes; grown subtrees (:meth:`_finish_subtrees`) created theirs
+        depth-first, after their roots' level. Children stay consecutive
+        (left, right), and every tree's nodes are consecutive
+        (:meth:`_finalize_grouped` lays them out without sorting).
         """
         xp = self.xp
         parent = xp.concat(self._parent)
         depth = xp.concat(self._depth)
+        tree = xp.concat(self._tree)
         n = int(parent.shape[0])
-        by_depth = xp.argsort(depth, stable=True)
+        by_depth = xp.argsort(depth, stable=True)  # ids in order within each level
         depth_sorted = xp.take(depth, by_depth)
         n_levels = int(to_numpy(depth_sorted[-1])) + 1
         bounds = to_numpy(xp.searchsorted(depth_sorted, xp.arange(n_levels + 1, dtype=xp.int64)))
-        new_of = xp.zeros(n, dtype=xp.int64)
+        ranks, prev, prev_rank = [], None, None
         for d in range(n_levels):
             level = by_depth[int(bounds[d]) : int(bounds[d + 1])]
             if d == 0:
-                order = level  # roots: ids 0 .. n_trees - 1, already in order
+                key = xp.take(tree, level)  # roots: in tree order
             else:
-                # parent's new number, then id (a left child's id is its right sibling's minus 1)
-                sort_key = xp.take(new_of, xp.take(parent, level)) * n + level
-                order = xp.take(level, xp.argsort(sort_key))
-            new_of[order] = xp.arange(int(bounds[d]), int(bounds[d + 1]), dtype=xp.int64)
-        old_of = xp.argsort(new_of)
+                # the parent's rank in its level (parents are the previous level's
+                # split nodes, looked up in its sorted ids), then the id: a left
+                # child's id is its right sibling's minus 1
+                parent_rank = xp.take(prev_rank, xp.searchsorted(prev, xp.take(parent, level)))
+                key = parent_rank * n + level
+            ranks.append(xp.argsort(xp.argsort(key)))
+            prev, prev_rank = level, ranks[-1]
+        rank = xp.take(xp.concat(ranks), xp.argsort(by_depth))  # by id
+        old_of = xp.argsort((tree * n_levels + depth) * n + rank)
+        new_of = xp.argsort(old_of)
 
         def renumber(ids):
             return xp.where(ids >= 0, xp.take(new_of, _non_negative(xp, ids)), ids)
 
         self._parent = [renumber(xp.take(parent, old_of))]
         self._depth = [xp.take(depth, old_of)]
-        self._tree = [xp.take(xp.concat(self._tree), old_of)]
+        self._tree = [xp.take(tree, old_of)]
         self._stats = [xp.take(xp.concat(self._stats, axis=0), old_of, axis=0)]
         self._exp_ids = [renumber(xp.concat(self._exp_ids))]
         self._exp_first_child = [renumber(xp.concat(self._exp_first_child))]
@@ -1207,7 +1215,63 @@ class Grower:
         selected = self._simulate(root_list)[0] if best_first else None
         if self._subtrees_grown:
             self._breadth_first()
+            return self._finalize_grouped()
         return self._finalize(selected)
+
+    def _finalize_grouped(self) -> TreeBatch:
+        """:meth:`_finalize` for nodes numbered tree by tree (:meth:`_breadth_first`), every node kept.
+
+        Subtrees are grown only with depth-wise growth, numerical features,
+        no value bounds and no recorded leaves: each tree's nodes are a run of
+        ids already in their final order, so a node's position in its tree is
+        its id minus its tree's first, and the padded arrays are the runs cut
+        and padded, without the general layout's sorts and gathers (on 20
+        forest trees of 50k nodes: 1.0 s of page faults in the general one).
+        """
+        xp = self.xp
+        tree = xp.concat(self._tree)
+        stats = xp.concat(self._stats, axis=0)
+        n_nodes = self._n_created
+        ids = xp.arange(n_nodes, dtype=xp.int64)
+        first = to_numpy(xp.searchsorted(tree, xp.arange(self.n_trees + 1, dtype=xp.int64)))
+        counts = np.diff(first).astype(np.int64)
+        width = int(counts.max())
+        exp_ids = xp.concat(self._exp_ids)
+        rec = _concat_records(xp, self._exp_rec)
+        order = xp.argsort(exp_ids)
+        pos, is_split = _lookup(xp, xp.take(exp_ids, order), ids)
+        pos = xp.take(order, pos)  # each node's row of the records
+
+        def field(a, default, dtype):
+            return xp.where(is_split, xp.take(a, pos), xp.asarray(default, dtype=dtype))
+
+        # children in the same tree: their position there is their id minus the tree's first
+        tree_first = xp.take(from_numpy(xp, first[:-1].astype(np.int64)), tree)
+        left = field(xp.concat(self._exp_first_child) - xp.take(tree_first, exp_ids), -1, xp.int64)
+
+        def pad(a, fill):
+            parts = []
+            for t in range(self.n_trees):
+                parts.append(a[int(first[t]) : int(first[t + 1]), ...])
+                if counts[t] < width:
+                    parts.append(xp.full((width - int(counts[t]),) + tuple(a.shape[1:]), fill, dtype=a.dtype))
+            return xp.reshape(xp.concat(parts, axis=0), (self.n_trees, width) + tuple(a.shape[1:]))
+
+        depth = xp.concat(self._depth)
+        return TreeBatch(
+            node_count=counts,
+            left=pad(left, -1),
+            right=pad(xp.where(left >= 0, left + 1, left), -1),
+            feature=pad(field(rec.feature, -2, xp.int64), -2),
+            bin=pad(field(rec.bin, -1, xp.int64), -1),
+            missing_left=pad(field(rec.missing_left, False, xp.bool), False),
+            is_categorical=xp.zeros((self.n_trees, width), dtype=xp.bool),
+            cat_left=xp.zeros((self.n_trees, width, 0), dtype=xp.bool),
+            threshold=pad(field(rec.threshold, -2.0, xp.float64), -2.0),
+            stats=pad(stats, 0.0),
+            depth=pad(depth, 0),
+            max_depth=int(to_numpy(xp.max(depth))),
+        )
 
     def _finalize(self, selected) -> TreeBatch:
         xp = self.xp

@@ -27,8 +27,8 @@ from gputrees.kernels import _numba_subtree, get_kernels  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 SEED = 11
-BATCH_FIELDS = ("node_count", "left", "right", "feature", "bin", "missing_left", "is_categorical", "threshold",
-                "depth", "max_depth")
+BATCH_FIELDS = ("node_count", "left", "right", "feature", "bin", "missing_left", "is_categorical", "cat_left",
+                "threshold", "depth", "max_depth")
 
 
 def _data(seed, n, p, *, classes=3, regression=False, missing=0.0, max_bins=255):
