@@ -291,10 +291,10 @@ def _partition(codes, rows, perm, a, b, f, bin_, missing_left, missing, tmp):
 
 
 @numba.njit(parallel=True, **_JIT_SPLIT)
-def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, root_tree, root_key, total_weight,
+def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_depth, root_tree, root_key, total_weight,
                    crit, rules, k_features, allowed, has_allowed, has_u, nb, thresholds, bin_values, is_exact,
                    n_value_bins, tie_rtol, n_blocks, max_rows):
-    """Grow every small node's subtree (see :func:`grow_subtrees`); node ``i``'s nodes go to ``2 start[i] ..``."""
+    """Grow every small node's subtree (see :func:`grow_subtrees`); node ``i``'s nodes go to ``region[i] ..``."""
     m = root_stats.shape[0]
     C = weights.shape[1]
     F = codes.shape[1]
@@ -302,7 +302,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, ro
     msl, mwl = crit[3], crit[4]
     min_samples_split, max_depth, min_decrease = rules
     missing = nb - 1
-    n_slots = 2 * start[m]
+    n_slots = region[m]
     count = np.zeros(m, dtype=np.int64)
     parent = np.empty(n_slots, dtype=np.int64)
     depth = np.empty(n_slots, dtype=np.int64)
@@ -338,7 +338,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, ro
         ident = np.arange(max_rows)
         local = np.empty(max_rows, dtype=np.int64)
         for i in range(blk * per, min(m, (blk + 1) * per)):
-            base = 2 * start[i]
+            base = region[i]
             n_rows = start[i + 1] - start[i]
             for k in range(n_rows):
                 p = perm[start[i] + k]
@@ -418,6 +418,21 @@ def _grow_subtrees(codes, rows, weights, perm, start, root_stats, root_depth, ro
     return count, parent, depth, key, stats, split, feature, bin_, missing_left, threshold, proxy, left, first_child
 
 
+def _regions(n_rows, depth, max_depth: int):
+    """Start (m + 1,) int64 of each subtree's node slots: room for every node it can have.
+
+    A subtree of n rows has at most 2 n - 1 nodes (every leaf holds a row),
+    and under ``max_depth`` (-1: none) at most ``2 ** (max_depth - depth + 1) - 1``.
+    """
+    room = 2 * n_rows
+    if max_depth >= 0:
+        levels = np.clip(max_depth - depth + 1, 0, 62)
+        room = np.minimum(room, np.left_shift(np.int64(1), levels))
+    region = np.zeros(n_rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(room, out=region[1:])
+    return region
+
+
 def covers(criterion, n_channels: int, bin_mapper) -> bool:
     """Whether :func:`grow_subtrees` grows subtrees with this criterion and bin mapper."""
     return type(criterion) in SUBTREE_CRITERIA and _supported_criterion(criterion, n_channels) and _has_values(
@@ -475,6 +490,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
         return None
     f8 = np.float64
     perm, start, threads, n_blocks = _node_tasks(slot, m, int(codes.shape[1]), n_threads)
+    region = _regions(np.diff(start), np.asarray(depth, dtype=np.int64), params.max_depth)
     has_allowed = tree_features is not None
     with _Threads(threads):
         out = _grow_subtrees(
@@ -483,6 +499,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
             np.ascontiguousarray(weights, dtype=f8),
             perm,
             start,
+            region,
             np.ascontiguousarray(stats, dtype=f8),
             np.asarray(depth, dtype=np.int64),
             np.asarray(tree, dtype=np.int64),
@@ -504,7 +521,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
     # compact: subtree i's nodes are slots 2 start[i] .. 2 start[i] + count[i] - 1
     root = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(count, out=root[1:])
-    slots = np.repeat(2 * start[:-1] - root[:-1], count) + np.arange(int(root[-1]), dtype=np.int64)
+    slots = np.repeat(region[:-1] - root[:-1], count) + np.arange(int(root[-1]), dtype=np.int64)
     shift = np.repeat(root[:-1], count)  # local index -> compact index
     par = parent[slots]
     return Subtrees(
