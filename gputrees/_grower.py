@@ -791,14 +791,13 @@ class Grower:
             return False
         return self._drawn_features(draws) is not None
 
-    def _finish_subtrees(self, ids, st, dp, tr) -> bool:
-        """Grow the whole subtrees of the small nodes ``ids`` (``Kernels.grow_subtrees``), under the memory bound.
+    def _finish_subtrees(self, ids, st, dp, tr) -> None:
+        """Grow the whole subtrees of the nodes ``ids`` (``Kernels.grow_subtrees``), under the memory bound.
 
         Their nodes and splits are recorded as the level-wise growth would
         record them (numbered breadth-first at the end); the nodes leave the
-        frontier, so their rows retire. Returns False, having done nothing,
-        where the kernel does not cover the criterion (then the caller
-        searches them level by level).
+        frontier, so their rows retire. The grower uses the kernel only for
+        fits it covers (``covers``, checked once).
         """
         xp = self.xp
         counts = to_numpy(st[:, 0])
@@ -827,11 +826,10 @@ class Grower:
                 self.inp.criterion, self.cons, sub_params, self.inp.bin_mapper,
                 self.inp.tree_features, self.inp.random_splits,
             )
-            if sub is None:  # not covered: the same for every chunk, so this is the first
-                return False
+            if sub is None:
+                raise RuntimeError("the subtree kernel refused a fit it said it covers")
             self._add_subtrees(cid_host, sub)
             start = stop
-        return True
 
     def _add_subtrees(self, root_ids, sub):
         """Record the nodes and splits of grown subtrees (:class:`~gputrees.kernels._numba_subtree.Subtrees`).
@@ -986,7 +984,9 @@ class Grower:
             pos = xp.astype(xp.nonzero(xp.reshape(pair_sorted[:, None] & can2, (-1,)))[0], xp.int64)
             if int(pos.shape[0]):
                 small = (xp.take(child_ids, pos), xp.take(stats, pos, axis=0), xp.take(depth, pos), xp.take(tree, pos))
-                if self._grow_subtrees is None or not self._finish_subtrees(*small):
+                if self._grow_subtrees is not None:
+                    self._finish_subtrees(*small)
+                else:
                     parts += self._sorted_parts(*small, draws.take(pos))
         pairs = xp.astype(xp.nonzero(pair_any)[0], xp.int64)
         n_pairs = int(pairs.shape[0])
