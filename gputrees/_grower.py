@@ -745,16 +745,27 @@ class Grower:
             bounds=None if bounds is None else _rows_at(xp, bounds, sel),
         )
 
+    def _row_batches(self, st, bytes_per_row):
+        """Consecutive (start, stop) batches of nodes whose rows (``st[:, 0]``) take at most ``memory_limit``.
+
+        A batch holds at least one node, however large.
+        """
+        counts = to_numpy(st[:, 0])
+        budget_rows = max(1, int(self.params.memory_limit // bytes_per_row))
+        start, n = 0, counts.shape[0]
+        while start < n:
+            csum = np.cumsum(counts[start:])
+            stop = start + max(1, int(np.searchsorted(csum, budget_rows, side="right")))
+            yield start, stop
+            start = stop
+
     def _sorted_parts(self, ids, st, dp, tr, draws):
         """Splits of small nodes by the sort-based search, batched under the memory bound."""
         xp = self.xp
         counts = to_numpy(st[:, 0])
         per_row = self.n_features * (self.n_channels * BYTES_PER_PAIR_CHANNEL + BYTES_PER_PAIR)
-        budget_rows = max(1, int(self.params.memory_limit // per_row))
-        parts, start, n = [], 0, counts.shape[0]
-        while start < n:
-            csum = np.cumsum(counts[start:])
-            stop = start + max(1, int(np.searchsorted(csum, budget_rows, side="right")))
+        parts = []
+        for start, stop in self._row_batches(st, per_row):
             sel = xp.arange(start, stop, dtype=xp.int64)
             cid = xp.take(ids, sel)
             cst = xp.take(st, sel, axis=0)
@@ -778,7 +789,6 @@ class Grower:
             cdp, ctr = xp.take(dp, sel), xp.take(tr, sel)
             imp, ok = self._improvement_ok(rec, cst, ctr)
             parts.append(self._part(cid, cst, cdp, ctr, rec, imp, ok, None))
-            start = stop
         return parts
 
     def _whole_subtrees(self, draws, pair_any) -> bool:
@@ -800,9 +810,6 @@ class Grower:
         fits it covers (``covers``, checked once).
         """
         xp = self.xp
-        counts = to_numpy(st[:, 0])
-        per_row = SUBTREE_PAIR_BYTES + SUBTREE_PAIR_CHANNEL_BYTES * self.n_channels
-        budget_rows = max(1, int(self.params.memory_limit // per_row))
         p = self.params
         sub_params = SubtreeParams(
             min_samples_split=float(p.min_samples_split),
@@ -811,10 +818,8 @@ class Grower:
             max_features=self.n_features if p.max_features is None else min(int(p.max_features), self.n_features),
         )
         total_weight = to_numpy(self.total_weight)
-        start, n = 0, counts.shape[0]
-        while start < n:
-            csum = np.cumsum(counts[start:])
-            stop = start + max(1, int(np.searchsorted(csum, budget_rows, side="right")))
+        per_row = SUBTREE_PAIR_BYTES + SUBTREE_PAIR_CHANNEL_BYTES * self.n_channels
+        for start, stop in self._row_batches(st, per_row):
             sel = xp.arange(start, stop, dtype=xp.int64)
             cid = xp.take(ids, sel)
             rows, slot, w = self.rows.rows_of(self._slot_table(cid))
@@ -829,7 +834,6 @@ class Grower:
             if sub is None:
                 raise RuntimeError("the subtree kernel refused a fit it said it covers")
             self._add_subtrees(cid_host, sub)
-            start = stop
 
     def _add_subtrees(self, root_ids, sub):
         """Record the nodes and splits of grown subtrees (:class:`~gputrees.kernels._numba_subtree.Subtrees`).

@@ -794,16 +794,13 @@ def _sorted_splits(codes, rows, weights, node_pairs, node_start, parent, crit, f
                 codes, rows, weights, pairs, parent[i], crit, fmask[i if has_mask else 0], has_mask,
                 u[i if has_u else 0], has_u, nb, thresholds, bin_values, is_exact, tie_rtol, scratch,
                 sort_scratch, fbest, left[i])
-            if fi:
+            if fi:  # (without a split the node's row of ``left`` stays zeros: _sorted_node writes it only with one)
                 found[i] = True
                 proxy[i] = p
                 feature[i] = f
                 bin_[i] = code
                 missing_left[i] = ml
                 threshold[i] = thr
-            else:
-                for c in range(C):
-                    left[i, c] = 0.0
     return found, proxy, feature, bin_, missing_left, left, threshold
 
 

@@ -50,6 +50,7 @@ from .._criteria import _LOG2, EPSILON, Entropy, Gini, Misclassification, Square
 from .._node_draws import GOLDEN, LEFT, MIX_1, MIX_2, RIGHT
 from .._splitting import TIE_RTOL, SubtreeParams
 from ._numba import _Threads
+from ._numba_grow import _left
 from ._numba_split import (
     _JIT_SPLIT,
     _NEG_INF,
@@ -219,12 +220,13 @@ def _can_split(kind, s, depth, n_out, msl, mwl, min_samples_split, max_depth):
 
 # -- the kernel ---------------------------------------------------------------------------
 @numba.njit(**_JIT_SPLIT)
-def _hist_node(codes, rows, weights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact, n_value_bins,
+def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact, n_value_bins,
                tie_rtol, scratch, h, fbest, left):
     """The histogram search of one node (best splits, local thresholds): ``_best_splits``' for one node.
 
     Builds the node's histograms of its drawn features (``fmask``) from its
-    pairs into ``h`` (F, nb, C), scans them, and returns what
+    rows ``pairs`` of ``codes`` / ``weights`` (the subtree's gathered block)
+    into ``h`` (F, nb, C), scans them, and returns what
     :func:`gputrees.kernels._numba_split._sorted_node` returns (the same
     split: both searches find the best candidate among the node's values).
     """
@@ -238,10 +240,9 @@ def _hist_node(codes, rows, weights, pairs, P, crit, fmask, nb, thresholds, bin_
                     h[f, b, c] = 0.0
     for k in range(pairs.shape[0]):
         p = pairs[k]
-        r = rows[p]
         for f in range(F):
             if fmask[f]:
-                b = codes[r, f]
+                b = codes[p, f]
                 for c in range(C):
                     h[f, b, c] += weights[p, c]
     best = _NEG_INF
@@ -271,15 +272,14 @@ def _hist_node(codes, rows, weights, pairs, P, crit, fmask, nb, thresholds, bin_
 
 
 @numba.njit(**_JIT_SPLIT)
-def _partition(codes, rows, perm, a, b, f, bin_, missing_left, missing, tmp):
-    """Stable partition of ``perm[a:b]``: the pairs going left first. Returns the first right position."""
+def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
+    """Stable partition of ``perm[a:b]`` (rows of ``codes``), left-going rows first; returns the right ones' start."""
+    codes_t = codes.T  # the compiled tree's side rule reads codes feature-major
     n_left = 0
     n_right = 0
     for k in range(a, b):
         p = perm[k]
-        code = codes[rows[p], f]
-        go_left = missing_left if code == missing else code <= bin_
-        if go_left:
+        if _left(codes_t, p, f, bin_, missing_left, missing):
             perm[a + n_left] = p
             n_left += 1
         else:
@@ -357,7 +357,6 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
             lo[0] = 0
             hi[0] = n_rows
             n = 1
-            top = 0
             stack[0] = 0
             top = 1
             while top > 0:
@@ -376,7 +375,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 if hi[j] - lo[j] >= nb and not has_u:
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
                     found, p, f, code, ml, thr = _hist_node(
-                        lcodes, ident, lweights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
+                        lcodes, lweights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
                         n_value_bins, tie_rtol, scratch, hbuf, fbest, left[g])
                 else:
                     found, p, f, code, ml, thr = _sorted_node(
@@ -396,7 +395,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 threshold[g] = thr
                 proxy[g] = p
                 first_child[g] = n
-                mid = _partition(lcodes, ident, local, lo[j], hi[j], f, code, ml, missing, tmp)
+                mid = _partition(lcodes, local, lo[j], hi[j], f, code, ml, missing, tmp)
                 for side in range(2):
                     h = base + n + side
                     parent[h] = j
