@@ -29,8 +29,10 @@ are written only in the bins the split scan reads, each feature's
 feature with few distinct values (a month, a coded category) then costs its
 few bins, not 256, in the zeroing and the sibling subtraction. And from
 :data:`PACK_ROWS` rows on, the histograms' channels are packed in the rows'
-order and moved with them by each partition: a node's histogram reads the
-same numbers in the same order, in sequence instead of from far apart.
+order and moved with them by each partition but the last one before the
+leaves (whose histograms, the last, gather them by row: one move of every
+row's channels fewer a tree): a node's histogram reads the same numbers in
+the same order, in sequence instead of from far apart.
 
 :func:`grow_tree` returns None where the case is not covered; the caller then
 uses the generic grower.
@@ -70,7 +72,11 @@ PARTITION_ROWS = 1 << 14
 #: through the partitions (16 or 24 more bytes a row and level) and deep
 #: nodes read them in sequence: alternated 100-round fits, 750k x 28 rows
 #: 6.54 -> 5.90 s, flights (245k rows) 1.30 -> 1.27 s, Bank marketing (31k)
-#: 0.233 -> 0.245 s.
+#: 0.233 -> 0.245 s. Not moved by the partition whose children's histograms
+#: are the last (those gather the channels by row), and the partitions
+#: without branches: alternated, flights 2.16 -> 1.93 s, 750k x 28 rows
+#: (30 rounds) 3.86 -> 3.57 s. Packing from the third level on only (the first
+#: levels' rows are close together): 2.09 -> 2.04 s and 3.57 -> 3.55 s, not kept.
 PACK_ROWS = 1 << 17
 _JIT_GROW = dict(_JIT, error_model="numpy")
 
@@ -116,12 +122,14 @@ def _left(codes_t, r, feature, bin_, missing_left, missing_bin):
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _partition(codes_t, order, out, pk, pk_out, go, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin):
+def _partition(codes_t, order, out, pk, pk_out, move_pk, go, seg_a, seg_b, sel, feature, bin_, missing_left,
+               missing_bin):
     """Stable partition of the nodes ``sel``'s rows: left child's rows first, each side in row order.
 
     Rows of node ``j = sel[i]`` are ``order[seg_a[j]:seg_b[j]]``; they go to
-    the same positions of ``out``. ``go`` (n,) bool: work space for each
-    row's side. Returns the left counts (len(sel),).
+    the same positions of ``out``; with ``move_pk`` the rows of ``pk`` go
+    with them to ``pk_out``. ``go`` (n,) bool: work space for each row's
+    side. Returns the left counts (len(sel),).
     """
     t_of, t_a, t_b = _tasks(seg_a, seg_b, sel)
     n_tasks = t_of.shape[0]
@@ -135,8 +143,7 @@ def _partition(codes_t, order, out, pk, pk_out, go, seg_a, seg_b, sel, feature, 
         for p in range(t_a[t], t_b[t]):
             g = _left(codes_t, order[p], f, b, ml, missing_bin)
             go[p] = g
-            if g:
-                c += 1
+            c += g
         lefts[t] = c
     n_left = _node_totals(t_of, lefts, sel.shape[0])
     lo = np.empty(n_tasks, dtype=np.int64)
@@ -152,20 +159,20 @@ def _partition(codes_t, order, out, pk, pk_out, go, seg_a, seg_b, sel, feature, 
         ro[t] = nxt_r
         nxt_l += lefts[t]
         nxt_r += (t_b[t] - t_a[t]) - lefts[t]
+    n_pk = pk.shape[1] if move_pk else 0
     for t in prange(n_tasks):
         pl, pr = lo[t], ro[t]
+        # without branches: a row's side is as good as random, and a
+        # mispredicted branch a row cost half the pass (245k rows, one
+        # thread: 2.3 -> 0.9 ms without channels, 3.3 -> 2.0 ms with two)
         for p in range(t_a[t], t_b[t]):
-            r = order[p]
-            if go[p]:
-                out[pl] = r
-                for c in range(pk.shape[1]):
-                    pk_out[pl, c] = pk[p, c]
-                pl += 1
-            else:
-                out[pr] = r
-                for c in range(pk.shape[1]):
-                    pk_out[pr, c] = pk[p, c]
-                pr += 1
+            g = np.int64(go[p])
+            d = pr + g * (pl - pr)
+            out[d] = order[p]
+            for c in range(n_pk):
+                pk_out[d, c] = pk[p, c]
+            pl += g
+            pr += 1 - g
     return n_left
 
 
@@ -187,11 +194,9 @@ def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, m
         c = 0
         for p in range(t_a[t], t_b[t]):
             r = order[p]
-            if _left(codes_t, r, f, b, ml, missing_bin):
-                row_leaf[r] = left
-                c += 1
-            else:
-                row_leaf[r] = left + 1
+            g = np.int64(_left(codes_t, r, f, b, ml, missing_bin))
+            row_leaf[r] = left + 1 - g
+            c += g
         lefts[t] = c
     n_left = _node_totals(t_of, lefts, sel.shape[0])
     return n_left
@@ -338,6 +343,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     # and moved with them by each partition, so that a deep node's histogram
     # reads its channels in sequence (see PACK_ROWS); otherwise no columns
     packed = pk.shape[1] > 0
+    in_pk = packed  # whether the current level's channels are in pk
     for i in range(n if packed else 0):
         position[i] = i
         for c in range(Ch):
@@ -378,10 +384,16 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, feature[front], bin_[front],
                                 missing_left[front], missing_bin, row_leaf, base)
         else:
-            n_left = _partition(codes_t, order, spare, pk, pk_spare, go, seg_a, seg_b, front, feature[front],
-                                bin_[front], missing_left[front], missing_bin)
+            # the channels travel with the rows while a level after the
+            # children's reads them; the children's own histograms (the
+            # last ones) gather them by row instead (see PACK_ROWS)
+            move_pk = packed and depth[front[0]] + 2 < max_depth
+            n_left = _partition(codes_t, order, spare, pk, pk_spare, move_pk, go, seg_a, seg_b, front,
+                                feature[front], bin_[front], missing_left[front], missing_bin)
             order, spare = spare, order
-            pk, pk_spare = pk_spare, pk
+            if move_pk:
+                pk, pk_spare = pk_spare, pk
+            in_pk = move_pk
         can = np.zeros(2 * k, dtype=np.bool_)
         for j in range(k):
             node = front[j]
@@ -442,10 +454,10 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             for i in range(n_pairs):
                 if seg_b[small[i]] == s_a[i]:
                     s_a[i] = -1  # no rows (the kernels' mark of an empty run)
-            small_hist = _run_histograms(codes, order, position if packed else order, empty, empty, 0,
-                                         pk if packed else chan, s_a, seg_b[small], n_bins,
+            small_hist = _run_histograms(codes, order, position if in_pk else order, empty, empty, 0,
+                                         pk if in_pk else chan, s_a, seg_b[small], n_bins,
                                          _workers(built * F, n_threads), row_bytes,
-                                         small_buf[:n_pairs], 0 if packed else first, used)
+                                         small_buf[:n_pairs], 0 if in_pk else first, used)
             level = hist_b[:n_can] if next_in_b else hist_a[:n_can]
             _siblings(hist, parent_index, small_hist, small_is_right, children, level, used)
             next_in_b = not next_in_b
