@@ -87,9 +87,12 @@ def test_compiled_twins_equal_the_host_draws():
     got_u = np.array([[st._uniform(key, d) for d in range(12)] for key in keys])
     np.testing.assert_array_equal(got_u, want_u)
     allowed = rng.random((64, 12)) < 0.6
-    for has_allowed in (False, True):
-        want = nd.feature_mask(keys, 12, 4, allowed if has_allowed else None)
-        got = np.zeros_like(want)
-        for i, key in enumerate(keys):
-            st._draw_features(key, 4, allowed[i], has_allowed, np.empty(12), got[i])
-        np.testing.assert_array_equal(got, want)
+    allowed[0] = False  # a node with no allowed feature
+    allowed[1] = np.arange(12) < 2  # fewer allowed than drawn
+    for k in (1, 4, 11, 12, 20):
+        for has_allowed in (False, True):
+            want = nd.feature_mask(keys, 12, k, allowed if has_allowed else None)
+            got = np.ones_like(want)  # every entry must be written
+            for i, key in enumerate(keys):
+                st._draw_features(key, k, allowed[i], has_allowed, np.empty(12), got[i])
+            np.testing.assert_array_equal(got, want)

@@ -141,16 +141,24 @@ def _uniform(key, d):
 
 @numba.njit(**_JIT_SPLIT)
 def _draw_features(key, k, allowed, has_allowed, u, mask):
-    """``mask`` (F,) = :func:`gputrees._node_draws.feature_mask` of one node (``u`` (F,) work space)."""
+    """``mask`` (F,) = :func:`gputrees._node_draws.feature_mask` of one node (``u`` (F,) work space).
+
+    The k smallest uniforms (ties to the lower feature) picked by k passes of
+    a running minimum, each chosen one set to +inf (was: every feature's rank
+    among all, F^2 steps: 784 against 140 for 28 features and k = 5).
+    """
     F = mask.shape[0]
     for f in range(F):
         u[f] = np.inf if has_allowed and not allowed[f] else _uniform(key, f)
-    for f in range(F):
-        rank = 0
-        for g in range(F):
-            if u[g] < u[f] or (u[g] == u[f] and g < f):
-                rank += 1
-        mask[f] = rank < k and (not has_allowed or allowed[f])
+        mask[f] = False
+    for _ in range(min(k, F)):
+        best = 0
+        for g in range(1, F):
+            best = g if u[g] < u[best] else best
+        if u[best] == np.inf:  # only features not allowed remain
+            break
+        mask[best] = True
+        u[best] = np.inf
 
 
 # -- the grower's rules (twins of gputrees._criteria and Grower._can_split) -------------
@@ -278,13 +286,14 @@ def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
     n_left = 0
     n_right = 0
     for k in range(a, b):
+        # without branches (a row's side is as good as random): both
+        # destinations written, one kept (perm's lies at or before k)
         p = perm[k]
-        if _left(codes_t, p, f, bin_, missing_left, missing):
-            perm[a + n_left] = p
-            n_left += 1
-        else:
-            tmp[n_right] = p
-            n_right += 1
+        g = np.int64(_left(codes_t, p, f, bin_, missing_left, missing))
+        perm[a + n_left] = p
+        tmp[n_right] = p
+        n_left += g
+        n_right += 1 - g
     for k in range(n_right):
         perm[a + n_left + k] = tmp[k]
     return a + n_left
