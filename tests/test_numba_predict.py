@@ -146,9 +146,24 @@ def test_layout_applies_to_depth_limited_numerical_batches():
     assert batch.max_depth == 6 and (batch.node_count < 2**7 - 1).all()  # leaves above the bottom level
 
 
+#: Blocks of rows each tree walks in turn (_numba.TREES_IN_CACHE_BYTES):
+#: None keeps the default (these small trees: one block, every tree); 1 and 2
+#: force tree-by-tree passes of one and two blocks (X's three blocks: several
+#: passes per thread, the last one short).
+TREE_PASSES = [None, 1, 2]
+
+
+def _tree_passes(monkeypatch, blocks):
+    if blocks is not None:
+        monkeypatch.setattr(_numba, "TREES_IN_CACHE_BYTES", 0)
+        monkeypatch.setattr(_numba, "ROWS_PER_TREE_PASS", blocks * _numba.ROWS_PER_BLOCK)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_apply_trees_equals_reference(name, dtype):
+@pytest.mark.parametrize("blocks", TREE_PASSES)
+def test_apply_trees_equals_reference(name, dtype, blocks, monkeypatch):
+    _tree_passes(monkeypatch, blocks)
     batch, X, missing_bin = _case(name, 3)
     X = X.astype(dtype)
     want = apply_trees_reference(NP, batch, X.astype(np.float64), missing_bin)
@@ -162,7 +177,9 @@ def test_apply_trees_equals_reference(name, dtype):
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_predict_raw_equals_reference(name, k, dtype):
+@pytest.mark.parametrize("blocks", TREE_PASSES)
+def test_predict_raw_equals_reference(name, k, dtype, blocks, monkeypatch):
+    _tree_passes(monkeypatch, blocks)
     batch, X, missing_bin = _case(name, 5)
     if batch.left.shape[0] % k:
         batch = TreeBatch(**{f: (getattr(batch, f)[: batch.left.shape[0] // k * k]

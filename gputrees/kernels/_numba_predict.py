@@ -1,7 +1,6 @@
 """Compiled prediction (Numba) over depth-limited trees in a complete-binary-tree layout.
 
-The padded walk of :mod:`gputrees.kernels._numba` (``_apply_trees``,
-``_predict_raw``) follows each node's ``left`` / ``right`` links and stops a
+The padded walk of :mod:`gputrees.kernels._numba` (``_walk_trees``) follows each node's ``left`` / ``right`` links and stops a
 block of rows when every row is at a leaf. For trees of bounded depth
 (boosting's depth-6 trees) this module lays every tree out once as a complete
 binary tree of ``depth`` levels (a heap): node ``h``'s children are
