@@ -1693,7 +1693,7 @@ def _walk_trees(X, left, right, feature, threshold, missing_left, is_cat, cat_le
 def _blocks_per_pass(batch) -> int:
     """Blocks of rows each tree walks in turn: 1 while the trees stay in cache, else :data:`ROWS_PER_TREE_PASS` rows."""
     node_bytes = int(batch.left.shape[0]) * int(batch.left.shape[1]) * 33
-    return 1 if node_bytes <= TREES_IN_CACHE_BYTES else ROWS_PER_TREE_PASS // ROWS_PER_BLOCK
+    return 1 if node_bytes <= TREES_IN_CACHE_BYTES else max(1, ROWS_PER_TREE_PASS // ROWS_PER_BLOCK)
 
 
 def _tree_arrays(batch):

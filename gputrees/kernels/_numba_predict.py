@@ -1,7 +1,8 @@
 """Compiled prediction (Numba) over depth-limited trees in a complete-binary-tree layout.
 
-The padded walk of :mod:`gputrees.kernels._numba` (``_walk_trees``) follows each node's ``left`` / ``right`` links and stops a
-block of rows when every row is at a leaf. For trees of bounded depth
+The padded walk of :mod:`gputrees.kernels._numba` (``_walk_trees``) follows
+each node's ``left`` / ``right`` links and stops a block of rows when every
+row is at a leaf. For trees of bounded depth
 (boosting's depth-6 trees) this module lays every tree out once as a complete
 binary tree of ``depth`` levels (a heap): node ``h``'s children are
 ``2h + 1`` and ``2h + 2``, so a step reads no links, and a leaf above the
