@@ -745,12 +745,11 @@ class Grower:
             bounds=None if bounds is None else _rows_at(xp, bounds, sel),
         )
 
-    def _row_batches(self, st, bytes_per_row):
-        """Consecutive (start, stop) batches of nodes whose rows (``st[:, 0]``) take at most ``memory_limit``.
+    def _row_batches(self, counts, bytes_per_row):
+        """Consecutive (start, stop) batches of nodes whose rows (``counts``, host) take at most ``memory_limit``.
 
         A batch holds at least one node, however large.
         """
-        counts = to_numpy(st[:, 0])
         budget_rows = max(1, int(self.params.memory_limit // bytes_per_row))
         start, n = 0, counts.shape[0]
         while start < n:
@@ -765,7 +764,7 @@ class Grower:
         counts = to_numpy(st[:, 0])
         per_row = self.n_features * (self.n_channels * BYTES_PER_PAIR_CHANNEL + BYTES_PER_PAIR)
         parts = []
-        for start, stop in self._row_batches(st, per_row):
+        for start, stop in self._row_batches(counts, per_row):
             sel = xp.arange(start, stop, dtype=xp.int64)
             cid = xp.take(ids, sel)
             cst = xp.take(st, sel, axis=0)
@@ -819,7 +818,7 @@ class Grower:
         )
         total_weight = to_numpy(self.total_weight)
         per_row = SUBTREE_PAIR_BYTES + SUBTREE_PAIR_CHANNEL_BYTES * self.n_channels
-        for start, stop in self._row_batches(st, per_row):
+        for start, stop in self._row_batches(to_numpy(st[:, 0]), per_row):
             sel = xp.arange(start, stop, dtype=xp.int64)
             cid = xp.take(ids, sel)
             rows, slot, w = self.rows.rows_of(self._slot_table(cid))
@@ -979,19 +978,20 @@ class Grower:
         draws = self._draw(child_ids, tree)
         parts = []
         if self.sorted_below > 0:
-            small = (stats[:, 0] < self.small_below) | ~can
             if self._whole_subtrees(draws, pair_any):
                 small = xp.ones_like(can)
+            else:
+                small = (stats[:, 0] < self.small_below) | ~can
             small2 = xp.reshape(small, (k, 2))
             pair_sorted = pair_any & xp.all(small2, axis=1)
             pair_any = pair_any & ~pair_sorted
             pos = xp.astype(xp.nonzero(xp.reshape(pair_sorted[:, None] & can2, (-1,)))[0], xp.int64)
             if int(pos.shape[0]):
-                small = (xp.take(child_ids, pos), xp.take(stats, pos, axis=0), xp.take(depth, pos), xp.take(tree, pos))
+                nodes = (xp.take(child_ids, pos), xp.take(stats, pos, axis=0), xp.take(depth, pos), xp.take(tree, pos))
                 if self._grow_subtrees is not None:
-                    self._finish_subtrees(*small)
+                    self._finish_subtrees(*nodes)
                 else:
-                    parts += self._sorted_parts(*small, draws.take(pos))
+                    parts += self._sorted_parts(*nodes, draws.take(pos))
         pairs = xp.astype(xp.nonzero(pair_any)[0], xp.int64)
         n_pairs = int(pairs.shape[0])
         drawn = self._drawn_features(draws) if n_pairs else None

@@ -526,7 +526,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
             max(int(np.diff(start).max()), 1),
         )
     count, parent, dep, key, st, split, feature, bin_, ml, thr, proxy, left, first_child = out
-    # compact: subtree i's nodes are slots 2 start[i] .. 2 start[i] + count[i] - 1
+    # compact: subtree i's nodes are slots region[i] .. region[i] + count[i] - 1
     root = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(count, out=root[1:])
     slots = np.repeat(region[:-1] - root[:-1], count) + np.arange(int(root[-1]), dtype=np.int64)
