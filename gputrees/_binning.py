@@ -42,6 +42,9 @@ MAX_BINS_LIMIT = 65535
 BIN_SUBSAMPLE = 200_000
 #: Seed of that sample: fixed, so binning never depends on random_state.
 BIN_SUBSAMPLE_SEED = 0
+#: Most bytes of sampled rows gathered at once (a group of features' values
+#: at the sampled rows, :func:`fit_bin_mapper`)
+SAMPLE_GATHER_BYTES = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -199,9 +202,16 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
         idx = np.random.default_rng(BIN_SUBSAMPLE_SEED).choice(n_samples, BIN_SUBSAMPLE, replace=False)
         sample = from_numpy(xp, np.sort(idx).astype(np.int64))
     features = []
+    # the sampled rows gathered once a group of features (a column's values
+    # gathered one by one lie a row apart: 28 float32 columns of 800k rows,
+    # 150 ms), in groups of at most SAMPLE_GATHER_BYTES
+    group = max(1, SAMPLE_GATHER_BYTES // (BIN_SUBSAMPLE * (xp.finfo(X.dtype).bits // 8)))
+    rows = None
     for f in range(n_features):
         x = X[:, f]  # float64 or float32: _sorted_distinct returns float64 values
-        s, distinct = _sorted_distinct(xp, x if sample is None else xp.take(x, sample))
+        if sample is not None and f % group == 0:
+            rows = xp.take(X[:, f : min(f + group, n_features)], sample, axis=0)
+        s, distinct = _sorted_distinct(xp, x if sample is None else rows[:, f % group])
         if sample is not None and distinct.shape[0] <= max_bins:
             # few distinct values in the sample: exact only if the sample saw them all
             if not _covers(xp, distinct, x):

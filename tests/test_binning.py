@@ -450,6 +450,23 @@ def test_subsample_rare_value_still_exact(backend, small_subsample):
         assert_array_equal(codes[:, 2] <= b, cont <= thr[2, b])
 
 
+@pytest.mark.parametrize("group", [1, 2, 3, 5])
+def test_subsample_gathered_by_groups_of_features_gives_the_same_edges(backend, small_subsample, monkeypatch, group):
+    """The sampled rows gathered a group of features at a time (SAMPLE_GATHER_BYTES): the edges of one gather."""
+    _, _, conv = backend
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((1000, 5))
+    X[:, 1] = rng.integers(0, 3, 1000)  # exact bins, checked against every row
+    X[rng.random(1000) < 0.05, 3] = np.nan
+    _, _, want = _fit(conv, X, max_bins=16)
+    monkeypatch.setattr(_binning, "SAMPLE_GATHER_BYTES", N_SUB * 8 * group)
+    _, _, got = _fit(conv, X, max_bins=16)
+    assert_array_equal(to_numpy(got.thresholds), to_numpy(want.thresholds))
+    assert_array_equal(to_numpy(got.n_value_bins), to_numpy(want.n_value_bins))
+    assert_array_equal(to_numpy(got.is_exact), to_numpy(want.is_exact))
+    assert not bool(got.is_exact[0]) and bool(got.is_exact[1])
+
+
 def test_subsample_all_values_seen_exact(backend, small_subsample):
     """When the sample sees every value, binning is exact as on the full data."""
     _, _, conv = backend

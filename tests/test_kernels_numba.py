@@ -478,6 +478,18 @@ def test_bin_codes_equal_reference(max_bins):
     assert (want[:, 3] == mapper.missing_bin).all()
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (1, 5), (255, 4), (257, 28), (1000, 3)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_codes_by_feature_is_the_transpose(shape, dtype, threads):
+    """Block edges (TRANSPOSE_ROWS rows), one row, one feature, no rows; a non-contiguous input."""
+    codes = np.random.default_rng(shape[0]).integers(0, np.iinfo(dtype).max, shape, endpoint=True).astype(dtype)
+    for given in (codes, np.asfortranarray(codes)):
+        got = _numba.codes_by_feature(NP, given, n_threads=threads)
+        assert got.dtype == dtype and got.flags.c_contiguous
+        assert np.array_equal(got, codes.T)
+
+
 def test_bin_codes_lookup_grid_edge_cases():
     """The lookup grid's answers equal a binary search's: values at, just below and just above every edge,
     heavy tails (many edges per cell), infinities, a range too wide for finite cells, one edge, float32 input."""

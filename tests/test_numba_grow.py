@@ -115,9 +115,12 @@ _NEW_WORK = _numba_grow._Work.new
 
 def _poisoned(shape):
     """Work buffers full of values no tree could use: NaN channels and histograms, out-of-range rows, True sides,
-    codes in the middle of their range."""
+    codes in the middle of their range; all but ``position``, which ``_Work.new`` writes and trees only read."""
     work = _NEW_WORK(shape)
-    for a in work.arrays():
+    for f in dataclasses.fields(work):
+        if f.name == "position":
+            continue
+        a = getattr(work, f.name)
         if a.dtype == np.bool_:
             a.fill(True)
         elif a.dtype.kind in "iu":
@@ -162,6 +165,24 @@ def test_trees_of_a_workspace_share_their_work_buffers(monkeypatch):
     grow(NP, first, p)
     grow(NP, first, p)
     assert len(made) == 4
+
+
+def test_packed_positions_are_written_once_and_kept_by_every_tree(monkeypatch):
+    """``position`` (the packed channels' index) is 0 .. n - 1 from ``_Work.new`` on; trees read it, never write it."""
+    data, params = CASES["packed_channels"]
+    inputs, p = _inputs(3, **data), _params(**params)
+    made = []
+
+    def keeping(shape):
+        made.append(_NEW_WORK(shape))
+        return made[-1]
+
+    monkeypatch.setattr(_numba_grow._Work, "new", staticmethod(keeping))
+    with _numba.workspace():
+        grow(NP, inputs, p)
+        grow(NP, inputs, p)
+    assert len(made) == 1
+    np.testing.assert_array_equal(made[0].position, np.arange(inputs.codes.shape[0]))
 
 
 @pytest.mark.parametrize(

@@ -67,3 +67,23 @@ def test_round_end_leaves_other_losses_to_the_generic_passes():
     raw, values, leaf, y, w = _inputs(50, 5)
     for loss in (_loss.MultinomialLogLoss(3), _loss.AbsoluteError(), _loss.Poisson(), _loss.Gamma()):
         assert _numba_loss.round_end(NP, loss, raw, values, leaf, y, w, None) is None
+
+
+def test_log1p_of_the_loss_is_within_three_ulps_of_numpys():
+    """The compiled log1p(t), t in [0, 1] (the loss's log1p(exp(-|raw|))): both sides of its range reduction."""
+    import numba
+
+    @numba.njit
+    def log1p_all(t, out):
+        for i in range(t.shape[0]):
+            out[i] = _numba_loss._log1p_unit(t[i])
+
+    rng = np.random.default_rng(0)
+    cut = np.sqrt(2.0) - 1.0
+    t = np.concatenate([rng.random(200_000), np.exp(-rng.random(100_000) * 700.0),
+                        [0.0, 1.0, cut, np.nextafter(cut, 0.0), np.nextafter(cut, 1.0), 1e-300, 2.0 ** -30]])
+    got = np.empty_like(t)
+    log1p_all(t, got)
+    want = np.log1p(t)
+    assert np.all(np.abs(got - want) <= 3 * np.spacing(want))
+    assert got[-7] == 0.0 and got[-6] == np.log(2.0)

@@ -303,7 +303,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             route_and_sum=functools.partial(_numba.route_and_sum, n_threads=threads),
             best_splits=functools.partial(_numba_split.best_splits, n_threads=threads),
             sorted_splits=functools.partial(_numba_split.sorted_splits, n_threads=threads),
-            codes_by_feature=_numba.codes_by_feature,
+            codes_by_feature=functools.partial(_numba.codes_by_feature, n_threads=threads),
             sibling_histograms=functools.partial(_numba.sibling_histograms, n_threads=threads),
             drawn_histograms=functools.partial(_numba.drawn_histograms, n_threads=threads),
             keep_pairs=functools.partial(_numba.keep_pairs, n_threads=threads),

@@ -1470,9 +1470,35 @@ def _children_table(slot_of_node, split, first_child):
 IN_ORDER_SUMS_FILL = 4
 
 
-def codes_by_feature(xp, codes):
-    """The binned matrix feature-major: (n_features, n_samples), C-contiguous, the dtype of ``codes``."""
-    return np.ascontiguousarray(np.asarray(codes).T)
+#: Rows a task of :func:`_transpose` turns feature-major: its rows' codes
+#: (up to 256 x 28 x 2 bytes) stay in the L1 cache while each feature's
+#: run of them is written.
+TRANSPOSE_ROWS = 256
+
+
+@numba.njit(parallel=True, **_JIT)
+def _transpose(codes, out):
+    """``out`` (F, n) = ``codes`` (n, F).T, by blocks of :data:`TRANSPOSE_ROWS` rows in parallel."""
+    n, n_features = codes.shape
+    for blk in prange((n + TRANSPOSE_ROWS - 1) // TRANSPOSE_ROWS):
+        i0 = blk * TRANSPOSE_ROWS
+        i1 = min(n, i0 + TRANSPOSE_ROWS)
+        for f in range(n_features):
+            for i in range(i0, i1):
+                out[f, i] = codes[i, f]
+
+
+def codes_by_feature(xp, codes, *, n_threads: int = 1):
+    """The binned matrix feature-major: (n_features, n_samples), C-contiguous, the dtype of ``codes``.
+
+    A blocked transpose in parallel: NumPy's copy of ``codes.T`` walked the
+    strided side a value at a time (800k x 28 uint8 codes: 133 ms).
+    """
+    codes = np.ascontiguousarray(codes)
+    out = np.empty(codes.shape[::-1], dtype=codes.dtype)
+    with _Threads(_threads_for(n_threads, int(codes.size))):
+        _transpose(codes, out)
+    return out
 
 
 def _route(codes, codes_t, active, chan, slot_of_node, split, first_child, missing_bin, n_threads):

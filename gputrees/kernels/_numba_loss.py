@@ -9,19 +9,21 @@ and the channel table ``[1, g, h]``. Each is a NumPy pass with temporaries
 round). :func:`round_end` does them in parallel passes over blocks of rows,
 for the single-output losses whose formulas it carries: half squared error
 (one pass) and binary log-loss (three passes around NumPy's vectorised
-``exp`` and ``log``); ``None`` for any other loss, the caller then takes the
-generic path.
+``exp``); ``None`` for any other loss, the caller then takes the generic
+path.
 
 The raw predictions, gradients and hessians equal the generic ones bit for
 bit (the same operations on the same numbers: log-loss's ``exp(-raw)`` is
 NumPy's, as the generic code's), so a fit grows the same trees with either.
 The loss (``train_score_``) equals it to rounding: the weighted sums are
 per-block sums added in block order (NumPy's are pairwise), and log-loss's
-``log1p(exp(-|raw|))`` term is ``log(1 + exp(-|raw|))``, at most half an ulp
-of 1 (1.1e-16) away per row, with ``exp(r) = 1 / exp(-r)`` for ``r < 0``.
+``log1p(exp(-|raw|))`` term is a compiled series within 3 ulps of NumPy's
+``log1p`` (:func:`_log1p_unit`), with ``exp(r) = 1 / exp(-r)`` for ``r < 0``.
 """
 
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
@@ -76,15 +78,76 @@ def _add_leaf_values(raw, values, leaf, neg, n_blocks):
             neg[i] = -r
 
 
+#: ``log(2)`` and ``sqrt(2) - 1``, the range reduction of :func:`_log1p_unit`
+_LN2 = math.log(2.0)
+_SQRT2_M1 = math.sqrt(2.0) - 1.0
+#: ``2 / (2 k + 1)``, k = 0 .. 11: ``log1p(t) = 2 atanh(s)`` as a series in
+#: ``s``, whose twelfth term is below 2^-53 of the first for ``|s| <= 0.172``
+_ATANH2 = tuple(2.0 / (2 * k + 1) for k in range(12))
+
+
+#: Fast-math flags of the loss's log term (:func:`_log1p_sums`): reassociation
+#: lets the compiler sum four rows at a time, contraction fuses multiply-adds;
+#: none that assumes finite values (``exp(-raw)`` may be inf)
+_LOSS_FASTMATH = {"reassoc", "contract"}
+
+
+@numba.njit(inline="always", fastmath=_LOSS_FASTMATH)
+def _log1p_unit(t):
+    """``log1p(t)`` for ``t`` in [0, 1], within 3 ulps (NumPy's ``log1p``: 0.8; checked on 3M values).
+
+    ``log1p(t) = 2 atanh(t / (2 + t))``; past ``sqrt(2) - 1``,
+    ``log(2) + 2 atanh((t - 1) / (t + 3))``; either way ``|s| <= 0.172`` and
+    twelve terms of the series: a polynomial and a division, no call, so
+    the row loop is vectorised.
+    """
+    big = t > _SQRT2_M1
+    s = (t - 1.0 if big else t) / (t + 3.0 if big else t + 2.0)
+    z = s * s
+    c = _ATANH2
+    # Horner's rule written out: a loop over the tuple indexed it at run time
+    p = c[10] + z * c[11]
+    p = c[9] + z * p
+    p = c[8] + z * p
+    p = c[7] + z * p
+    p = c[6] + z * p
+    p = c[5] + z * p
+    p = c[4] + z * p
+    p = c[3] + z * p
+    p = c[2] + z * p
+    p = c[1] + z * p
+    p = c[0] + z * p
+    return s * p + (_LN2 if big else 0.0)
+
+
+@numba.njit(parallel=True, fastmath=_LOSS_FASTMATH, **_JIT)
+def _log1p_sums(raw, e, w, n_blocks):
+    """(n_blocks,) sums of ``w * log1p(exp(-|raw|))`` per block, from ``e`` = exp(-raw) (n,).
+
+    ``exp(-|raw|)`` is ``e`` or ``1 / e`` (0 where ``e`` overflowed). In place
+    of NumPy's ``log`` of ``1 + exp(-|raw|)`` and a weighted sum: 800k rows,
+    7.3 -> 1.9 ms on two threads (``log`` ran on one).
+    """
+    n = raw.shape[0]
+    out = np.zeros(n_blocks)
+    for b in prange(n_blocks):
+        s = 0.0
+        for i in range(b * n // n_blocks, (b + 1) * n // n_blocks):
+            ei = e[i]
+            s += _log1p_unit(ei if raw[i] >= 0.0 else 1.0 / ei) * w[i]
+        out[b] = s
+    return out
+
+
 @numba.njit(parallel=True, **_JIT)
 def _logistic_channels(raw, e, y, w, table, n_blocks):
-    """Binary log-loss's [1, g, h] into ``table`` (n, 3) from ``e`` = exp(-raw), which becomes ``1 + exp(-|raw|)``.
+    """Binary log-loss's [1, g, h] into ``table`` (n, 3) from ``e`` = exp(-raw).
 
     ``p = 1 / (1 + e)``, ``g = (p - y) w`` and ``h = max(p (1 - p),
     MIN_HESSIAN) w`` are the generic loss's operations on the same numbers
     (bit for bit). Returns (n_blocks, 2): the sums of ``w * (max(raw, 0) -
-    y raw)`` (the loss but its ``log(1 + exp(-|raw|))`` term) and of ``w``
-    per block.
+    y raw)`` (the loss but its ``log1p(exp(-|raw|))`` term,
+    :func:`_log1p_sums`) and of ``w`` per block.
     """
     n = raw.shape[0]
     part = np.zeros((n_blocks, 2))
@@ -102,24 +165,9 @@ def _logistic_channels(raw, e, y, w, table, n_blocks):
             table[i, 0] = 1.0
             table[i, 1] = (p - yi) * wi
             table[i, 2] = max(p * (1.0 - p), MIN_HESSIAN) * wi
-            # exp(-|r|): exp(-r), or 1 / exp(-r) (0 where exp(-r) overflows)
-            e[i] = 1.0 + (ei if r >= 0.0 else 1.0 / ei)
         part[b, 0] = sl
         part[b, 1] = sw
     return part
-
-
-@numba.njit(parallel=True, **_JIT)
-def _weighted_block_sums(a, w, n_blocks):
-    """(n_blocks,) sums of ``a * w`` per block."""
-    n = a.shape[0]
-    out = np.zeros(n_blocks)
-    for b in prange(n_blocks):
-        s = 0.0
-        for i in range(b * n // n_blocks, (b + 1) * n // n_blocks):
-            s += a[i] * w[i]
-        out[b] = s
-    return out
 
 
 def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 1):
@@ -147,15 +195,15 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 
             part = _squared_error_end(r, v, leaf, y, w, table[0], n_blocks)
             total_l = _in_order(part[:, 0])
         else:
-            # the exponential and the logarithm by NumPy's vectorised loops
-            # (one thread, 5x faster than two threads of scalar calls here)
+            # the exponential by NumPy's vectorised loop, as the generic
+            # gradients take it (one thread, 5x faster than two threads of
+            # scalar calls here)
             e = np.empty(n)
             _add_leaf_values(r, v, leaf, e, n_blocks)  # e = -raw
             with np.errstate(over="ignore"):  # exp(-raw) = inf past raw = -709: p = 0, as intended
                 np.exp(e, out=e)
             part = _logistic_channels(r, e, y, w, table[0], n_blocks)
-            np.log(e, out=e)
-            total_l = _in_order(part[:, 0]) + _in_order(_weighted_block_sums(e, w, n_blocks))
+            total_l = _in_order(part[:, 0]) + _in_order(_log1p_sums(r, e, w, n_blocks))
     return raw, total_l / _in_order(part[:, 1]), table
 
 
