@@ -81,9 +81,8 @@ CASES = {
     "depth_one": ({}, {"max_depth": 1}),
     "deep": ({"n": 40_000, "p": 3}, {"max_depth": 11, "min_weight_leaf": 0.01}),
     "row_blocks": ({"n": 80_000, "p": 3}, {"max_depth": 3}),  # nodes of 2 * ROW_BLOCK rows and more
-    "packed_channels": ({"n": _numba_grow.PACK_ROWS + 5000, "p": 3, "missing": 0.02}, {"max_depth": 5}),
-    "packed_uint16_codes": ({"n": _numba_grow.PACK_ROWS + 3000, "p": 2, "max_bins": 600, "missing": 0.01},
-                            {"max_depth": 4}),
+    "many_rows": ({"n": 136_000, "p": 3, "missing": 0.02}, {"max_depth": 5}),
+    "many_rows_uint16_codes": ({"n": 134_000, "p": 2, "max_bins": 600, "missing": 0.01}, {"max_depth": 4}),
     "one_thread": ({"threads": 1, "missing": 0.02}, {}),
     "one_feature": ({"p": 1}, {}),
     "all_missing_feature": ({"missing": 0.02}, {}),
@@ -114,13 +113,9 @@ _NEW_WORK = _numba_grow._Work.new
 
 
 def _poisoned(shape):
-    """Work buffers full of values no tree could use: NaN channels and histograms, out-of-range rows, True sides,
-    codes in the middle of their range; all but ``position``, which ``_Work.new`` writes and trees only read."""
+    """Work buffers full of values no tree could use: NaN histograms, out-of-range rows, True sides."""
     work = _NEW_WORK(shape)
-    for f in dataclasses.fields(work):
-        if f.name == "position":
-            continue
-        a = getattr(work, f.name)
+    for a in work.arrays():
         if a.dtype == np.bool_:
             a.fill(True)
         elif a.dtype.kind in "iu":
@@ -130,7 +125,7 @@ def _poisoned(shape):
     return work
 
 
-@pytest.mark.parametrize("case", ["missing_values", "packed_channels", "deep", "unsplittable_root"])
+@pytest.mark.parametrize("case", ["missing_values", "many_rows", "deep", "unsplittable_root"])
 def test_compiled_tree_writes_its_work_buffers_before_reading_them(case, monkeypatch):
     """Buffers handed over full of garbage (as a fit's earlier trees leave them) give the same tree."""
     data, params = CASES[case]
@@ -165,24 +160,6 @@ def test_trees_of_a_workspace_share_their_work_buffers(monkeypatch):
     grow(NP, first, p)
     grow(NP, first, p)
     assert len(made) == 4
-
-
-def test_packed_positions_are_written_once_and_kept_by_every_tree(monkeypatch):
-    """``position`` (the packed channels' index) is 0 .. n - 1 from ``_Work.new`` on; trees read it, never write it."""
-    data, params = CASES["packed_channels"]
-    inputs, p = _inputs(3, **data), _params(**params)
-    made = []
-
-    def keeping(shape):
-        made.append(_NEW_WORK(shape))
-        return made[-1]
-
-    monkeypatch.setattr(_numba_grow._Work, "new", staticmethod(keeping))
-    with _numba.workspace():
-        grow(NP, inputs, p)
-        grow(NP, inputs, p)
-    assert len(made) == 1
-    np.testing.assert_array_equal(made[0].position, np.arange(inputs.codes.shape[0]))
 
 
 @pytest.mark.parametrize(

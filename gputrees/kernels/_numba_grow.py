@@ -23,16 +23,14 @@ row's leaf are the generic grower's bit for bit (tested against it). Rows
 are kept grouped by node in an index array and partitioned stably (each
 child's rows stay in row order), in parallel over blocks of rows.
 
-Two differences in the work, none in the result. The histograms it keeps
+One difference in the work, none in the result: the histograms it keeps
 are written only in the bins the split scan reads, each feature's
 ``n_value_bins`` and the missing bin (``_run_histograms``' ``used``): a
 feature with few distinct values (a month, a coded category) then costs its
-few bins, not 256, in the zeroing and the sibling subtraction. And from
-:data:`PACK_ROWS` rows on, the histograms' channels are packed in the rows'
-order and moved with them by each partition but the last one before the
-leaves (whose histograms, the last, gather them by row: one move of every
-row's channels fewer a tree): a node's histogram reads the same numbers in
-the same order, in sequence instead of from far apart.
+few bins, not 256, in the zeroing and the sibling subtraction. The
+histograms gather each row's channels by its index (an earlier version
+moved them with the rows through the partitions from 131k rows on: slower
+since the partitions lost their branches, see :func:`_partition`).
 
 :func:`grow_tree` returns None where the case is not covered; the caller then
 uses the generic grower.
@@ -68,16 +66,6 @@ MAX_DEPTH = 16
 #: enough that a task's start-up is negligible, small enough that a level of a
 #: few nodes still splits into a task per thread and more.
 PARTITION_ROWS = 1 << 14
-#: From this many rows on, the histograms' channels travel with the rows
-#: through the partitions (16 or 24 more bytes a row and level) and deep
-#: nodes read them in sequence: alternated 100-round fits, 750k x 28 rows
-#: 6.54 -> 5.90 s, flights (245k rows) 1.30 -> 1.27 s, Bank marketing (31k)
-#: 0.233 -> 0.245 s. Not moved by the partition whose children's histograms
-#: are the last (those gather the channels by row), and the partitions
-#: without branches: alternated, flights 2.16 -> 1.93 s, 750k x 28 rows
-#: (30 rounds) 3.86 -> 3.57 s. Packing from the third level on only (the first
-#: levels' rows are close together): 2.09 -> 2.04 s and 3.57 -> 3.55 s, not kept.
-PACK_ROWS = 1 << 17
 _JIT_GROW = dict(_JIT, error_model="numpy")
 
 
@@ -104,19 +92,12 @@ def _tasks(seg_a, seg_b, sel):
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _start_rows(order, pk, chan, first):
-    """A tree's start: ``order`` (n,) = 0 .. n - 1 and, when ``pk`` has columns, ``pk`` (n, C) = ``chan[:, first:]``.
-
-    In parallel over blocks of :data:`PARTITION_ROWS` rows (one thread
-    wrote these 24-40 bytes a row in 7 ms a tree of 800k rows, 8% of it).
-    """
+def _start_rows(order):
+    """A tree's start: ``order`` (n,) = 0 .. n - 1, in parallel over blocks of :data:`PARTITION_ROWS` rows."""
     n = order.shape[0]
-    n_pk = pk.shape[1]
     for t in prange((n + PARTITION_ROWS - 1) // PARTITION_ROWS):
         for i in range(t * PARTITION_ROWS, min(n, (t + 1) * PARTITION_ROWS)):
             order[i] = i
-            for c in range(n_pk):
-                pk[i, c] = chan[i, first + c]
 
 
 @numba.njit(**_JIT_GROW)
@@ -138,14 +119,18 @@ def _left(codes_t, r, feature, bin_, missing_left, missing_bin):
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _partition(codes_t, order, out, pk, pk_out, move_pk, go, seg_a, seg_b, sel, feature, bin_, missing_left,
-               missing_bin):
+def _partition(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin):
     """Stable partition of the nodes ``sel``'s rows: left child's rows first, each side in row order.
 
     Rows of node ``j = sel[i]`` are ``order[seg_a[j]:seg_b[j]]``; they go to
-    the same positions of ``out``; with ``move_pk`` the rows of ``pk`` go
-    with them to ``pk_out``. ``go`` (n,) bool: work space for each row's
-    side. Returns the left counts (len(sel),).
+    the same positions of ``out``. ``go`` (n,) bool: work space for each
+    row's side. Returns the left counts (len(sel),).
+
+    Only the row indices move: moving the histograms' channels with them (so
+    that deep nodes read them in sequence) was measured slower, alternated
+    in one process, at every size once this pass had no branches: 750k x 28
+    rows (30 rounds) 3.32 -> 2.96 s without, 2.25M rows (10 rounds) 3.91 ->
+    3.42 s, flights 2.52 -> 2.44 s.
     """
     t_of, t_a, t_b = _tasks(seg_a, seg_b, sel)
     n_tasks = t_of.shape[0]
@@ -175,7 +160,6 @@ def _partition(codes_t, order, out, pk, pk_out, move_pk, go, seg_a, seg_b, sel, 
         ro[t] = nxt_r
         nxt_l += lefts[t]
         nxt_r += (t_b[t] - t_a[t]) - lefts[t]
-    n_pk = pk.shape[1] if move_pk else 0
     for t in prange(n_tasks):
         pl, pr = lo[t], ro[t]
         # without branches: a row's side is as good as random, and a
@@ -185,8 +169,6 @@ def _partition(codes_t, order, out, pk, pk_out, move_pk, go, seg_a, seg_b, sel, 
             g = np.int64(go[p])
             d = pr + g * (pl - pr)
             out[d] = order[p]
-            for c in range(n_pk):
-                pk_out[d, c] = pk[p, c]
             pl += g
             pr += 1 - g
     return n_left
@@ -334,7 +316,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     ``work``: the row and histogram buffers (:class:`_Work`'s arrays, in its
     field order), written before they are read; ``row_leaf`` (n,) int64 out.
     """
-    order, spare, position, pk, pk_spare, go, hist_a, hist_b, small_buf = work
+    order, spare, go, hist_a, hist_b, small_buf = work
     n, F = codes.shape
     C = chan.shape[1]
     first = 1 if count_free else 0
@@ -353,12 +335,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     seg_a = np.zeros(cap, dtype=np.int64)
     seg_b = np.zeros(cap, dtype=np.int64)
     out = (feature, bin_, missing_left, threshold, left)
-    # on large data the histograms' channels are packed in the rows' order
-    # and moved with them by each partition, so that a deep node's histogram
-    # reads its channels in sequence (see PACK_ROWS); otherwise no columns
-    packed = pk.shape[1] > 0
-    in_pk = packed  # whether the current level's channels are in pk
-    _start_rows(order, pk, chan, first)
+    _start_rows(order)
     empty = np.empty(0)
     seg_b[0] = n
     # the bins a feature's codes can fill besides the missing one: histograms
@@ -395,16 +372,9 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, feature[front], bin_[front],
                                 missing_left[front], missing_bin, row_leaf, base)
         else:
-            # the channels travel with the rows while a level after the
-            # children's reads them; the children's own histograms (the
-            # last ones) gather them by row instead (see PACK_ROWS)
-            move_pk = packed and depth[front[0]] + 2 < max_depth
-            n_left = _partition(codes_t, order, spare, pk, pk_spare, move_pk, go, seg_a, seg_b, front,
-                                feature[front], bin_[front], missing_left[front], missing_bin)
+            n_left = _partition(codes_t, order, spare, go, seg_a, seg_b, front, feature[front], bin_[front],
+                                missing_left[front], missing_bin)
             order, spare = spare, order
-            if move_pk:
-                pk, pk_spare = pk_spare, pk
-            in_pk = move_pk
         can = np.zeros(2 * k, dtype=np.bool_)
         for j in range(k):
             node = front[j]
@@ -465,10 +435,9 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             for i in range(n_pairs):
                 if seg_b[small[i]] == s_a[i]:
                     s_a[i] = -1  # no rows (the kernels' mark of an empty run)
-            small_hist = _run_histograms(codes, order, position if in_pk else order, empty, empty, 0,
-                                         pk if in_pk else chan, s_a, seg_b[small], n_bins,
+            small_hist = _run_histograms(codes, order, order, empty, empty, 0, chan, s_a, seg_b[small], n_bins,
                                          _workers(built * F, n_threads), row_bytes,
-                                         small_buf[:n_pairs], 0 if in_pk else first, used)
+                                         small_buf[:n_pairs], first, used)
             level = hist_b[:n_can] if next_in_b else hist_a[:n_can]
             _siblings(hist, parent_index, small_hist, small_is_right, children, level, used)
             next_in_b = not next_in_b
@@ -506,21 +475,16 @@ class _WorkShape:
 
 @dataclass(frozen=True)
 class _Work:
-    """The buffers :func:`_grow` writes before reading (all but ``position``): one tree's, or every tree's of a fit.
+    """The buffers :func:`_grow` writes before reading: one tree's, or every tree's of a fit.
 
-    A tree faulted in about 60 bytes a row of fresh pages (flights, 245k
-    rows: 4,500 page faults a round, about half the fit's time in the
-    kernel); inside a fit's workspace the next tree writes the same pages.
+    A tree faulted in fresh pages of its row buffers (flights, 245k rows:
+    4,500 page faults a round, about half the fit's time in the kernel);
+    inside a fit's workspace the next tree writes the same pages.
 
     Attributes
     ----------
     order, spare : (n,) int64
         The rows grouped by node, and the partition's output.
-    position : (n,) int64, or (0,) when not packed
-        The packed rows' positions, ``0 .. n - 1`` (the histogram's index;
-        written here, read only by every tree).
-    pk, pk_spare : (n, C) float64, or (n, 0) below :data:`PACK_ROWS` rows
-        The histograms' channels in the rows' order, and the partition's output.
     go : (n,) bool
         Each row's side in a partition.
     hist_a, hist_b : (2 ** (max_depth - 1), F, n_bins, C) float64
@@ -531,9 +495,6 @@ class _Work:
 
     order: np.ndarray
     spare: np.ndarray
-    position: np.ndarray
-    pk: np.ndarray
-    pk_spare: np.ndarray
     go: np.ndarray
     hist_a: np.ndarray
     hist_b: np.ndarray
@@ -542,7 +503,6 @@ class _Work:
     @classmethod
     def new(cls, shape: _WorkShape) -> "_Work":
         n, c = shape.n, shape.n_channels
-        packed = n >= PACK_ROWS
         per_node = (shape.n_features, shape.n_bins, c)
         # at most 2 ** (max_depth - 1) nodes of a level have histograms (the
         # last level's children are leaves), half of them built
@@ -550,9 +510,6 @@ class _Work:
         return cls(
             order=np.empty(n, dtype=np.int64),
             spare=np.empty(n, dtype=np.int64),
-            position=np.arange(n if packed else 0, dtype=np.int64),
-            pk=np.empty((n, c if packed else 0)),
-            pk_spare=np.empty((n, c if packed else 0)),
             go=np.empty(n, dtype=np.bool_),
             hist_a=np.empty((level,) + per_node),
             hist_b=np.empty((level,) + per_node),
