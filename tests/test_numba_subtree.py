@@ -44,7 +44,8 @@ def _data(seed, n, p, *, classes=3, regression=False, missing=0.0, max_bins=255)
 
 def _inputs(seed, n=3000, p=6, *, criterion=None, trees=3, bootstrap=True, missing=0.0, max_bins=255,
             random_splits=False, tree_features=False, weights=False):
-    X, y = _data(seed, n, p, regression=isinstance(criterion, SquaredError), missing=missing)
+    classes = criterion.n_classes if isinstance(criterion, (Gini, Entropy)) else 3
+    X, y = _data(seed, n, p, classes=classes, regression=isinstance(criterion, SquaredError), missing=missing)
     rng = np.random.default_rng(seed + 1)
     criterion = criterion or Gini(n_classes=3)
     mapper = fit_bin_mapper(NP, X, np.zeros(p, dtype=bool), max_bins)
@@ -83,6 +84,9 @@ def _assert_same_trees(a, b):
 
 CASES = {
     "gini_bootstrap": ({}, {"max_features": 2}),
+    # two classes: three channels, summed in registers (_hist_node, _sorted_feature, _sum_rows)
+    "binary_gini": ({"criterion": Gini(n_classes=2)}, {"max_features": 2}),
+    "binary_missing": ({"criterion": Gini(n_classes=2), "missing": 0.1}, {"max_features": 3}),
     "entropy": ({"criterion": Entropy(n_classes=3)}, {"max_features": 3}),
     "regression": ({"criterion": SquaredError()}, {"max_features": 4}),
     "all_features": ({"bootstrap": False}, {}),
@@ -114,7 +118,7 @@ def test_subtrees_equal_level_wise_growth(case, monkeypatch):
     assert int(got.node_count.min()) > 50
 
 
-@pytest.mark.parametrize("criterion", [Gini(n_classes=3), SquaredError()])
+@pytest.mark.parametrize("criterion", [Gini(n_classes=3), Gini(n_classes=2), SquaredError()])
 def test_forest_rounds_hand_whole_subtrees_over(criterion, monkeypatch):
     """With drawn features and enough sibling pairs per thread, a round hands every pair to the kernel, whose
     large nodes are searched with histograms: the same trees as level-wise growth."""
@@ -127,6 +131,26 @@ def test_forest_rounds_hand_whole_subtrees_over(criterion, monkeypatch):
     got = grow(NP, _fresh(inputs), p)
     assert max(largest) > 8 * 256  # above SUBTREE_BELOW_BINS x bins: handed over whole, histograms inside
     _assert_same_trees(got, grow(NP, _level_wise(inputs), p))
+
+
+def test_subtrees_do_not_depend_on_the_threads():
+    """Workers take the subtrees from a shared counter, largest first: every thread count grows the same nodes."""
+    inputs = _inputs(12, n=6000, criterion=Gini(n_classes=2))
+    codes, rng = inputs.codes, np.random.default_rng(3)
+    m = 9
+    slot = np.repeat(np.arange(m), [1500, 20, 900, 3, 600, 300, 2, 80, 400])  # uneven subtree sizes
+    rows = rng.permutation(codes.shape[0])[: slot.shape[0]]
+    w = np.asarray(inputs.channels)[rows]
+    stats = np.stack([w[slot == i].sum(axis=0) for i in range(m)])
+    args = (NP, codes, rows, slot, w, stats, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+            np.arange(m, dtype=np.uint64) + 77, np.array([w[:, 0].sum()]), Gini(n_classes=2), SplitConstraints(1, 0.0),
+            SubtreeParams(2.0, -1, 0.0, 2), inputs.bin_mapper)
+    one = _numba_subtree.grow_subtrees(*args, n_threads=1)
+    assert int(one.root[-1]) > 2 * m
+    for n_threads in (2, 3):
+        other = _numba_subtree.grow_subtrees(*args, n_threads=n_threads)
+        for field in dataclasses.fields(one):
+            np.testing.assert_array_equal(getattr(one, field.name), getattr(other, field.name), err_msg=field.name)
 
 
 def test_uncovered_criterion_goes_level_wise(monkeypatch):

@@ -132,6 +132,27 @@ def _prefetch(typingctx, arr, i):
     return types.void(arr, i), codegen
 
 
+@intrinsic
+def _take_next(typingctx, counter):
+    """Atomically add 1 to ``counter[0]`` (a 1-D int64 array) and return its previous value.
+
+    A work queue for parallel loops whose tasks differ widely in cost:
+    ``prange`` over the workers, each taking the next task index until the
+    tasks run out (Numba's ``prange`` hands each thread a fixed, equal share
+    of the iterations, and ``set_parallel_chunksize`` did not change that
+    with the OpenMP layer: measured).
+    """
+    if not (isinstance(counter, types.Array) and counter.ndim == 1 and counter.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(ary.data, ir.IntType(64).as_pointer())
+        return builder.atomic_rmw("add", ptr, ir.Constant(ir.IntType(64), 1), "monotonic")
+
+    return types.int64(counter), codegen
+
+
 def _vector_add(n_lanes):
     """An intrinsic ``add(out, s, f, b, w)``: ``out[s, f, b, 0:n_lanes] += w`` as one vector load, add and store.
 
