@@ -334,7 +334,8 @@ class LocalRows:
         slot = xp.take(slots, self.node)
         hit = slot >= 0
         rows, slot = self._compress([self.row, slot], hit)
-        return rows, slot, active_weights(xp, self.active(), self.chan, hit)
+        weights = self.kernels.pair_weights or active_weights
+        return rows, slot, weights(xp, self.active(), self.chan, hit)
 
     def row_leaves(self, layout: LeafLayout):
         """Leaf of every (tree, row), (n_trees, n) int64, in the final node numbering.

@@ -912,3 +912,23 @@ def test_keep_pairs_equals_boolean_indexing(share):
         assert len(got) == 3
         for a, g in zip(arrays, got):
             assert g.dtype == a.dtype and np.array_equal(g, a[keep])
+
+
+@pytest.mark.parametrize("multiplicities", ["none", "mult", "mult_and_wmult"])
+@pytest.mark.parametrize("share", [None, 0.0, 0.4, 1.0])
+def test_pair_weights_equals_the_reference(multiplicities, share):
+    """The pairs' channels with multiplicities applied: exactly the reference's products, with no mask, none,
+    some and every pair selected, two to five channels, on one thread and on several (50k pairs)."""
+    rng = np.random.default_rng(52)
+    for m, n_chan_rows, C in ((1, 3, 2), (977, 400, 3), (50_000, 60_000, 5)):
+        chan = rng.standard_normal((n_chan_rows, C))
+        mult = rng.integers(0, 4, m).astype(np.float64) if multiplicities != "none" else None
+        wmult = mult * rng.uniform(0.5, 2.0, m) if multiplicities == "mult_and_wmult" else None
+        active = ActiveRows(row=rng.integers(0, 10**6, m), chan_index=rng.integers(0, n_chan_rows, m),
+                            node=np.zeros(m, dtype=np.int64), mult=mult, wmult=wmult)
+        mask = None if share is None else rng.random(m) < share
+        want = _reference.active_weights(NP, active, chan, mask)
+        for threads in (1, 2):
+            got = _numba.pair_weights(NP, active, chan, mask, n_threads=threads)
+            assert got.shape == want.shape and got.dtype == np.float64
+            np.testing.assert_array_equal(got, want)

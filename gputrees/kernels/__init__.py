@@ -123,6 +123,12 @@ class Kernels:
         arrays)`` for the row set's retirement of finished nodes' pairs,
         into buffers the set may reuse; see
         :func:`gputrees.kernels._numba.keep_pairs`. None: boolean indexing.
+    pair_weights : callable or None
+        ``pair_weights(xp, active, chan, mask)``: the channels of the active
+        pairs (those where ``mask``), multiplicities applied, for the
+        sort-based search and the subtree kernel; see
+        :func:`gputrees.kernels._reference.active_weights`, which ``None``
+        means, and :func:`gputrees.kernels._numba.pair_weights`.
     codes_by_feature : callable or None
         ``codes_by_feature(xp, codes)``: the binned matrix feature-major,
         (n_features, n_samples), which this set's ``route_rows`` and
@@ -180,6 +186,7 @@ class Kernels:
     sibling_histograms: Callable | None = None
     drawn_histograms: Callable | None = None
     keep_pairs: Callable | None = None
+    pair_weights: Callable | None = None
     workspace: Callable | None = None
     round_end: Callable | None = None
     grow_tree: Callable | None = None
@@ -307,6 +314,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             sibling_histograms=functools.partial(_numba.sibling_histograms, n_threads=threads),
             drawn_histograms=functools.partial(_numba.drawn_histograms, n_threads=threads),
             keep_pairs=functools.partial(_numba.keep_pairs, n_threads=threads),
+            pair_weights=functools.partial(_numba.pair_weights, n_threads=threads),
             workspace=_numba.workspace,
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
             grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),

@@ -1145,6 +1145,57 @@ def _compress(a, keep, offsets, out):
                 p += 1
 
 
+def pair_weights(xp, active, chan, mask=None, *, n_threads: int = 1):
+    """Same contract as :func:`gputrees.kernels._reference.active_weights`: the pairs' channels, multiplicities applied.
+
+    One parallel pass (each chunk of pairs counted, then written at its
+    offset) instead of the reference's gather, products and concatenation,
+    each a pass over every pair (a 20-tree forest's handover of 2.5M pairs:
+    0.44 s in the reference's passes). The same products, so the same values.
+    """
+    m = int(active.row.shape[0])
+    keep = np.ones(m, dtype=np.bool_) if mask is None else np.ascontiguousarray(mask, dtype=np.bool_)
+    mult = active.mult is not None
+    wmult = active.wmult is not None
+    dummy = np.ones(1)
+    chan = np.ascontiguousarray(chan, dtype=np.float64)
+    threads = _threads_for(n_threads, m * max(1, int(chan.shape[1])))
+    n_chunks = threads * KEEP_CHUNKS_PER_THREAD
+    with _Threads(threads):
+        offsets = _keep_offsets(keep, n_chunks)
+        out = np.empty((int(offsets[-1]), int(chan.shape[1])))
+        _pair_weights(
+            chan, _i64(active.chan_index),
+            np.ascontiguousarray(active.mult, dtype=np.float64) if mult else dummy, mult,
+            np.ascontiguousarray(active.wmult, dtype=np.float64) if wmult else dummy, wmult,
+            keep, offsets, out,
+        )
+    return out
+
+
+@numba.njit(parallel=True, **_JIT)
+def _pair_weights(chan, chan_index, mult, has_mult, wmult, has_wmult, keep, offsets, out):
+    """``out`` (kept pairs, C): chunk ``c``'s kept pairs from ``offsets[c]`` on, ``chan[chan_index]`` times the
+    multiplicities (``mult`` for channel 0 and, without ``wmult``, every channel; ``wmult`` for the others)."""
+    n_chunks = offsets.shape[0] - 1
+    m = keep.shape[0]
+    C = chan.shape[1]
+    for c in prange(n_chunks):
+        p = offsets[c]
+        for i in range(c * m // n_chunks, (c + 1) * m // n_chunks):
+            if keep[i]:
+                ci = chan_index[i]
+                if not has_mult:
+                    for k in range(C):
+                        out[p, k] = chan[ci, k]
+                else:
+                    out[p, 0] = chan[ci, 0] * mult[i]
+                    wm = wmult[i] if has_wmult else mult[i]
+                    for k in range(1, C):
+                        out[p, k] = chan[ci, k] * wm
+                p += 1
+
+
 def _pair_buffer(size: int):
     """An uninitialised 8-byte-item buffer of ``size`` (float64): inside :func:`workspace`, reused, else new.
 
