@@ -199,6 +199,10 @@ def test_kernel_on_a_hand_made_node():
 
 @pytest.mark.parametrize("Model, kw", [
     (RandomForestClassifier, {"n_estimators": 4}),
+    # two classes: the sort-based search's two-class Gini pass (_gini2_feature)
+    (RandomForestClassifier, {"n_estimators": 4, "classes": 2}),
+    (DecisionTreeClassifier, {"max_features": 3, "random_state": 2, "classes": 2}),
+    (RandomForestClassifier, {"n_estimators": 3, "classes": 2, "missing": 0.05}),
     (ExtraTreesClassifier, {"n_estimators": 3, "max_features": 0.5}),
     (RandomForestRegressor, {"n_estimators": 3, "max_features": 0.4, "min_samples_leaf": 2}),
     (ExtraTreesRegressor, {"n_estimators": 3}),
@@ -209,7 +213,9 @@ def test_kernel_on_a_hand_made_node():
 def test_estimators_equal_the_numpy_kernels(Model, kw, monkeypatch):
     """Whole models: the Numba set (subtrees compiled) against the NumPy set (level-wise), split for split."""
     regression = "Regressor" in Model.__name__
-    X, y = _data(8, 4000, 7, regression=regression)
+    kw = dict(kw)
+    classes, missing = kw.pop("classes", 3), kw.pop("missing", 0.0)
+    X, y = _data(8, 4000, 7, classes=classes, regression=regression, missing=missing)
     if not regression:
         y = y.astype(np.int64)
     kw = {"random_state": 0, **kw}

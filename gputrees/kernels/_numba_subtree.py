@@ -251,8 +251,8 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
                 for c in range(C):
                     h[f, b, c] = 0.0
     if C == 3:
-        # (count, two classes) or (w, wy, wy^2): a row's channels read once
-        # into registers and added to each drawn feature's bin (the general
+        # count and two classes: a row's channels read once into
+        # registers and added to each drawn feature's bin (the general
         # loop below reloads them per feature, ``h`` and ``weights`` possibly
         # aliased for the compiler, and tests every feature's mask: 2.8x
         # the time on a forest's subtrees)
@@ -346,8 +346,9 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
 
     ``n_workers`` workers take the nodes in ``task_order`` (the largest
     first) one at a time from a shared counter, so that a few large subtrees
-    do not leave one thread with most of the work (a fixed share of 20 whole
-    trees each: 12 and 8). Each node's subtree is written to its own slots,
+    do not leave one thread with most of the work (a fixed share of blocks
+    gave a 20-tree forest's two threads 12 and 8 of a call's 20 subtrees).
+    Each node's subtree is written to its own slots,
     so the result does not depend on which worker grew it.
     """
     m = root_stats.shape[0]
