@@ -685,6 +685,35 @@ def _stable_order_n(key, n, nb, order, count):
     return order
 
 
+@numba.njit(inline="always", **_JIT_SPLIT)
+def _candidates3(key, order, pairs, weights, n, missing, L, cand):
+    """Three channels' candidates of a sorted (node, feature): returns their count.
+
+    Row ``L[j]`` gets the channels summed over the rows up to the end of the
+    ``j``-th run of equal non-missing codes in ``order`` (``key[order[:n]]``
+    sorted), ``cand[j]`` that code. The running sums stay in registers
+    (count and two classes, or boosting's count, G, H; through an array,
+    which the compiler must assume may alias ``weights``, each addition was
+    a load and a store: 1.9x the time on a forest's subtrees). Inlined: as a
+    call, a 4-row node's search took 1,730-1,820 ns against 1,430-1,660.
+    """
+    n_cand = 0
+    s0 = s1 = s2 = 0.0
+    for k in range(n):
+        o = order[k]
+        code = key[o]
+        q = pairs[o]
+        if k == 0:
+            s0, s1, s2 = weights[q, 0], weights[q, 1], weights[q, 2]
+        else:
+            s0, s1, s2 = s0 + weights[q, 0], s1 + weights[q, 1], s2 + weights[q, 2]
+        if code != missing and (k == n - 1 or key[order[k + 1]] != code):
+            L[n_cand, 0], L[n_cand, 1], L[n_cand, 2] = s0, s1, s2
+            cand[n_cand] = code
+            n_cand += 1
+    return n_cand
+
+
 @numba.njit(**_JIT_SPLIT)
 def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, target, tie_rtol, scratch, sort_scratch):
     """One (node, feature) of the sort-based search: :func:`_scan` over the node's sorted codes.
@@ -716,23 +745,7 @@ def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, targe
     # variant 0 candidates: the stats of the codes <= each present code (run ends)
     n_cand = 0
     if C == 3:
-        # (count and two classes, or boosting's count, G, H): the running
-        # sums in registers (through ``cum``, which may alias ``weights`` for
-        # the compiler, each addition was a load and a store: 1.9x the time
-        # on a forest's subtrees)
-        s0 = s1 = s2 = 0.0
-        for k in range(n):
-            o = order[k]
-            code = key[o]
-            q = pairs[o]
-            if k == 0:
-                s0, s1, s2 = weights[q, 0], weights[q, 1], weights[q, 2]
-            else:
-                s0, s1, s2 = s0 + weights[q, 0], s1 + weights[q, 1], s2 + weights[q, 2]
-            if code != missing and (k == n - 1 or key[order[k + 1]] != code):
-                L[n_cand, 0], L[n_cand, 1], L[n_cand, 2] = s0, s1, s2
-                cand_code[n_cand] = code
-                n_cand += 1
+        n_cand = _candidates3(key, order, pairs, weights, n, missing, L, cand_code)
     else:
         for k in range(n):
             code = key[order[k]]
@@ -809,20 +822,7 @@ def _gini2_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie
     _stable_order_n(key, n, nb, order, count)
     if n > 0 and key[order[n - 1]] == missing:
         return True, _NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0
-    n_cand = 0
-    s0 = s1 = s2 = 0.0
-    for k in range(n):
-        o = order[k]
-        code = key[o]
-        q = pairs[o]
-        if k == 0:
-            s0, s1, s2 = weights[q, 0], weights[q, 1], weights[q, 2]
-        else:
-            s0, s1, s2 = s0 + weights[q, 0], s1 + weights[q, 1], s2 + weights[q, 2]
-        if k == n - 1 or key[order[k + 1]] != code:
-            L[n_cand, 0], L[n_cand, 1], L[n_cand, 2] = s0, s1, s2
-            cand[n_cand] = code
-            n_cand += 1
+    n_cand = _candidates3(key, order, pairs, weights, n, missing, L, cand)
     cand[n_cand] = missing  # the code after the last candidate
     best = _NEG_INF
     for b in range(n_cand):
