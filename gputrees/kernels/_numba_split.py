@@ -344,14 +344,7 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
                 wl, wr = _npsum(tmp, first, n_sum, False), _npsum(R, first, n_sum, False)
             if kind == 3:
                 wl, wr = L[b, 1], P[1] - L[b, 1]
-            l0 = L[b, 0]
-            r0 = P0 - l0
-            p = _NEG_INF
-            if l0 >= msl and r0 >= msl and wl >= mwl and wr >= mwl and wl > 0 and wr > 0:
-                p = sl / _safe(wl) + sr / _safe(wr)
-                if p != p:
-                    p = _NEG_INF
-            out[b] = p
+            out[b] = _sum_sq_proxy(L[b, 0], P0 - L[b, 0], sl, sr, wl, wr, msl, mwl)
         return
     if (kind == 1 or kind == 2) and C - 1 < 8:  # entropy, misclassification: sums of fewer than 8 terms
         for b in range(n):
@@ -826,33 +819,81 @@ def _gini2_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie
     cand[n_cand] = missing  # the code after the last candidate
     best = _NEG_INF
     for b in range(n_cand):
-        v = L[b, 1]
-        r = P1 - v
-        sl, sr = v * v, r * r
-        wl, wr = v, r
-        v = L[b, 2]
-        r = P2 - v
-        sl = sl + v * v
-        sr = sr + r * r
-        wl = wl + v
-        wr = wr + r
-        l0 = L[b, 0]
-        r0 = P0 - l0
-        p = _NEG_INF
-        if l0 >= msl and r0 >= msl and wl >= mwl and wr >= mwl and wl > 0 and wr > 0:
-            p = sl / _safe(wl) + sr / _safe(wr)
-            if p != p:
-                p = _NEG_INF
-        out[b] = p
-        if p > best:
-            best = p
+        out[b] = _gini2_proxy(L, b, P0, P1, P2, msl, mwl)
+        best = max(best, out[b])
+    j = _near_best(out, n_cand, best, tie_rtol)
+    if j >= 0:
+        return False, best, True, cand[j], cand[j + 1], out[j], L[j, 0], L[j, 1], L[j, 2]
+    return False, best, False, 0, 0, 0.0, 0.0, 0.0, 0.0
+
+
+@numba.njit(**_JIT_SPLIT)
+def _gini2_scan(h, P0, P1, P2, msl, mwl, tie_rtol, n_scan, L, out):
+    """:func:`_scan`'s first pass (target -inf, no random pick) of one two-class Gini histogram ``h`` (nb, 3)
+    without missing rows, over value bins ``0 .. n_scan - 1``.
+
+    Returns (best, recorded, bin, proxy, left count, left class 0, left
+    class 1): the best proxy and, when ``recorded``, the first candidate
+    within ``tie_rtol`` of it (what the replay with the node's target finds
+    when this feature holds the node's best). The same sums and proxies as
+    :func:`_scan` (empty bins after the first are no candidates).
+    """
+    nb = h.shape[0]
+    n = min(nb - 1, n_scan)
+    best = _NEG_INF
+    s0, s1, s2 = h[0, 0], h[0, 1], h[0, 2]
+    for b in range(n):
+        if b > 0:
+            if h[b, 0] == 0 and h[b, 1] == 0 and h[b, 2] == 0:
+                out[b] = _NEG_INF  # the same candidate as the previous bin, which comes first
+                continue
+            s0, s1, s2 = s0 + h[b, 0], s1 + h[b, 1], s2 + h[b, 2]
+        L[b, 0], L[b, 1], L[b, 2] = s0, s1, s2
+        out[b] = _gini2_proxy(L, b, P0, P1, P2, msl, mwl)
+        best = max(best, out[b])
+    j = _near_best(out, n, best, tie_rtol)
+    if j >= 0:
+        return best, True, j, out[j], L[j, 0], L[j, 1], L[j, 2]
+    return best, False, 0, 0.0, 0.0, 0.0, 0.0
+
+
+@numba.njit(inline="always", **_JIT_SPLIT)
+def _gini2_proxy(L, b, P0, P1, P2, msl, mwl):
+    """:func:`_proxies`' Gini proxy of row ``b`` of ``L`` (count and two classes), term for term."""
+    v = L[b, 1]
+    r = P1 - v
+    sl, sr = v * v, r * r
+    wl, wr = v, r
+    v = L[b, 2]
+    r = P2 - v
+    sl = sl + v * v
+    sr = sr + r * r
+    wl = wl + v
+    wr = wr + r
+    return _sum_sq_proxy(L[b, 0], P0 - L[b, 0], sl, sr, wl, wr, msl, mwl)
+
+
+@numba.njit(inline="always", **_JIT_SPLIT)
+def _sum_sq_proxy(l0, r0, sl, sr, wl, wr, msl, mwl):
+    """Gini's / squared error's proxy ``sl / wl + sr / wr`` of one candidate (counts ``l0``, ``r0``), -inf
+    where a side is below ``msl`` / ``mwl`` or empty, or where it is NaN."""
+    p = _NEG_INF
+    if l0 >= msl and r0 >= msl and wl >= mwl and wr >= mwl and wl > 0 and wr > 0:
+        p = sl / _safe(wl) + sr / _safe(wr)
+        if p != p:
+            p = _NEG_INF
+    return p
+
+
+@numba.njit(inline="always", **_JIT_SPLIT)
+def _near_best(out, n, best, tie_rtol):
+    """The first of ``out[:n]`` within ``tie_rtol`` of ``best`` (above -inf): :func:`_first_near`'s index, or -1."""
     if best > _NEG_INF:
         target = best - tie_rtol * abs(best)
-        for j in range(n_cand):
-            p = out[j]
-            if p >= target and p > _NEG_INF:
-                return False, best, True, cand[j], cand[j + 1], p, L[j, 0], L[j, 1], L[j, 2]
-    return False, best, False, 0, 0, 0.0, 0.0, 0.0, 0.0
+        for j in range(n):
+            if out[j] >= target and out[j] > _NEG_INF:
+                return j
+    return -1
 
 
 @numba.njit(**_JIT_SPLIT)

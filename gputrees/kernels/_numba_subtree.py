@@ -53,6 +53,7 @@ from ._numba import _take_next, _Threads
 from ._numba_grow import _left
 from ._numba_split import (
     _JIT_SPLIT,
+    _gini2_scan,
     _NEG_INF,
     CRITERION_KINDS,
     _has_rows,
@@ -229,7 +230,7 @@ def _can_split(kind, s, depth, n_out, msl, mwl, min_samples_split, max_depth):
 # -- the kernel ---------------------------------------------------------------------------
 @numba.njit(**_JIT_SPLIT)
 def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact, n_value_bins,
-               tie_rtol, scratch, h, fbest, left, drawn):
+               tie_rtol, scratch, h, fbest, left, drawn, record):
     """The histogram search of one node (best splits, local thresholds): ``_best_splits``' for one node.
 
     Builds the node's histograms of its drawn features (``fmask``) from its
@@ -237,7 +238,9 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
     into ``h`` (F, nb, C), scans them, and returns what
     :func:`gputrees.kernels._numba_split._sorted_node` returns (the same
     split: both searches find the best candidate among the node's values).
-    ``drawn`` (F,) int64: work space for the drawn features' indices.
+    ``drawn`` (F,) int64: work space for the drawn features' indices;
+    ``record``: the near-best records of :func:`_sort_scratch` (its last
+    four arrays), work space here.
     """
     F = codes.shape[1]
     C = weights.shape[1]
@@ -273,17 +276,33 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
                 b = codes[p, f]
                 for c in range(C):
                     h[f, b, c] += weights[p, c]
+    rec_ok, rec_bin, rec_p, rec_left = record
+    gini2 = kind == _GINI and C == 3  # two classes: _gini2_scan where no rows are missing
     best = _NEG_INF
     for f in range(F):
         fbest[f] = _NEG_INF
+        rec_ok[f] = False
         if fmask[f]:
-            fbest[f] = _scan(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, _NEG_INF, scratch,
-                             min(nb - 1, n_value_bins[f]))[0]
+            n_scan = min(nb - 1, n_value_bins[f])
+            if gini2 and not _has_rows(kind, h[f, nb - 1]):
+                fbest[f], rec_ok[f], rec_bin[f, 0], rec_p[f], rec_left[f, 0], rec_left[f, 1], rec_left[f, 2] = (
+                    _gini2_scan(h[f], P[0], P[1], P[2], crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5]))
+            else:
+                fbest[f] = _scan(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, _NEG_INF, scratch, n_scan)[0]
             best = max(best, fbest[f])
     target = best - tie_rtol * abs(best)
     for f in range(F):
         if not (fbest[f] > _NEG_INF and fbest[f] >= target):
             continue
+        if rec_ok[f] and fbest[f] == best:
+            # the first near-best feature holds the best: its record is what
+            # the replay would find (no missing rows: recorded only then)
+            b = rec_bin[f, 0]
+            for c in range(C):
+                left[c] = rec_left[f, c]
+            missing_left = left[0] > P[0] - left[0]
+            threshold = _threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, True)
+            return True, rec_p[f], f, b, missing_left, threshold
         p, b, variant = _scan(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, target, scratch,
                               min(nb - 1, n_value_bins[f]))
         if b < 0:
@@ -437,7 +456,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
                     found, p, f, code, ml, thr = _hist_node(
                         lcodes, lweights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
-                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left[g], drawn)
+                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left[g], drawn, sort_scratch[4:])
                 else:
                     found, p, f, code, ml, thr = _sorted_node(
                         lcodes, ident, lweights, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
