@@ -798,8 +798,8 @@ def _gini2_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie
     function, over whole work arrays (``key``, ``order``, ``cand`` int64,
     ``L`` (n + 1, 3), ``out`` (n + 1,), ``count`` (nb + 1,)) without views:
     the general pass's fixed cost, about 1,000 cycles a feature, dominated
-    a forest's small nodes (a 4-row node's five features: 2.4-2.7 us
-    against 0.66 us for this loop, measured).
+    a forest's small nodes (a 4-row node's search over five features,
+    measured: 2.1-3.1 us with the general pass, 1.4-1.8 us with this one).
 
     Returns (has_missing, best, recorded, code, next code, proxy, left
     count, left class 0, left class 1): with ``has_missing`` the node has a
