@@ -810,11 +810,13 @@ def _gini2_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie
     """
     missing = nb - 1
     n = pairs.shape[0]
+    has_missing = False
     for k in range(n):
         key[k] = codes[rows[pairs[k]], f]
-    _stable_order_n(key, n, nb, order, count)
-    if n > 0 and key[order[n - 1]] == missing:
+        has_missing |= key[k] == missing
+    if has_missing:  # (before the sort, which the general pass does again)
         return True, _NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0
+    _stable_order_n(key, n, nb, order, count)
     n_cand = _candidates3(key, order, pairs, weights, n, missing, L, cand)
     cand[n_cand] = missing  # the code after the last candidate
     best = _NEG_INF
