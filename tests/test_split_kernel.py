@@ -213,6 +213,56 @@ def test_ties_duplicate_and_mirrored_features(name):
     compare(with_missing, parent, criterion)
 
 
+@pytest.mark.parametrize("name", ["newton", "newton_l2"])
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_newton_near_ties_between_features(name, missing):
+    """A feature within the tie tolerance of a later one that holds the node's best: the earlier one wins,
+    at its first candidate at or above the node's target (the fused Newton scan's record is for a feature's
+    own best, so this case scans the feature again)."""
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(11)
+    hist, parent, mapper = make_case(rng, criterion, 40, 1, rows=2000, missing=missing, discrete=False)
+    gi = 1  # [count, G, H]: G
+    near = hist.copy()
+    # the same cuts with every bin's G scaled by 1 - r * TIE_RTOL: the proxies move by about r TIE_RTOL
+    near[..., gi] *= 1.0 - rng.uniform(0.05, 0.45, (40, 1, 1)) * _splitting_tie_rtol()
+    got = compare(np.concatenate([near, hist], axis=1), parent, criterion)
+    only_best = compare(hist, parent, criterion)
+    assert np.all(got.found == only_best.found)
+    # nodes where the earlier copy wins though the later one holds the best proxy
+    assert np.any(got.found & (got.feature == 0) & (got.proxy < only_best.proxy))
+
+
+def test_newton_near_tie_inside_the_first_near_best_feature():
+    """Hand-made: feature 0's best candidate (after bin 2) is within the tie tolerance of feature 1's best,
+    and its earlier candidate (after bin 0) within the tolerance of its own best but not of the node's: the
+    split is feature 0 after bin 2 (the node's target decides, not the feature's own)."""
+    rtol = _splitting_tie_rtol()
+
+    def feature(g0, g3):
+        # four value bins of 10 rows and hessian 10, G only in the outer two; the missing bin empty:
+        # after bin 0 the proxy is g0^2 / 10 + g3^2 / 30, after bin 2 g0^2 / 30 + g3^2 / 10
+        h = np.zeros((5, 3))
+        h[:4, 0] = 10.0
+        h[:4, 2] = 10.0
+        h[0, 1], h[3, 1] = g0, g3
+        return h
+
+    eps, eta = 0.7 * rtol, 1.0 * rtol
+    a = feature(1.0, 1.0 + eps)  # after bin 0: about eps (relative) below its own best, after bin 2
+    b = feature(1.0 - eta / 2, 1.0 + eps + eta / 2)  # best after bin 2, about eta / 2 above feature 0's
+    hist = np.stack([a, b])[None]
+    parent = a.sum(axis=0)[None]
+    got = compare(hist, parent, CRITERIA["newton"])
+    assert got.found[0] and got.feature[0] == 0 and got.bin[0] == 2
+
+
+def _splitting_tie_rtol():
+    from gputrees._splitting import TIE_RTOL
+
+    return TIE_RTOL
+
+
 def test_empty_nodes_single_bin_nodes_and_wide_bins():
     criterion = CRITERIA["gini2"]
     rng = np.random.default_rng(5)

@@ -309,13 +309,10 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
                     vl, gl = _bounded(l1, h_l, l2, lo, up)
                     vr, gr = _bounded(r1, h_r, l2, lo, up)
                     p = gl + gr if direction * (vr - vl) >= 0 else _NEG_INF
+                    if p != p:
+                        p = _NEG_INF
                 else:
-                    dl, dr = h_l + l2, h_r + l2
-                    dl = dl if dl > 0 else 1.0
-                    dr = dr if dr > 0 else 1.0
-                    p = l1 * l1 / dl + r1 * r1 / dr
-                if p != p:
-                    p = _NEG_INF
+                    p = _newton_proxy(l1, h_l, r1, h_r, l2)
             out[b] = p
         return
     first = 1 if kind == 0 else 2  # Gini: classes 1.., squared error: sums 2..
@@ -526,6 +523,18 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
     m, F, nb, C = hist.shape
     fmax = np.full(m * F, _NEG_INF)
     found, proxy, feature, bin_, missing_left, left, threshold = _outputs(m, C, np.nan)
+    # Newton without random candidates or bounds (boosting's trees): phase 0
+    # scans each (node, feature) in one pass (_newton_scan) and records its
+    # first near-best candidate, phase 1 takes the record of a node's first
+    # near-best feature where that feature holds the node's best proxy
+    # (then its own target is the node's), instead of scanning it again
+    fused = (crit[0] == _NEWTON or crit[0] == _NEWTON_GH) and not has_u and not mono
+    n_rec = m * F if fused else 1
+    rec_ok = np.zeros(n_rec, dtype=np.bool_)
+    rec_var = np.zeros(n_rec, dtype=np.int64)
+    rec_bin = np.zeros(n_rec, dtype=np.int64)
+    rec_p = np.zeros(n_rec)
+    rec_left = np.zeros((n_rec, C))
     # phase 0: every (node, feature)'s best proxy; phase 1: every node's first
     # near-best feature, replayed for its first near-best candidate (one call
     # site of the scan for both: less machine code to compile).
@@ -534,11 +543,13 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
         per = (n_items + n_blocks - 1) // n_blocks
         for blk in prange(n_blocks):
             scratch = _scratch(nb, C)
+            fL = np.empty((2 if fused else 0, nb, C))
+            fout = np.empty((2 if fused else 0, nb))
             for item in range(blk * per, min(n_items, (blk + 1) * per)):
                 i, f0, f1, target = item // F, item % F, item % F + 1, _NEG_INF
+                best = _NEG_INF
                 if phase == 1:
                     i, f0, f1 = item, 0, F
-                    best = _NEG_INF
                     for f in range(F):
                         best = max(best, fmax[i * F + f])
                     target = best - tie_rtol * abs(best)
@@ -548,8 +559,23 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
                         continue
                     if phase == 1 and not (fmax[i * F + f] > _NEG_INF and fmax[i * F + f] >= target):
                         continue
-                    p, b, var = _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, target,
-                                              scratch, _value_bins(i, f, nb, fids, has_fids, n_value_bins, has_mapper))
+                    n_scan = _value_bins(i, f, nb, fids, has_fids, n_value_bins, has_mapper)
+                    if fused and phase == 0:
+                        fmax[item], ok, v, b = _newton_scan(hist[i, f], parent[i], crit[0], crit[2], crit[3],
+                                                            crit[4], n_scan, tie_rtol, fL, fout)
+                        if ok:
+                            rec_ok[item], rec_var[item], rec_bin[item], rec_p[item] = True, v, b, fout[v, b]
+                            for c in range(C):
+                                rec_left[item, c] = fL[v, b, c]
+                        continue
+                    k = i * F + f
+                    if fused and rec_ok[k] and fmax[k] == best:
+                        p, b, var = rec_p[k], rec_bin[k], rec_var[k]
+                        for c in range(C):
+                            scratch[3][c] = rec_left[k, c]
+                    else:
+                        p, b, var = _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono,
+                                                  target, scratch, n_scan)
                     if phase == 0:
                         fmax[item] = p
                     elif b >= 0:
@@ -827,6 +853,83 @@ def _gini2_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie
     if j >= 0:
         return False, best, True, cand[j], cand[j + 1], out[j], L[j, 0], L[j, 1], L[j, 2]
     return False, best, False, 0, 0, 0.0, 0.0, 0.0, 0.0
+
+
+@numba.njit(inline="always", **_JIT_SPLIT)
+def _newton_proxy(l1, h_l, r1, h_r, l2):
+    """Newton's proxy ``G_L^2 / (H_L + l2) + G_R^2 / (H_R + l2)`` of one admissible candidate, -inf where NaN."""
+    dl, dr = h_l + l2, h_r + l2
+    dl = dl if dl > 0 else 1.0
+    dr = dr if dr > 0 else 1.0
+    p = l1 * l1 / dl + r1 * r1 / dr
+    return _NEG_INF if p != p else p
+
+
+@numba.njit(**_JIT_SPLIT)
+def _newton_scan(h, P, kind, l2, msl, mwl, n_scan, tie_rtol, L, out):
+    """:func:`_scan`'s first pass (target -inf, no random pick, no monotonic bounds) of one Newton histogram
+    ``h`` (nb, C) -- [count, G, H] or [G, H] --, over value bins ``0 .. n_scan - 1``, both variants.
+
+    The running sums in registers and each candidate's proxy as it is
+    reached (:func:`_proxies`' formula, term for term), instead of a pass
+    that writes the sums, one that scores them and one that looks for the
+    best. ``L`` (2, nb, C) and ``out`` (2, nb) are work space.
+
+    Returns (best, recorded, variant, bin): the best proxy of the feature
+    and, when ``recorded``, its first candidate (variants in order, then
+    bins) within ``tie_rtol`` of it: what :func:`_scan` finds with the node's
+    target when this feature holds the node's best proxy. Its proxy is
+    ``out[variant, bin]``, its left statistics ``L[variant, bin]``.
+    """
+    nb, C = h.shape
+    n = min(nb - 1, n_scan)
+    gi = _newton_g(kind)
+    counted = kind == _NEWTON
+    three = C == 3
+    P0, P1, P2 = P[0], P[gi], P[gi + 1]
+    m0 = h[nb - 1, 0]
+    m1 = h[nb - 1, 1]
+    m2 = h[nb - 1, 2] if three else 0.0
+    n_var = 2 if _has_rows(kind, h[nb - 1]) else 1
+    best = _NEG_INF
+    for v in range(n_var):
+        c0 = h[0, 0]
+        c1 = h[0, 1]
+        c2 = h[0, 2] if three else 0.0
+        for b in range(n):
+            if b > 0:
+                e0 = h[b, 0]
+                e1 = h[b, 1]
+                e2 = h[b, 2] if three else 0.0
+                if e0 == 0 and e1 == 0 and e2 == 0:
+                    out[v, b] = _NEG_INF  # the same candidate as the previous bin, which comes first
+                    continue
+                c0 = c0 + e0
+                c1 = c1 + e1
+                if three:
+                    c2 = c2 + e2
+            s0, s1, s2 = (c0 + m0, c1 + m1, c2 + m2) if v == 1 else (c0, c1, c2)
+            L[v, b, 0] = s0
+            L[v, b, 1] = s1
+            if three:
+                L[v, b, 2] = s2
+            # the count (if any) at 0, then G and H
+            l0 = s0
+            l1 = s1 if three else s0
+            h_l = s2 if three else s1
+            r1, h_r = P1 - l1, P2 - h_l
+            p = _NEG_INF
+            if (not counted or (l0 >= msl and P0 - l0 >= msl)) and h_l >= mwl and h_r >= mwl and h_l > 0 and h_r > 0:
+                p = _newton_proxy(l1, h_l, r1, h_r, l2)
+            out[v, b] = p
+            best = max(best, p)
+    if best > _NEG_INF:
+        target = best - tie_rtol * abs(best)
+        for v in range(n_var):
+            for b in range(n):
+                if out[v, b] >= target and out[v, b] > _NEG_INF:
+                    return best, True, v, b
+    return best, False, 0, 0
 
 
 @numba.njit(**_JIT_SPLIT)
