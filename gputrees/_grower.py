@@ -1169,7 +1169,6 @@ class Grower:
         xp = self.xp
         t = self.n_trees
         roots = xp.arange(t, dtype=xp.int64)
-        hist = self._build(roots)
         stats = self._node_sums(0, t)
         self.total_weight = self.inp.criterion.weight(xp, stats)
         depth = xp.zeros(t, dtype=xp.int64)
@@ -1185,14 +1184,22 @@ class Grower:
         can = self._can_split(depth, stats)
         idx = xp.astype(xp.nonzero(can)[0], xp.int64)
         if int(idx.shape[0]):
-            h = xp.take(hist, idx, axis=0)
             st = xp.take(stats, idx, axis=0)
             ids = xp.take(roots, idx)
             dp = xp.take(depth, idx)
             bd = None if bounds is None else xp.take(bounds, idx, axis=0)
-            rec, imp, ok = self._split(h, st, dp, ids, self._draw(ids, ids), bd)
-            front = self._part(ids, st, dp, ids, rec, imp, ok, h, bd)
-        del hist
+            draws = self._draw(ids, ids)
+            drawn = self._drawn_features(draws)
+            if drawn is not None:
+                # over the roots' drawn features only, as the next levels build
+                # theirs (both children from their rows): no histogram kept
+                h = self._build(ids, drawn)
+                kept = None
+            else:
+                h = kept = self._build(ids)
+            rec, imp, ok = self._split(h, st, dp, ids, draws, bd, drawn)
+            front = self._part(ids, st, dp, ids, rec, imp, ok, kept, bd)
+            del h, kept
         best_first = self.params.max_leaf_nodes is not None
         root_list = list(range(t))
         if best_first:
@@ -1218,9 +1225,35 @@ class Grower:
             self._drop_finished_rows(front)
         selected = self._simulate(root_list)[0] if best_first else None
         if self._subtrees_grown:
+            if self.inp.kernels.layout_subtrees is not None:
+                return self._finalize_compiled()
             self._breadth_first()
             return self._finalize_grouped()
         return self._finalize(selected)
+
+    def _finalize_compiled(self) -> TreeBatch:
+        """:meth:`_breadth_first` and :meth:`_finalize_grouped` in the kernel set's one pass (``layout_subtrees``)."""
+        xp = self.xp
+        count, left, feature, bin_, missing_left, threshold, stats, depth = self.inp.kernels.layout_subtrees(
+            xp, self.n_trees, xp.concat(self._parent), xp.concat(self._depth), xp.concat(self._tree),
+            xp.concat(self._stats, axis=0), xp.concat(self._exp_ids), _concat_records(xp, self._exp_rec),
+            xp.concat(self._exp_first_child),
+        )
+        width = int(left.shape[1])
+        return TreeBatch(
+            node_count=count,
+            left=left,
+            right=xp.where(left >= 0, left + 1, left),
+            feature=feature,
+            bin=bin_,
+            missing_left=missing_left,
+            is_categorical=xp.zeros((self.n_trees, width), dtype=xp.bool),
+            cat_left=xp.zeros((self.n_trees, width, 0), dtype=xp.bool),
+            threshold=threshold,
+            stats=stats,
+            depth=depth,
+            max_depth=int(to_numpy(xp.max(depth))),
+        )
 
     def _finalize_grouped(self) -> TreeBatch:
         """:meth:`_finalize` for nodes numbered tree by tree (:meth:`_breadth_first`), every node kept.

@@ -102,6 +102,25 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("case", ["gini_bootstrap", "regression", "max_depth", "min_samples"])
+def test_compiled_layout_equals_the_array_api_one(case, monkeypatch):
+    """``Kernels.layout_subtrees`` (one compiled pass) lays the batch out as the grower's array-API twin
+    (``_breadth_first`` then ``_finalize_grouped``) does: every field equal, statistics bit for bit."""
+    data, params = CASES[case]
+    inputs = _inputs(7, **data)
+    p = GrowerParams(**params)
+    calls = []
+    layout = inputs.kernels.layout_subtrees
+    kernels = dataclasses.replace(inputs.kernels, layout_subtrees=lambda *a, **k: calls.append(1) or layout(*a, **k))
+    got = grow(NP, dataclasses.replace(_fresh(inputs), kernels=kernels), p)
+    assert calls
+    twin = dataclasses.replace(inputs.kernels, layout_subtrees=None)
+    want = grow(NP, dataclasses.replace(_fresh(inputs), kernels=twin), p)
+    _assert_same_trees(got, want)
+    np.testing.assert_array_equal(np.asarray(got.stats), np.asarray(want.stats))
+    assert np.asarray(got.left).shape[0] == 3 and int(np.asarray(got.node_count).min()) > 50
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_subtrees_equal_level_wise_growth(case, monkeypatch):
     """The same trees split for split, nodes numbered the same (breadth-first), with the kernel doing the work."""

@@ -158,6 +158,14 @@ class Kernels:
         says for which fits (else it returns None). See
         :class:`gputrees.kernels._numba_subtree.SubtreeKernel`. None: the
         generic grower grows small nodes level by level.
+    layout_subtrees : callable or None
+        ``layout_subtrees(xp, n_trees, parent, depth, tree, stats, split_ids,
+        record, split_first_child)``: the padded node arrays of a batch part
+        of whose nodes ``grow_subtrees`` grew, each tree numbered
+        breadth-first, in one compiled pass; see
+        :func:`gputrees.kernels._numba_subtree.layout_grouped`. None: the
+        grower's array-API twin (``Grower._breadth_first`` and
+        ``_finalize_grouped``).
     workspace : callable or None
         ``workspace()``: a context manager inside which this set's kernels may
         hand out their large outputs (histograms) in buffers they reuse once
@@ -191,6 +199,7 @@ class Kernels:
     round_end: Callable | None = None
     grow_tree: Callable | None = None
     grow_subtrees: Callable | None = None
+    layout_subtrees: Callable | None = None
 
     def feature_major(self, xp, codes):
         """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.
@@ -319,6 +328,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
             grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),
             grow_subtrees=_numba_subtree.SubtreeKernel(threads),
+            layout_subtrees=functools.partial(_numba_subtree.layout_grouped, n_threads=threads),
         )
     if name == "cuda":
         return _cuda_set(xp)
