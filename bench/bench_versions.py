@@ -15,7 +15,9 @@ prints each version's fit seconds (median and every run). ``--model forest``
 fits ``RandomForestClassifier(n_estimators=--rounds)`` (fully grown trees,
 ``max_features="sqrt"``), ``--model tree`` one fully grown
 ``DecisionTreeClassifier``, both on the synthetic data (``--rows`` rows
-before the 75% training split). The package's
+before the 75% training split); ``--model forest-regression`` a
+``RandomForestRegressor(max_features="sqrt")`` on the same features, the
+target the sum of the first four plus Gaussian noise. The package's
 fitting code imports its own modules relatively, which is what lets two
 copies live side by side.
 """
@@ -84,9 +86,10 @@ def main(argv=None):
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     p.add_argument("--quick", action="store_true", help="Bank marketing, 5 rounds, one repeat (a smoke test)")
-    p.add_argument("--model", choices=["boost", "forest", "tree"], default="boost",
+    p.add_argument("--model", choices=["boost", "forest", "forest-regression", "tree"], default="boost",
                    help="boosting (default), a random forest of --rounds trees or one tree, fully grown "
-                        "(forest and tree: synthetic data)")
+                        "(forest and tree: synthetic data; forest-regression: a RandomForestRegressor on the "
+                        "synthetic features, target the sum of the first four plus Gaussian noise)")
     p.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows before the 75%% training split")
     args = p.parse_args(argv)
     if args.quick:
@@ -99,8 +102,13 @@ def main(argv=None):
                       min_samples_leaf=1, early_stopping=False, random_state=0, n_jobs=args.n_jobs,
                       device=args.device)
     else:
-        name = "RandomForestClassifier" if args.model == "forest" else "DecisionTreeClassifier"
+        name = {"forest": "RandomForestClassifier", "forest-regression": "RandomForestRegressor"}.get(
+            args.model, "DecisionTreeClassifier")
         params = dict(random_state=0, n_jobs=args.n_jobs, device=args.device)
+        if args.model == "forest-regression":
+            params["max_features"] = "sqrt"
+            noise = np.random.default_rng(0).standard_normal(X.shape[0])
+            y = np.nan_to_num(np.asarray(X[:, :4], dtype=np.float64)).sum(axis=1) + noise
 
     def make(cls, n):
         return cls(n_estimators=n, **params) if args.model != "tree" else cls(**params)
@@ -120,7 +128,8 @@ def main(argv=None):
                 start = time.perf_counter()
                 make(cls, args.rounds).fit(X, y)
                 times[ref].append(time.perf_counter() - start)
-    what = {"boost": f"{args.rounds} rounds", "forest": f"{args.rounds} trees", "tree": "one tree"}[args.model]
+    what = {"boost": f"{args.rounds} rounds", "forest": f"{args.rounds} trees", "forest-regression": f"{args.rounds} trees",
+            "tree": "one tree"}[args.model]
     print(f"[{args.data}, {args.model}] {X.shape[0]:,} rows x {X.shape[1]}, {what}, {args.n_jobs} threads, "
           f"device {args.device}, versions alternated in one process")
     for ref, t in times.items():

@@ -838,41 +838,31 @@ class Grower:
         """Record the nodes and splits of grown subtrees (:class:`~gputrees.kernels._numba_subtree.Subtrees`).
 
         ``root_ids`` (m,) int64 (host): the grower's ids of the subtrees' roots.
+        Their other nodes take the next ids (``sub.records``, one compiled pass).
         """
         xp = self.xp
-        n_all = int(sub.parent.shape[0])
-        is_root = np.zeros(n_all, dtype=bool)
-        is_root[sub.root[:-1]] = True
-        new = np.flatnonzero(~is_root)
-        node_id = np.empty(n_all, dtype=np.int64)
-        node_id[sub.root[:-1]] = root_ids
-        node_id[new] = self._n_created + np.arange(new.shape[0], dtype=np.int64)
-        if new.shape[0]:
+        r = sub.records(root_ids, self._n_created)
+        if r.parent.shape[0]:
             self._new_nodes(
-                from_numpy(xp, node_id[sub.parent[new]]),
-                from_numpy(xp, sub.depth[new]),
-                from_numpy(xp, sub.tree[new]),
-                from_numpy(xp, sub.stats[new]),
-                keys=sub.key[new],
+                from_numpy(xp, r.parent), from_numpy(xp, r.depth), from_numpy(xp, r.tree), from_numpy(xp, r.stats),
+                keys=r.key,
             )
-        done = np.flatnonzero(sub.split)
-        if done.shape[0]:
-            k = done.shape[0]
-            left = sub.left[done]
-            self._exp_ids.append(from_numpy(xp, node_id[done]))
+        k = int(r.split_ids.shape[0])
+        if k:
+            self._exp_ids.append(from_numpy(xp, r.split_ids))
             self._exp_rec.append(SplitRecord(
                 found=from_numpy(xp, np.ones(k, dtype=bool)),
-                proxy=from_numpy(xp, sub.proxy[done]),
-                feature=from_numpy(xp, sub.feature[done]),
-                bin=from_numpy(xp, sub.bin[done]),
-                missing_left=from_numpy(xp, sub.missing_left[done]),
+                proxy=from_numpy(xp, r.proxy),
+                feature=from_numpy(xp, r.feature),
+                bin=from_numpy(xp, r.bin),
+                missing_left=from_numpy(xp, r.missing_left),
                 is_categorical=from_numpy(xp, np.zeros(k, dtype=bool)),
                 cat_left=from_numpy(xp, np.zeros((k, 0), dtype=bool)),
-                left=from_numpy(xp, left),
-                right=from_numpy(xp, sub.stats[done] - left),
-                threshold=from_numpy(xp, sub.threshold[done]),
+                left=from_numpy(xp, r.left),
+                right=from_numpy(xp, r.right),
+                threshold=from_numpy(xp, r.threshold),
             ))
-            self._exp_first_child.append(from_numpy(xp, node_id[sub.first_child[done]]))
+            self._exp_first_child.append(from_numpy(xp, r.first_child))
         self._subtrees_grown = True
 
     def _breadth_first(self):

@@ -172,6 +172,30 @@ def test_subtrees_do_not_depend_on_the_threads():
             np.testing.assert_array_equal(getattr(one, field.name), getattr(other, field.name), err_msg=field.name)
 
 
+@pytest.mark.parametrize("criterion", [Gini(n_classes=2), SquaredError()])
+def test_records_equal_their_numpy_twin(criterion):
+    """``Subtrees.records`` (one compiled pass) gives the grower's records as NumPy's gathers do, bit for bit."""
+    inputs = _inputs(14, n=4000, criterion=criterion)
+    codes, rng = inputs.codes, np.random.default_rng(5)
+    m = 6
+    slot = np.repeat(np.arange(m), [900, 1, 300, 40, 2, 700])  # a one-row subtree: its root only
+    rows = rng.permutation(codes.shape[0])[: slot.shape[0]]
+    w = np.asarray(inputs.channels)[rows]
+    stats = np.stack([w[slot == i].sum(axis=0) for i in range(m)])
+    sub = _numba_subtree.grow_subtrees(
+        NP, codes, rows, slot, w, stats, np.zeros(m, dtype=np.int64), np.arange(m, dtype=np.int64) % 2,
+        np.arange(m, dtype=np.uint64) + 5, np.array([w[:, 0].sum(), w[:, 0].sum()]), criterion,
+        SplitConstraints(1, 0.0), SubtreeParams(2.0, -1, 0.0, 3), inputs.bin_mapper, n_threads=2,
+    )
+    root_ids = np.array([40, 3, 17, 8, 9, 41], dtype=np.int64)
+    got, want = sub.records(root_ids, 100), sub.records_reference(root_ids, 100)
+    assert int(got.split_ids.shape[0]) > m and int(got.parent.shape[0]) > 2 * m
+    for field in dataclasses.fields(want):
+        a, b = getattr(got, field.name), getattr(want, field.name)
+        assert a.dtype == b.dtype and a.shape == b.shape, field.name
+        np.testing.assert_array_equal(a, b, err_msg=field.name)
+
+
 def test_uncovered_criterion_goes_level_wise(monkeypatch):
     inputs = _inputs(5, criterion=FriedmanMSE())
     monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: pytest.fail("kernel called"))

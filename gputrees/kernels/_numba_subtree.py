@@ -69,7 +69,7 @@ from ._numba_split import (
     _supported_criterion,
 )
 
-__all__ = ["grow_subtrees", "layout_grouped", "SubtreeKernel", "Subtrees", "SUBTREE_CRITERIA"]
+__all__ = ["grow_subtrees", "layout_grouped", "SubtreeKernel", "Subtrees", "SubtreeRecords", "SUBTREE_CRITERIA"]
 
 #: Criteria whose impurity is written here (exact types, as CRITERION_KINDS).
 SUBTREE_CRITERIA = (Gini, Entropy, Misclassification, SquaredError)
@@ -122,6 +122,138 @@ class Subtrees:
     proxy: np.ndarray
     left: np.ndarray
     first_child: np.ndarray
+
+    def records(self, root_ids, first_new: int) -> "SubtreeRecords":
+        """The grower's records of these nodes (:class:`SubtreeRecords`), in one compiled pass.
+
+        ``root_ids`` (m,) int64: the grower's ids of the subtrees' roots; the
+        other nodes take the ids ``first_new ..`` in their order here.
+        """
+        return SubtreeRecords(*_records(
+            self.root, self.parent, self.depth, self.tree, self.key, self.stats, self.split, self.feature,
+            self.bin, self.missing_left, self.threshold, self.proxy, self.left, self.first_child,
+            np.asarray(root_ids, dtype=np.int64), int(first_new),
+        ))
+
+    def records_reference(self, root_ids, first_new: int) -> "SubtreeRecords":
+        """:meth:`records` by NumPy's gathers (its twin, for the tests)."""
+        n_all = int(self.parent.shape[0])
+        is_root = np.zeros(n_all, dtype=bool)
+        is_root[self.root[:-1]] = True
+        new = np.flatnonzero(~is_root)
+        node_id = np.empty(n_all, dtype=np.int64)
+        node_id[self.root[:-1]] = root_ids
+        node_id[new] = first_new + np.arange(new.shape[0], dtype=np.int64)
+        done = np.flatnonzero(self.split)
+        left = self.left[done]
+        return SubtreeRecords(
+            node_id[self.parent[new]], self.depth[new], self.tree[new], self.stats[new], self.key[new],
+            node_id[done], self.proxy[done], self.feature[done], self.bin[done], self.missing_left[done], left,
+            self.stats[done] - left, self.threshold[done], node_id[self.first_child[done]],
+        )
+
+
+@dataclass(frozen=True)
+class SubtreeRecords:
+    """What the grower records of grown subtrees: their new nodes (every node but the roots) and their splits.
+
+    Attributes
+    ----------
+    parent, depth, tree : (n_new,) int64
+        The new nodes' parents (grower ids), depths and trees, in id order.
+    stats : (n_new, C) float64
+    key : (n_new,) uint64
+    split_ids : (k,) int64
+        The split nodes' grower ids (roots included), in the subtrees' order.
+    proxy : (k,) float64
+    feature, bin : (k,) int64
+    missing_left : (k,) bool
+    left, right : (k, C) float64
+        The children's statistics (right: the node's minus left).
+    threshold : (k,) float64
+    first_child : (k,) int64
+        The left child's grower id.
+    """
+
+    parent: np.ndarray
+    depth: np.ndarray
+    tree: np.ndarray
+    stats: np.ndarray
+    key: np.ndarray
+    split_ids: np.ndarray
+    proxy: np.ndarray
+    feature: np.ndarray
+    bin: np.ndarray
+    missing_left: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    threshold: np.ndarray
+    first_child: np.ndarray
+
+
+@numba.njit(inline="always")
+def _grower_id(i, j, root, root_ids, first_new):
+    """The grower's id of node ``j`` of subtree ``i`` (its root: ``root_ids[i]``; the others numbered on)."""
+    return root_ids[i] if j == root[i] else first_new + j - (i + 1)
+
+
+@numba.njit(parallel=True, **_JIT_SPLIT)
+def _records(root, parent, depth, tree, key, stats, split, feature, bin_, ml, thr, proxy, left, first_child,
+             root_ids, first_new):
+    """:meth:`Subtrees.records`: two passes in parallel over subtrees (count the splits, then write)."""
+    m = root.shape[0] - 1
+    n_all = parent.shape[0]
+    C = stats.shape[1]
+    n_split = np.zeros(m + 1, dtype=np.int64)
+    for i in prange(m):
+        c = 0
+        for j in range(root[i], root[i + 1]):
+            c += split[j]
+        n_split[i + 1] = c
+    for i in range(m):
+        n_split[i + 1] += n_split[i]
+    n_new = n_all - m
+    k = n_split[m]
+    o_parent = np.empty(n_new, dtype=np.int64)
+    o_depth = np.empty(n_new, dtype=np.int64)
+    o_tree = np.empty(n_new, dtype=np.int64)
+    o_stats = np.empty((n_new, C), dtype=np.float64)
+    o_key = np.empty(n_new, dtype=np.uint64)
+    s_ids = np.empty(k, dtype=np.int64)
+    s_proxy = np.empty(k, dtype=np.float64)
+    s_feature = np.empty(k, dtype=np.int64)
+    s_bin = np.empty(k, dtype=np.int64)
+    s_ml = np.empty(k, dtype=np.bool_)
+    s_left = np.empty((k, C), dtype=np.float64)
+    s_right = np.empty((k, C), dtype=np.float64)
+    s_thr = np.empty(k, dtype=np.float64)
+    s_first = np.empty(k, dtype=np.int64)
+    for i in prange(m):
+        q = n_split[i]
+        for j in range(root[i], root[i + 1]):
+            if j != root[i]:
+                d = j - (i + 1)
+                # a parent lies in the same subtree (the root's is not written)
+                o_parent[d] = _grower_id(i, parent[j], root, root_ids, first_new)
+                o_depth[d] = depth[j]
+                o_tree[d] = tree[j]
+                o_key[d] = key[j]
+                for c in range(C):
+                    o_stats[d, c] = stats[j, c]
+            if split[j]:
+                s_ids[q] = _grower_id(i, j, root, root_ids, first_new)
+                s_proxy[q] = proxy[j]
+                s_feature[q] = feature[j]
+                s_bin[q] = bin_[j]
+                s_ml[q] = ml[j]
+                for c in range(C):
+                    s_left[q, c] = left[j, c]
+                    s_right[q, c] = stats[j, c] - left[j, c]
+                s_thr[q] = thr[j]
+                s_first[q] = _grower_id(i, first_child[j], root, root_ids, first_new)
+                q += 1
+    return (o_parent, o_depth, o_tree, o_stats, o_key, s_ids, s_proxy, s_feature, s_bin, s_ml, s_left, s_right,
+            s_thr, s_first)
 
 
 # -- draws (twins of gputrees._node_draws) -----------------------------------------------
