@@ -128,8 +128,7 @@ def main(argv=None):
                 start = time.perf_counter()
                 make(cls, args.rounds).fit(X, y)
                 times[ref].append(time.perf_counter() - start)
-    what = {"boost": f"{args.rounds} rounds", "forest": f"{args.rounds} trees", "forest-regression": f"{args.rounds} trees",
-            "tree": "one tree"}[args.model]
+    what = {"boost": f"{args.rounds} rounds", "tree": "one tree"}.get(args.model, f"{args.rounds} trees")
     print(f"[{args.data}, {args.model}] {X.shape[0]:,} rows x {X.shape[1]}, {what}, {args.n_jobs} threads, "
           f"device {args.device}, versions alternated in one process")
     for ref, t in times.items():

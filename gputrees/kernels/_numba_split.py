@@ -923,12 +923,10 @@ def _newton_scan(h, P, kind, l2, msl, mwl, n_scan, tie_rtol, L, out):
                 p = _newton_proxy(l1, h_l, r1, h_r, l2)
             out[v, b] = p
             best = max(best, p)
-    if best > _NEG_INF:
-        target = best - tie_rtol * abs(best)
-        for v in range(n_var):
-            for b in range(n):
-                if out[v, b] >= target and out[v, b] > _NEG_INF:
-                    return best, True, v, b
+    for v in range(n_var):
+        b = _near_best(out[v], n, best, tie_rtol)
+        if b >= 0:
+            return best, True, v, b
     return best, False, 0, 0
 
 
