@@ -89,6 +89,11 @@ CASES = {
     "binary_missing": ({"criterion": Gini(n_classes=2), "missing": 0.1}, {"max_features": 3}),
     "entropy": ({"criterion": Entropy(n_classes=3)}, {"max_features": 3}),
     "regression": ({"criterion": SquaredError()}, {"max_features": 4}),
+    # squared error, one output: four channels in registers and the fast passes (_fast_feature, _fast_scan)
+    "regression_fully_grown": ({"criterion": SquaredError()}, {"max_features": 2}),
+    "regression_missing": ({"criterion": SquaredError(), "missing": 0.1}, {"max_features": 3}),
+    "regression_weights": ({"criterion": SquaredError(), "weights": True}, {"max_features": 2,
+                                                                             "min_weight_leaf": 1.5}),
     "all_features": ({"bootstrap": False}, {}),
     "sample_weights": ({"weights": True}, {"max_features": 2, "min_weight_leaf": 1.5}),
     "missing_values": ({"missing": 0.1}, {"max_features": 3}),
@@ -242,12 +247,13 @@ def test_kernel_on_a_hand_made_node():
 
 @pytest.mark.parametrize("Model, kw", [
     (RandomForestClassifier, {"n_estimators": 4}),
-    # two classes: the sort-based search's two-class Gini pass (_gini2_feature)
+    # two classes: the sort-based search's fast pass (_fast_feature)
     (RandomForestClassifier, {"n_estimators": 4, "classes": 2}),
     (DecisionTreeClassifier, {"max_features": 3, "random_state": 2, "classes": 2}),
     (RandomForestClassifier, {"n_estimators": 3, "classes": 2, "missing": 0.05}),
     (ExtraTreesClassifier, {"n_estimators": 3, "max_features": 0.5}),
     (RandomForestRegressor, {"n_estimators": 3, "max_features": 0.4, "min_samples_leaf": 2}),
+    (RandomForestRegressor, {"n_estimators": 3, "max_features": "sqrt", "missing": 0.05}),
     (ExtraTreesRegressor, {"n_estimators": 3}),
     (RandomForestClassifier, {"n_estimators": 3, "class_weight": "balanced_subsample", "max_depth": 9}),
     (DecisionTreeClassifier, {"max_features": 3, "random_state": 1}),

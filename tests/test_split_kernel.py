@@ -419,8 +419,9 @@ def test_sorted_search_every_criterion(name):
     compare_sorted(case, criterion, random_u=u, feature_mask=mask, cons=SplitConstraints(2, 1.0))
 
 
-def test_sorted_search_ties_and_threads():
-    criterion = CRITERIA["gini2"]
+@pytest.mark.parametrize("name", ["gini2", "squared_error"])  # the two with a fast pass (_fast_feature)
+def test_sorted_search_ties_and_threads(name):
+    criterion = CRITERIA[name]
     rng = np.random.default_rng(8)
     codes, rows, slot, weights, parent, mapper, max_rows = _sorted_case(rng, criterion, 200, 3, rows_per_node=30)
     nb = mapper.n_bins

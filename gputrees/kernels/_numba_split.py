@@ -81,6 +81,7 @@ CRITERION_KINDS = {
 }
 _NEWTON = 6
 _GINI = CRITERION_KINDS[Gini]
+_SQUARED_ERROR = CRITERION_KINDS[SquaredError]
 #: Newton over [G, H] histograms, without the row count (no count tests)
 _NEWTON_GH = 7
 #: NumPy's pairwise summation adds up to this many terms in one block of
@@ -92,6 +93,19 @@ _NEG_INF = -np.inf
 #: NumPy's float semantics (a division by zero gives inf / NaN, as in the
 #: generic code) instead of Python's ZeroDivisionError checks.
 _JIT_SPLIT = dict(_JIT, error_model="numpy")
+#: The functions below the kernels' parallel loops that neither allocate nor
+#: return an array: compiled without the runtime's reference counts (Numba's
+#: ``_nrt`` option, where this Numba has it). With them, every array argument
+#: and view costs an atomic increment and a decrement per call (a counter the
+#: threads share where the array is shared): a 2-row node's search of one
+#: feature took 183 ns, 75 ns without. Such a function must not return an
+#: array nor keep one an NRT function returns (its count would go wrong).
+try:
+    from numba.core.cpu import CPUTargetOptions
+
+    _JIT_LEAF = dict(_JIT_SPLIT, _nrt=False) if hasattr(CPUTargetOptions, "_nrt") else _JIT_SPLIT
+except ImportError:  # (an internal module of Numba's)
+    _JIT_LEAF = _JIT_SPLIT
 
 
 # -- sums in NumPy's order ---------------------------------------------------------
@@ -101,7 +115,7 @@ def _term(a, i, square):
     return v * v if square else v
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _npsum(a, start, n, square):
     """``numpy.sum`` of ``a[start:start + n]`` (of its squares): pairwise, n <= 128."""
     if n < 8:
@@ -132,7 +146,7 @@ def _npsum(a, start, n, square):
     return 0.0 + res
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _chsum(a, start, n, square):
     """:func:`gputrees._criteria._channel_sum`: a chain of adds up to 8 terms, else ``numpy.sum``."""
     if n > _UNROLL_CHANNELS:
@@ -150,7 +164,7 @@ def _newton_g(kind):
     return 1 if kind == _NEWTON else 0
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _weight(kind, s):
     if kind <= 2:
         return _chsum(s, 1, s.shape[0] - 1, False)
@@ -159,12 +173,12 @@ def _weight(kind, s):
     return s[2]
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _safe(w):
     return w if w > 0 else 1.0
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _class_impurity(kind, s, w, tmp):
     """Entropy (kind 1) or misclassification (kind 2) impurity of ``s``."""
     k = s.shape[0] - 1
@@ -182,7 +196,7 @@ def _class_impurity(kind, s, w, tmp):
     return 1.0 - best
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _poisson_term(s, ws, n_out, tmp):
     for j in range(n_out):
         v = s[2 + j]
@@ -191,7 +205,7 @@ def _poisson_term(s, ws, n_out, tmp):
     return _npsum(tmp, 0, n_out, False)
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _proxy(kind, L, R, wl, wr, n_out, l2, tmp):
     if kind == 0:  # Gini
         k = L.shape[0] - 1
@@ -216,7 +230,7 @@ def _proxy(kind, L, R, wl, wr, n_out, l2, tmp):
     return L[gi] * L[gi] / dl + R[gi] * R[gi] / dr
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _bounded(g, h, l2, lo, up):
     """Newton, gradient and hessian sums ``g``, ``h``: the clipped leaf value and the score at it (``gain_at``)."""
     d = h + l2
@@ -227,7 +241,7 @@ def _bounded(g, h, l2, lo, up):
     return v, -(2.0 * g * v + (h + l2) * v * v)
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _score(kind, L, R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp):
     """Proxy of the candidate with left stats ``L`` (``-inf`` where invalid); fills ``R``."""
     for c in range(L.shape[0]):
@@ -252,7 +266,7 @@ def _score(kind, L, R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp):
     return p
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _has_rows(kind, s):
     """Whether a bin with statistics ``s`` holds rows: its count, or (Newton over [G, H]) any non-zero channel."""
     if kind != _NEWTON_GH:
@@ -263,7 +277,7 @@ def _has_rows(kind, s):
     return False
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _random_pick(h, nb, u):
     """:func:`gputrees._splitting._random_bins` for one (node, feature): the bin, or -1."""
     lo = 0
@@ -284,7 +298,7 @@ def _random_pick(h, nb, u):
     return min(pick, hi - 1)
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, tmp):
     """``_score`` of every candidate row of ``L`` whose ``out`` is not already ``-inf`` (skipped).
 
@@ -379,7 +393,7 @@ def _proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, t
             out[b] = _score(kind, L[b], R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp)
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _row_regression(kind, L, b, P, a, c, n_out):
     """Friedman (kind 4) or Poisson (kind 5) proxy of row ``b`` of ``L`` (safe weights ``a``, ``c``),
     fewer than 8 outputs: :func:`_proxy` without the row copies."""
@@ -401,7 +415,7 @@ def _row_regression(kind, L, b, P, a, c, n_out):
     return diff * diff / (a * c)
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _row_impurity(kind, L, b, P, right, w):
     """Entropy (kind 1) or misclassification (kind 2) of row ``b`` of ``L`` (``P - L[b]`` with ``right``),
     fewer than 8 classes: :func:`_class_impurity` without the row copy."""
@@ -416,7 +430,7 @@ def _row_impurity(kind, L, b, P, right, w):
     return -acc if kind == 1 else 1.0 - acc
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _first_near(out, n, target, L, res):
     """Target -inf: (-1, the best of ``out[:n]``). Otherwise the first index whose proxy is
     ``>= target`` (and above -inf) and that proxy, its row of ``L`` copied to ``res``; (-1, -inf) if none."""
@@ -433,7 +447,7 @@ def _first_near(out, n, target, L, res):
     return -1, best
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_scan):
     """One (node, feature): its candidates in tie order, among value bins ``0 .. n_scan - 1``.
 
@@ -481,7 +495,7 @@ def _scan(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_scan):
     return best, -1, -1
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, target, scratch, n_scan):
     """:func:`_scan` of feature ``f`` of node ``i`` (its random candidate with ``has_u``) over ``n_scan`` bins."""
     pick = -1
@@ -494,7 +508,7 @@ def _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, t
     return _scan(hist[i, f], parent[i], crit, mono, lo, up, d, pick, target, scratch, n_scan)
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _value_bins(i, f, nb, fids, has_fids, n_value_bins, has_mapper):
     """How many value bins column ``f`` of node ``i`` can fill: its feature's ``n_value_bins``
     (all ``nb - 1`` without a mapper). A feature with few distinct values
@@ -590,7 +604,7 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
     return found, proxy, feature, bin_, missing_left, left, threshold
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _finish(hist, parent, i, col, pos, variant, found, L, fids, has_fids, thresholds, bin_values, is_exact,
             n_value_bins, has_mapper, local, out, kind):
     """The record of node ``i`` from its winning (column, bin, variant) and left stats ``L``."""
@@ -611,7 +625,7 @@ def _finish(hist, parent, i, col, pos, variant, found, L, fids, has_fids, thresh
         threshold[i] = _threshold(hist[i, col], nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins, local)
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _threshold(h, nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins, local):
     """:func:`gputrees._splitting._thresholds` and ``split_thresholds`` for one node."""
     f = max(feat, 0)
@@ -629,7 +643,7 @@ def _threshold(h, nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins,
     return _split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact)
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact):
     """:func:`gputrees._splitting.split_thresholds` for one split."""
     if not has_next:
@@ -676,12 +690,13 @@ def _stable_order(key, nb, order, count):
     allocation and comparisons: insertion for few keys, else a counting
     sort over the nb codes (``count`` (nb + 1,) its work array).
     """
-    return _stable_order_n(key, key.shape[0], nb, order, count)
+    _stable_order_n(key, key.shape[0], nb, order, count)
+    return order
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _stable_order_n(key, n, nb, order, count):
-    """:func:`_stable_order` of ``key[:n]`` into ``order[:n]`` (longer arrays, no views made)."""
+    """:func:`_stable_order` of ``key[:n]`` into ``order[:n]`` (longer arrays, no views made; returns nothing)."""
     if n <= INSERTION_SORT_ROWS:
         for k in range(n):
             v = key[k]
@@ -690,7 +705,7 @@ def _stable_order_n(key, n, nb, order, count):
                 order[j] = order[j - 1]
                 j -= 1
             order[j] = k
-        return order
+        return
     for b in range(nb + 1):
         count[b] = 0
     for k in range(n):
@@ -701,39 +716,45 @@ def _stable_order_n(key, n, nb, order, count):
         v = key[k]
         order[count[v]] = k
         count[v] += 1
-    return order
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)
-def _candidates3(key, order, pairs, weights, n, missing, L, cand):
-    """Three channels' candidates of a sorted (node, feature): returns their count.
+def _candidates(key, order, pairs, weights, n, missing, L, cand, four):
+    """Three or (``four``) four channels' candidates of a sorted (node, feature): returns their count.
 
     Row ``L[j]`` gets the channels summed over the rows up to the end of the
     ``j``-th run of equal non-missing codes in ``order`` (``key[order[:n]]``
     sorted), ``cand[j]`` that code. The running sums stay in registers
-    (count and two classes, or boosting's count, G, H; through an array,
-    which the compiler must assume may alias ``weights``, each addition was
-    a load and a store: 1.9x the time on a forest's subtrees). Inlined: as a
-    call, a 4-row node's search took 1,730-1,820 ns against 1,430-1,660.
+    (count and two classes, boosting's count, G, H, or squared error's
+    count, w, w y, w y^2; through an array, which the compiler must assume
+    may alias ``weights``, each addition was a load and a store: 1.9x the
+    time on a forest's subtrees). Inlined: as a call, a 4-row node's search
+    took 1,730-1,820 ns against 1,430-1,660.
     """
     n_cand = 0
-    s0 = s1 = s2 = 0.0
+    s0 = s1 = s2 = s3 = 0.0
     for k in range(n):
         o = order[k]
         code = key[o]
         q = pairs[o]
         if k == 0:
             s0, s1, s2 = weights[q, 0], weights[q, 1], weights[q, 2]
+            if four:
+                s3 = weights[q, 3]
         else:
             s0, s1, s2 = s0 + weights[q, 0], s1 + weights[q, 1], s2 + weights[q, 2]
+            if four:
+                s3 = s3 + weights[q, 3]
         if code != missing and (k == n - 1 or key[order[k + 1]] != code):
             L[n_cand, 0], L[n_cand, 1], L[n_cand, 2] = s0, s1, s2
+            if four:
+                L[n_cand, 3] = s3
             cand[n_cand] = code
             n_cand += 1
     return n_cand
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, target, tie_rtol, scratch, sort_scratch):
     """One (node, feature) of the sort-based search: :func:`_scan` over the node's sorted codes.
 
@@ -759,12 +780,13 @@ def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, targe
     key = key_all[:n]
     for k in range(n):
         key[k] = codes[rows[pairs[k]], f]
-    order = _stable_order(key, nb, order_all[:n], count)
+    order = order_all[:n]
+    _stable_order_n(key, n, nb, order, count)
     cand_code = cand_all[: n + 1]
     # variant 0 candidates: the stats of the codes <= each present code (run ends)
     n_cand = 0
-    if C == 3:
-        n_cand = _candidates3(key, order, pairs, weights, n, missing, L, cand_code)
+    if C == 3 or C == 4:
+        n_cand = _candidates(key, order, pairs, weights, n, missing, L, cand_code, C == 4)
     else:
         for k in range(n):
             code = key[order[k]]
@@ -813,46 +835,57 @@ def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, targe
     return best, -1, -1, missing
 
 
-@numba.njit(**_JIT_SPLIT)
-def _gini2_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie_rtol, key, order, cand, L, out,
-                   count):
-    """:func:`_sorted_feature`'s first pass (target -inf) for two-class Gini, without random thresholds.
+@numba.njit(inline="always", **_JIT_SPLIT)
+def _fast_pass(kind, C, has_u):
+    """Whether a node's search has :func:`_fast_feature` / :func:`_fast_scan`: two-class Gini (three
+    channels) or single-output squared error (four), without random thresholds."""
+    return not has_u and ((kind == _GINI and C == 3) or (kind == _SQUARED_ERROR and C == 4))
 
-    The channels (count, class 0, class 1) and the node's statistics
-    ``P0, P1, P2`` as scalars, the running sums, proxies (``_proxies``'
-    Gini formula, term for term), best and the near-best record in one
-    function, over whole work arrays (``key``, ``order``, ``cand`` int64,
-    ``L`` (n + 1, 3), ``out`` (n + 1,), ``count`` (nb + 1,)) without views:
-    the general pass's fixed cost, about 1,000 cycles a feature, dominated
-    a forest's small nodes (a 4-row node's search over five features,
-    measured: 2.1-3.1 us with the general pass, 1.4-1.8 us with this one).
+
+@numba.njit(**_JIT_LEAF)
+def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie_rtol, key, order, cand, L, out,
+                  count):
+    """:func:`_sorted_feature`'s first pass (target -inf) for two-class Gini or single-output squared error,
+    without random thresholds (:func:`fast_pass`).
+
+    The channels (count and two classes, or count, w, w y, w y^2: which of
+    the two ``weights.shape[1]`` says) and the node's first three
+    statistics ``P0, P1, P2`` as scalars, the running sums, proxies
+    (``_proxies``' Gini or squared-error formula, term for term), best and
+    the near-best record in one function, over whole work arrays (``key``,
+    ``order``, ``cand`` int64, ``L`` (n + 1, C), ``out`` (n + 1,),
+    ``count`` (nb + 1,)) without views: the general pass's fixed cost,
+    about 1,000 cycles a feature, dominated a forest's small nodes (a 4-row
+    node's search over five features, measured: 2.1-3.1 us with the general
+    pass, 1.4-1.8 us with this one).
 
     Returns (has_missing, best, recorded, code, next code, proxy, left
-    count, left class 0, left class 1): with ``has_missing`` the node has a
-    missing code in this feature and nothing else is computed (the caller
-    runs the general pass); else the feature's best proxy and, when
-    ``recorded``, its first candidate within ``tie_rtol`` of it (the
-    general pass's record).
+    statistics (4 scalars; the fourth 0 with three channels)): with
+    ``has_missing`` the node has a missing code in this feature and nothing
+    else is computed (the caller runs the general pass); else the feature's
+    best proxy and, when ``recorded``, its first candidate within
+    ``tie_rtol`` of it (the general pass's record).
     """
     missing = nb - 1
     n = pairs.shape[0]
+    mse = weights.shape[1] == 4
     has_missing = False
     for k in range(n):
         key[k] = codes[rows[pairs[k]], f]
         has_missing |= key[k] == missing
     if has_missing:  # (before the sort, which the general pass does again)
-        return True, _NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0
+        return True, _NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0
     _stable_order_n(key, n, nb, order, count)
-    n_cand = _candidates3(key, order, pairs, weights, n, missing, L, cand)
+    n_cand = _candidates(key, order, pairs, weights, n, missing, L, cand, mse)
     cand[n_cand] = missing  # the code after the last candidate
     best = _NEG_INF
     for b in range(n_cand):
-        out[b] = _gini2_proxy(L, b, P0, P1, P2, msl, mwl)
+        out[b] = _fast_proxy(L, b, P0, P1, P2, msl, mwl, mse)
         best = max(best, out[b])
     j = _near_best(out, n_cand, best, tie_rtol)
     if j >= 0:
-        return False, best, True, cand[j], cand[j + 1], out[j], L[j, 0], L[j, 1], L[j, 2]
-    return False, best, False, 0, 0, 0.0, 0.0, 0.0, 0.0
+        return False, best, True, cand[j], cand[j + 1], out[j], L[j, 0], L[j, 1], L[j, 2], L[j, 3] if mse else 0.0
+    return False, best, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)
@@ -865,7 +898,7 @@ def _newton_proxy(l1, h_l, r1, h_r, l2):
     return _NEG_INF if p != p else p
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _newton_scan(h, P, kind, l2, msl, mwl, n_scan, tie_rtol, L, out):
     """:func:`_scan`'s first pass (target -inf, no random pick, no monotonic bounds) of one Newton histogram
     ``h`` (nb, C) -- [count, G, H] or [G, H] --, over value bins ``0 .. n_scan - 1``, both variants.
@@ -930,39 +963,51 @@ def _newton_scan(h, P, kind, l2, msl, mwl, n_scan, tie_rtol, L, out):
     return best, False, 0, 0
 
 
-@numba.njit(**_JIT_SPLIT)
-def _gini2_scan(h, P0, P1, P2, msl, mwl, tie_rtol, n_scan, L, out):
+@numba.njit(**_JIT_LEAF)
+def _fast_scan(h, P0, P1, P2, msl, mwl, tie_rtol, n_scan, L, out):
     """:func:`_scan`'s first pass (target -inf, no random pick) of one two-class Gini histogram ``h`` (nb, 3)
-    without missing rows, over value bins ``0 .. n_scan - 1``.
+    or squared-error one (nb, 4) without missing rows, over value bins ``0 .. n_scan - 1``.
 
-    Returns (best, recorded, bin, proxy, left count, left class 0, left
-    class 1): the best proxy and, when ``recorded``, the first candidate
-    within ``tie_rtol`` of it (what the replay with the node's target finds
-    when this feature holds the node's best). The same sums and proxies as
-    :func:`_scan` (empty bins after the first are no candidates).
+    Returns (best, recorded, bin, proxy, left statistics (4 scalars; the
+    fourth 0 with three channels)): the best proxy and, when ``recorded``,
+    the first candidate within ``tie_rtol`` of it (what the replay with the
+    node's target finds when this feature holds the node's best). The same
+    sums and proxies as :func:`_scan` (empty bins after the first are no
+    candidates).
     """
-    nb = h.shape[0]
+    nb, C = h.shape
+    mse = C == 4
     n = min(nb - 1, n_scan)
     best = _NEG_INF
     s0, s1, s2 = h[0, 0], h[0, 1], h[0, 2]
+    s3 = h[0, 3] if mse else 0.0
     for b in range(n):
         if b > 0:
-            if h[b, 0] == 0 and h[b, 1] == 0 and h[b, 2] == 0:
+            if h[b, 0] == 0 and h[b, 1] == 0 and h[b, 2] == 0 and (not mse or h[b, 3] == 0):
                 out[b] = _NEG_INF  # the same candidate as the previous bin, which comes first
                 continue
             s0, s1, s2 = s0 + h[b, 0], s1 + h[b, 1], s2 + h[b, 2]
+            if mse:
+                s3 = s3 + h[b, 3]
         L[b, 0], L[b, 1], L[b, 2] = s0, s1, s2
-        out[b] = _gini2_proxy(L, b, P0, P1, P2, msl, mwl)
+        if mse:
+            L[b, 3] = s3
+        out[b] = _fast_proxy(L, b, P0, P1, P2, msl, mwl, mse)
         best = max(best, out[b])
     j = _near_best(out, n, best, tie_rtol)
     if j >= 0:
-        return best, True, j, out[j], L[j, 0], L[j, 1], L[j, 2]
-    return best, False, 0, 0.0, 0.0, 0.0, 0.0
+        return best, True, j, out[j], L[j, 0], L[j, 1], L[j, 2], L[j, 3] if mse else 0.0
+    return best, False, 0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)
-def _gini2_proxy(L, b, P0, P1, P2, msl, mwl):
-    """:func:`_proxies`' Gini proxy of row ``b`` of ``L`` (count and two classes), term for term."""
+def _fast_proxy(L, b, P0, P1, P2, msl, mwl, mse):
+    """:func:`_proxies`' proxy of row ``b`` of ``L``, term for term: two-class Gini (count and two classes) or,
+    with ``mse``, single-output squared error (count, w, w y, ...; ``P1`` the node's w, ``P2`` its w y)."""
+    if mse:
+        v = L[b, 2]
+        r = P2 - v
+        return _sum_sq_proxy(L[b, 0], P0 - L[b, 0], v * v, r * r, L[b, 1], P1 - L[b, 1], msl, mwl)
     v = L[b, 1]
     r = P1 - v
     sl, sr = v * v, r * r
@@ -999,7 +1044,7 @@ def _near_best(out, n, best, tie_rtol):
     return -1
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u, nb, thresholds, bin_values,
                  is_exact, tie_rtol, scratch, sort_scratch, fbest, left):
     """The sort-based search of one node whose pairs (into ``rows`` / ``weights``) are ``pairs``.
@@ -1013,15 +1058,15 @@ def _sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u
     C = weights.shape[1]
     missing = nb - 1
     key_all, order_all, cand_all, count, rec_ok, rec_code, rec_p, rec_left = sort_scratch
-    gini2 = crit[0] == _GINI and C == 3 and not has_u  # two classes
+    fast = _fast_pass(crit[0], C, has_u)  # two classes, or squared error
     best = _NEG_INF
     for f in range(F):
         fbest[f] = _NEG_INF
         rec_ok[f] = False
         if not has_mask or fmask[f]:
             general = True
-            if gini2:
-                general, fb, ok, c0, c1, pj, l0, l1, l2 = _gini2_feature(
+            if fast:
+                general, fb, ok, c0, c1, pj, l0, l1, l2, l3 = _fast_feature(
                     codes, rows, weights, pairs, f, P[0], P[1], P[2], crit[3], crit[4], nb, tie_rtol, key_all,
                     order_all, cand_all, scratch[4], scratch[5], count)
                 if not general:
@@ -1031,6 +1076,8 @@ def _sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u
                         rec_code[f, 0], rec_code[f, 1] = c0, c1
                         rec_p[f] = pj
                         rec_left[f, 0], rec_left[f, 1], rec_left[f, 2] = l0, l1, l2
+                        if C == 4:
+                            rec_left[f, 3] = l3
             if general:
                 uf = u[f] if has_u else 0.0
                 fbest[f] = _sorted_feature(codes, rows, weights, pairs, f, P, crit, uf, has_u, nb,

@@ -52,8 +52,10 @@ from .._splitting import TIE_RTOL, SubtreeParams
 from ._numba import _take_next, _Threads
 from ._numba_grow import _left
 from ._numba_split import (
+    _JIT_LEAF,
     _JIT_SPLIT,
-    _gini2_scan,
+    _fast_pass,
+    _fast_scan,
     _NEG_INF,
     CRITERION_KINDS,
     _has_rows,
@@ -257,7 +259,7 @@ def _records(root, parent, depth, tree, key, stats, split, feature, bin_, ml, th
 
 
 # -- draws (twins of gputrees._node_draws) -----------------------------------------------
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _mix64(z):
     """:func:`gputrees._node_draws.mix64` of one uint64."""
     z = (z ^ (z >> _U30)) * MIX_1
@@ -265,14 +267,14 @@ def _mix64(z):
     return z ^ (z >> _U31)
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _uniform(key, d):
     """Draw ``d`` (int) of the node with key ``key``: :func:`gputrees._node_draws.uniforms`."""
     z = _mix64(key + np.uint64(d + 1) * GOLDEN)
     return np.float64(z >> _U11) * _TO_UNIT
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _draw_features(key, k, allowed, has_allowed, u, mask):
     """``mask`` (F,) = :func:`gputrees._node_draws.feature_mask` of one node (``u`` (F,) work space).
 
@@ -295,7 +297,7 @@ def _draw_features(key, k, allowed, has_allowed, u, mask):
 
 
 # -- the grower's rules (twins of gputrees._criteria and Grower._can_split) -------------
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _weight(kind, s):
     """``Criterion.weight``: the class weights' sum (in channel order), or the regression weight."""
     if kind == _SQUARED_ERROR:
@@ -306,7 +308,7 @@ def _weight(kind, s):
     return w
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _impurity(kind, s, n_out):
     """``Criterion.impurity`` of one node's statistics ``s`` (C,)."""
     w = _weight(kind, s)
@@ -335,7 +337,7 @@ def _impurity(kind, s, n_out):
     return total / n_out
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _improvement(kind, P, L, R, n_out, total_weight):
     """``Criterion.improvement``: ``w / W * (i - w_r / w * i_r - w_l / w * i_l)``."""
     w = _weight(kind, P)
@@ -346,7 +348,7 @@ def _improvement(kind, P, L, R, n_out, total_weight):
     )
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _can_split(kind, s, depth, n_out, msl, mwl, min_samples_split, max_depth):
     """``Grower._can_split`` of one node."""
     count = s[0]
@@ -360,7 +362,7 @@ def _can_split(kind, s, depth, n_out, msl, mwl, min_samples_split, max_depth):
 
 
 # -- the kernel ---------------------------------------------------------------------------
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact, n_value_bins,
                tie_rtol, scratch, h, fbest, left, drawn, record):
     """The histogram search of one node (best splits, local thresholds): ``_best_splits``' for one node.
@@ -385,21 +387,25 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
             for b in range(nb):
                 for c in range(C):
                     h[f, b, c] = 0.0
-    if C == 3:
-        # count and two classes: a row's channels read once into
-        # registers and added to each drawn feature's bin (the general
-        # loop below reloads them per feature, ``h`` and ``weights`` possibly
-        # aliased for the compiler, and tests every feature's mask: 2.8x
-        # the time on a forest's subtrees)
+    if C == 3 or C == 4:
+        # count and two classes (or squared error's count, w, w y, w y^2):
+        # a row's channels read once into registers and added to each drawn
+        # feature's bin (the general loop below reloads them per feature,
+        # ``h`` and ``weights`` possibly aliased for the compiler, and tests
+        # every feature's mask: 2.8x the time on a forest's subtrees)
+        four = C == 4
         for k in range(pairs.shape[0]):
             p = pairs[k]
             w0, w1, w2 = weights[p, 0], weights[p, 1], weights[p, 2]
+            w3 = weights[p, 3] if four else 0.0
             for j in range(n_drawn):
                 f = drawn[j]
                 b = codes[p, f]
                 h[f, b, 0] += w0
                 h[f, b, 1] += w1
                 h[f, b, 2] += w2
+                if four:
+                    h[f, b, 3] += w3
     else:
         for k in range(pairs.shape[0]):
             p = pairs[k]
@@ -409,16 +415,20 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
                 for c in range(C):
                     h[f, b, c] += weights[p, c]
     rec_ok, rec_bin, rec_p, rec_left = record
-    gini2 = kind == _GINI and C == 3  # two classes: _gini2_scan where no rows are missing
+    fast = _fast_pass(kind, C, False)  # two classes or squared error: _fast_scan where no rows are missing
     best = _NEG_INF
     for f in range(F):
         fbest[f] = _NEG_INF
         rec_ok[f] = False
         if fmask[f]:
             n_scan = min(nb - 1, n_value_bins[f])
-            if gini2 and not _has_rows(kind, h[f, nb - 1]):
-                fbest[f], rec_ok[f], rec_bin[f, 0], rec_p[f], rec_left[f, 0], rec_left[f, 1], rec_left[f, 2] = (
-                    _gini2_scan(h[f], P[0], P[1], P[2], crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5]))
+            if fast and not _has_rows(kind, h[f, nb - 1]):
+                fb, ok, b, pj, l0, l1, l2, l3 = _fast_scan(h[f], P[0], P[1], P[2], crit[3], crit[4], tie_rtol,
+                                                           n_scan, scratch[4], scratch[5])
+                fbest[f], rec_ok[f], rec_bin[f, 0], rec_p[f] = fb, ok, b, pj
+                rec_left[f, 0], rec_left[f, 1], rec_left[f, 2] = l0, l1, l2
+                if C == 4:
+                    rec_left[f, 3] = l3
             else:
                 fbest[f] = _scan(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, _NEG_INF, scratch, n_scan)[0]
             best = max(best, fbest[f])
@@ -450,7 +460,7 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
     return False, _NEG_INF, 0, 0, False, np.inf
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
     """Stable partition of ``perm[a:b]`` (rows of ``codes``), left-going rows first; returns the right ones' start."""
     codes_t = codes.T  # the compiled tree's side rule reads codes feature-major
@@ -470,16 +480,21 @@ def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
     return a + n_left
 
 
-@numba.njit(**_JIT_SPLIT)
+@numba.njit(**_JIT_LEAF)
 def _sum_rows(weights, local, a, b, out):
     """``out`` (C,) = the sum of ``weights[local[a:b]]`` (rows in that order)."""
     C = weights.shape[1]
-    if C == 3:  # in registers (see _hist_node)
-        s0 = s1 = s2 = 0.0
+    if C == 3 or C == 4:  # in registers (see _hist_node)
+        four = C == 4
+        s0 = s1 = s2 = s3 = 0.0
         for k in range(a, b):
             r = local[k]
             s0, s1, s2 = s0 + weights[r, 0], s1 + weights[r, 1], s2 + weights[r, 2]
+            if four:
+                s3 = s3 + weights[r, 3]
         out[0], out[1], out[2] = s0, s1, s2
+        if four:
+            out[3] = s3
         return
     for c in range(C):
         out[c] = 0.0
