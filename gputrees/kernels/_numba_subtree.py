@@ -818,7 +818,6 @@ def _layout_grouped(parent, depth, tree, stats, split_ids, rec_feature, rec_bin,
         first[t + 1] = first[t] + count[t]
         width = max(width, count[t])
     order = np.empty(n, dtype=np.int64)  # each tree's old ids, breadth-first, at first[t]:
-    pos = np.empty(n, dtype=np.int64)  # each node's position in its tree
     left = np.empty((n_trees, width), dtype=np.int64)
     feature = np.empty((n_trees, width), dtype=np.int64)
     bin_ = np.empty((n_trees, width), dtype=np.int64)
@@ -829,24 +828,18 @@ def _layout_grouped(parent, depth, tree, stats, split_ids, rec_feature, rec_bin,
     for t in prange(n_trees):
         base = first[t]
         # a queue over the tree: a split node's children (consecutive ids,
-        # left first) join it as it is reached
+        # left first) join it as it is reached, and each position is written
+        # as it is reached (its left child's position is the queue's end then)
         order[base] = root[t]
-        end = base + 1
-        q = base
-        while q < end:
-            node = order[q]
-            pos[node] = q - base
-            k = rec[node]
-            if k >= 0:
-                order[end] = split_first_child[k]
-                order[end + 1] = split_first_child[k] + 1
-                end += 2
-            q += 1
+        end = 1
         for p in range(width):
             node = order[base + p] if p < count[t] else -1  # -1: padding
             k = rec[node] if node >= 0 else -1
             if k >= 0:
-                left[t, p] = pos[split_first_child[k]]
+                order[base + end] = split_first_child[k]
+                order[base + end + 1] = split_first_child[k] + 1
+                left[t, p] = end
+                end += 2
                 feature[t, p] = rec_feature[k]
                 bin_[t, p] = rec_bin[k]
                 missing_left[t, p] = rec_missing_left[k]
