@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark gputrees.RandomForestClassifier against scikit-learn and XGBoost.
+"""Benchmark gputrees.RandomForestClassifier (or Regressor) against scikit-learn and XGBoost.
 
 Three random forests of ``--trees`` trees (default 100; full depth unless
 ``--max-depth`` is given) are fitted side by side in one run on:
@@ -33,10 +33,17 @@ memory of that one fit alone, never polluted by another library or an earlier
 fit.  Fit time is the median over ``--repeats`` such children; predict time,
 accuracy and peak memory come from the same children.
 
+``--task regression`` fits the three libraries' random-forest regressors
+instead (``RandomForestRegressor``, ``XGBRFRegressor``, the same settings) on
+the synthetic features with a continuous target, the sum of the first four
+features plus standard Gaussian noise, and reports the test R^2 in place of
+the accuracy (synthetic data only).
+
 Run from the repository root, e.g.::
 
     python bench/bench_forest.py --quick
     python bench/bench_forest.py --rows 200000 --max-depth 10 --repeats 1
+    python bench/bench_forest.py --task regression --rows 250000 --trees 100 --repeats 1
 """
 
 from __future__ import annotations
@@ -109,6 +116,9 @@ def parse_args(argv=None):
                         "device='cuda'); scikit-learn always runs on the CPU (default cpu)")
     p.add_argument("--only", choices=["synthetic", "adult"], default=None,
                    help="run just one of the two data sets")
+    p.add_argument("--task", choices=["classification", "regression"], default="classification",
+                   help="classifiers (default) or regressors; regression runs on the synthetic "
+                        "features only, target the sum of the first four plus Gaussian noise")
     p.add_argument("--libraries", default=",".join(LIBRARIES),
                    help="comma-separated subset of gputrees,sklearn,xgboost "
                         "(default all three)")
@@ -152,6 +162,10 @@ def parse_args(argv=None):
     if bad or not libs:
         p.error(f"--libraries: unknown {bad}; choose from {','.join(LIBRARIES)}")
     args.libraries = [lib for lib in LIBRARIES if lib in libs]
+    if args.task == "regression":
+        if args.only == "adult":
+            p.error("--task regression runs on the synthetic data only")
+        args.only = "synthetic"
     return args
 
 
@@ -190,18 +204,37 @@ def estimator_params(library, args, n_features, n_estimators=None):
     raise ValueError(library)
 
 
-def make_estimator(library, params):
+def make_estimator(library, params, regression=False):
+    kind = "Regressor" if regression else "Classifier"
     if library == "gputrees":
-        return _import_gputrees().RandomForestClassifier(**params)
+        return getattr(_import_gputrees(), "RandomForest" + kind)(**params)
     if library == "sklearn":
-        from sklearn.ensemble import RandomForestClassifier
+        from sklearn import ensemble
 
-        return RandomForestClassifier(**params)
+        return getattr(ensemble, "RandomForest" + kind)(**params)
     if library == "xgboost":
-        from xgboost import XGBRFClassifier
+        import xgboost
 
-        return XGBRFClassifier(**params)
+        return getattr(xgboost, "XGBRF" + kind)(**params)
     raise ValueError(library)
+
+
+def make_synthetic_regression(n_rows, n_features, dtype, seed):
+    """The synthetic features and a continuous target: the sum of the first four
+    (missing values as 0) plus standard Gaussian noise."""
+    X, _ = make_synthetic(n_rows, n_features, dtype, seed)
+    noise = np.random.default_rng(seed + 1).standard_normal(n_rows)
+    y = np.nan_to_num(np.asarray(X[:, :4], dtype=np.float64)).sum(axis=1) + noise
+    return X, y
+
+
+def test_score(pred, y_true, regression):
+    """Accuracy, or R^2 for regression, of predictions ``pred`` (both 1-D)."""
+    if not regression:
+        return float(np.mean(pred.astype(np.int64) == y_true.astype(np.int64)))
+    y_true = y_true.astype(np.float64)
+    resid = np.sum((y_true - pred.astype(np.float64)) ** 2)
+    return float(1.0 - resid / np.sum((y_true - y_true.mean()) ** 2))
 
 
 def forest_shape(library, est):
@@ -305,7 +338,7 @@ def _fit_once(task):
     out = {"warmup_s": None}
     if task["warmup"]:
         k = min(WARMUP_ROWS, len(y_tr))
-        est = make_estimator(library, {**params, "n_estimators": 2})
+        est = make_estimator(library, {**params, "n_estimators": 2}, task["regression"])
         _sync(cp)
         t0 = time.perf_counter()
         est.fit(_head(X_tr, k), _head(y_tr, k))
@@ -313,7 +346,7 @@ def _fit_once(task):
         _sync(cp)
         out["warmup_s"] = time.perf_counter() - t0
         del est
-    est = make_estimator(library, params)
+    est = make_estimator(library, params, task["regression"])
     gpu = PeakGPU(cp, library)
     mem = PeakRSS()
     _sync(cp)
@@ -332,8 +365,8 @@ def _fit_once(task):
         _sync(cp)
         out["predict_s"] = time.perf_counter() - t0
         out["predict_peak_bytes"] = mem.delta()
-        pred = _to_numpy(pred).ravel().astype(np.int64)
-        out["acc"] = float(np.mean(pred == _to_numpy(y_te).astype(np.int64)))
+        # the test accuracy, or R^2 with --task regression
+        out["acc"] = test_score(_to_numpy(pred).ravel(), _to_numpy(y_te).ravel(), task["regression"])
     except Exception as exc:
         out["predict_error"] = f"{type(exc).__name__}: {exc}"
         out["traceback"] = traceback.format_exc()
@@ -414,7 +447,8 @@ def time_forest(library, params, data, args, label):
     fits = []
     for i in range(args.repeats):
         task = {"library": library, "params": params, "data": data, "device": args.device,
-                "warmup": library == "gputrees", "shape": i == args.repeats - 1}
+                "warmup": library == "gputrees", "shape": i == args.repeats - 1,
+                "regression": args.task == "regression"}
         res = run_in_child(task, args.timeout)
         if res.get("error"):
             print(f"  {label} fit {i + 1}/{args.repeats} FAILED: {res['error']}", file=sys.stderr)
@@ -428,7 +462,8 @@ def time_forest(library, params, data, args, label):
         print(f"  {label} fit {i + 1}/{args.repeats}: fit {res['fit_s']:.2f}s"
               + (f", predict {res['predict_s']:.2f}s" if "predict_s" in res else "")
               + f", fit peak +{res['fit_peak_bytes'] / MIB:.0f} MiB"
-              + (f", acc {res['acc']:.4f}" if "acc" in res else ""), flush=True)
+              + (f", {'r2' if args.task == 'regression' else 'acc'} {res['acc']:.4f}" if "acc" in res else ""),
+              flush=True)
 
     def med(key):
         vals = [f[key] for f in fits if f.get(key) is not None]
@@ -454,9 +489,9 @@ def time_forest(library, params, data, args, label):
 # --------------------------------------------------------------------------
 # reporting
 # --------------------------------------------------------------------------
-def print_table(rows, gpu):
+def print_table(rows, gpu, score="test_acc"):
     headers = ["dataset", "library", "input", "device", "n_train", "n_test", "fit_s(med)",
-               "warmup_s", "pred_s(med)", "test_acc", "fit_peak_MiB", "depth", "leaves/tree"]
+               "warmup_s", "pred_s(med)", score, "fit_peak_MiB", "depth", "leaves/tree"]
     if gpu:
         headers.append("gpu_peak_MiB")
 
@@ -558,7 +593,7 @@ def main(argv=None):
     if xgb_version is not None:
         info["xgboost"] = xgb_version
     info["mp_start"] = _mp_context().get_start_method()
-    print("== random forests: gputrees vs scikit-learn vs XGBoost (random-forest mode) ==")
+    print(f"== random forests ({args.task}): gputrees vs scikit-learn vs XGBoost (random-forest mode) ==")
     for k, v in info.items():
         print(f"{k:>13}: {v}")
     depth = "None (full depth)" if args.max_depth is None else args.max_depth
@@ -590,14 +625,16 @@ def main(argv=None):
     for ds in datasets:
         if ds == "synthetic":
             t0 = time.perf_counter()
-            X, y = make_synthetic(args.rows, args.features, np.dtype(args.dtype), args.seed)
+            make = make_synthetic_regression if args.task == "regression" else make_synthetic
+            X, y = make(args.rows, args.features, np.dtype(args.dtype), args.seed)
             X_tr, X_te, y_tr, y_te = train_test_split(
                 X, y, test_size=args.test_size, random_state=args.seed)
             del X, y
             data = (np.ascontiguousarray(X_tr), y_tr, np.ascontiguousarray(X_te), y_te)
-            print(f"[synthetic] {args.rows:,} x {args.features} {args.dtype}, positive rate "
-                  f"{y_tr.mean():.3f}, generated in {time.perf_counter() - t0:.1f}s",
-                  flush=True)
+            target = (f"target mean {y_tr.mean():.3f}, sd {y_tr.std():.3f}" if args.task == "regression"
+                      else f"positive rate {y_tr.mean():.3f}")
+            print(f"[synthetic] {args.rows:,} x {args.features} {args.dtype}, {target}, generated in "
+                  f"{time.perf_counter() - t0:.1f}s", flush=True)
             res = {lib: run_row(ds, lib, "numpy", data, args.features) for lib in libraries}
             pairs = [("numpy", res.get("gputrees"))]
             baselines = [res.get("sklearn"), res.get("xgboost")]
@@ -639,7 +676,8 @@ def main(argv=None):
         gc.collect()
 
     print()
-    print_table(rows, gpu=cp is not None)
+    regression = args.task == "regression"
+    print_table(rows, gpu=cp is not None, score="test_r2" if regression else "test_acc")
     print()
     print("fit_s / pred_s: median wall time of fit() / predict(X_test) over the repeats, "
           "each fit in its own child process; warmup_s: gputrees' untimed 2-tree fit on "
@@ -648,7 +686,8 @@ def main(argv=None):
     print(f"fit_peak_MiB: median peak extra resident memory of fit() in its child "
           f"({method or 'n/a'}); leaves/tree: mean over the trees of the last fit.")
     print("ratio = other library / gputrees for fit, predict and peak memory "
-          "(>1: gputrees faster or smaller); acc gap = gputrees - other, in points.")
+          "(>1: gputrees faster or smaller); "
+          + ("r2 gap = gputrees - other." if regression else "acc gap = gputrees - other, in points."))
     for r in rows:
         for key in ("error", "predict_error"):
             if r.get(key):
@@ -657,10 +696,11 @@ def main(argv=None):
     for note in notes:
         print(f"note: {note}")
     for c in comparisons:
-        gap = "-" if c["acc_gap"] is None else f"{100 * c['acc_gap']:+.2f}"
+        gap = ("-" if c["acc_gap"] is None else f"{c['acc_gap']:+.4f}" if regression
+               else f"{100 * c['acc_gap']:+.2f}")
         print(f"ratio {c['other']}/gputrees ({c['dataset']}, gputrees on {c['gputrees_input']}): "
               f"fit {_x(c['fit'])}, predict {_x(c['predict'])}, peak memory "
-              f"{_x(c['fit_peak_memory'])}; acc gap {gap}")
+              f"{_x(c['fit_peak_memory'])}; {'r2' if regression else 'acc'} gap {gap}")
 
     if args.json is not None:
         payload = {"machine": info,
