@@ -17,7 +17,9 @@ fits ``RandomForestClassifier(n_estimators=--rounds)`` (fully grown trees,
 ``DecisionTreeClassifier``, both on the synthetic data (``--rows`` rows
 before the 75% training split); ``--model forest-regression`` a
 ``RandomForestRegressor(max_features="sqrt")`` on the same features, the
-target the sum of the first four plus Gaussian noise. The package's
+target the sum of the first four plus Gaussian noise; ``--model
+forest-3class`` a ``RandomForestClassifier`` with that sum's terciles as
+three classes. The package's
 fitting code imports its own modules relatively, which is what lets two
 copies live side by side.
 """
@@ -86,10 +88,12 @@ def main(argv=None):
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     p.add_argument("--quick", action="store_true", help="Bank marketing, 5 rounds, one repeat (a smoke test)")
-    p.add_argument("--model", choices=["boost", "forest", "forest-regression", "tree"], default="boost",
+    p.add_argument("--model", choices=["boost", "forest", "forest-3class", "forest-regression", "tree"],
+                   default="boost",
                    help="boosting (default), a random forest of --rounds trees or one tree, fully grown "
                         "(forest and tree: synthetic data; forest-regression: a RandomForestRegressor on the "
-                        "synthetic features, target the sum of the first four plus Gaussian noise)")
+                        "synthetic features, target the sum of the first four plus Gaussian noise; "
+                        "forest-3class: a RandomForestClassifier, that sum's terciles as classes)")
     p.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows before the 75%% training split")
     args = p.parse_args(argv)
     if args.quick:
@@ -102,13 +106,16 @@ def main(argv=None):
                       min_samples_leaf=1, early_stopping=False, random_state=0, n_jobs=args.n_jobs,
                       device=args.device)
     else:
-        name = {"forest": "RandomForestClassifier", "forest-regression": "RandomForestRegressor"}.get(
-            args.model, "DecisionTreeClassifier")
+        name = {"forest": "RandomForestClassifier", "forest-3class": "RandomForestClassifier",
+                "forest-regression": "RandomForestRegressor"}.get(args.model, "DecisionTreeClassifier")
         params = dict(random_state=0, n_jobs=args.n_jobs, device=args.device)
         if args.model == "forest-regression":
             params["max_features"] = "sqrt"
             noise = np.random.default_rng(0).standard_normal(X.shape[0])
             y = np.nan_to_num(np.asarray(X[:, :4], dtype=np.float64)).sum(axis=1) + noise
+        elif args.model == "forest-3class":  # the same sum's terciles as three classes
+            s = np.nan_to_num(np.asarray(X[:, :4], dtype=np.float64)).sum(axis=1)
+            y = np.digitize(s, np.quantile(s, [1 / 3, 2 / 3]))
 
     def make(cls, n):
         return cls(n_estimators=n, **params) if args.model != "tree" else cls(**params)

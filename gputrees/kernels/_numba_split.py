@@ -837,21 +837,21 @@ def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, targe
 
 @numba.njit(inline="always", **_JIT_SPLIT)
 def _fast_pass(kind, C, has_u):
-    """Whether a node's search has :func:`_fast_feature` / :func:`_fast_scan`: two-class Gini (three
-    channels) or single-output squared error (four), without random thresholds."""
-    return not has_u and ((kind == _GINI and C == 3) or (kind == _SQUARED_ERROR and C == 4))
+    """Whether a node's search has :func:`_fast_feature` / :func:`_fast_scan`: two- or three-class Gini
+    (three or four channels) or single-output squared error (four), without random thresholds."""
+    return not has_u and ((kind == _GINI and (C == 3 or C == 4)) or (kind == _SQUARED_ERROR and C == 4))
 
 
 @numba.njit(**_JIT_LEAF)
-def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie_rtol, key, order, cand, L, out,
-                  count):
-    """:func:`_sorted_feature`'s first pass (target -inf) for two-class Gini or single-output squared error,
-    without random thresholds (:func:`fast_pass`).
+def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl, nb, tie_rtol, key, order, cand,
+                  L, out, count):
+    """:func:`_sorted_feature`'s first pass (target -inf) for two- or three-class Gini or (``mse``)
+    single-output squared error, without random thresholds (:func:`_fast_pass`).
 
-    The channels (count and two classes, or count, w, w y, w y^2: which of
-    the two ``weights.shape[1]`` says) and the node's first three
-    statistics ``P0, P1, P2`` as scalars, the running sums, proxies
-    (``_proxies``' Gini or squared-error formula, term for term), best and
+    The channels (count and two or three classes, or count, w, w y, w y^2)
+    and the node's statistics ``P0 .. P3`` as scalars (``P3`` unused with
+    three channels), the running sums, proxies (``_proxies``' Gini or
+    squared-error formula, term for term), best and
     the near-best record in one function, over whole work arrays (``key``,
     ``order``, ``cand`` int64, ``L`` (n + 1, C), ``out`` (n + 1,),
     ``count`` (nb + 1,)) without views: the general pass's fixed cost,
@@ -868,7 +868,7 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie_
     """
     missing = nb - 1
     n = pairs.shape[0]
-    mse = weights.shape[1] == 4
+    four = weights.shape[1] == 4
     has_missing = False
     for k in range(n):
         key[k] = codes[rows[pairs[k]], f]
@@ -876,15 +876,15 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, msl, mwl, nb, tie_
     if has_missing:  # (before the sort, which the general pass does again)
         return True, _NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0
     _stable_order_n(key, n, nb, order, count)
-    n_cand = _candidates(key, order, pairs, weights, n, missing, L, cand, mse)
+    n_cand = _candidates(key, order, pairs, weights, n, missing, L, cand, four)
     cand[n_cand] = missing  # the code after the last candidate
     best = _NEG_INF
     for b in range(n_cand):
-        out[b] = _fast_proxy(L, b, P0, P1, P2, msl, mwl, mse)
+        out[b] = _fast_proxy(L, b, P0, P1, P2, P3, msl, mwl, mse, four)
         best = max(best, out[b])
     j = _near_best(out, n_cand, best, tie_rtol)
     if j >= 0:
-        return False, best, True, cand[j], cand[j + 1], out[j], L[j, 0], L[j, 1], L[j, 2], L[j, 3] if mse else 0.0
+        return False, best, True, cand[j], cand[j + 1], out[j], L[j, 0], L[j, 1], L[j, 2], L[j, 3] if four else 0.0
     return False, best, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
@@ -964,9 +964,10 @@ def _newton_scan(h, P, kind, l2, msl, mwl, n_scan, tie_rtol, L, out):
 
 
 @numba.njit(**_JIT_LEAF)
-def _fast_scan(h, P0, P1, P2, msl, mwl, tie_rtol, n_scan, L, out):
-    """:func:`_scan`'s first pass (target -inf, no random pick) of one two-class Gini histogram ``h`` (nb, 3)
-    or squared-error one (nb, 4) without missing rows, over value bins ``0 .. n_scan - 1``.
+def _fast_scan(h, P0, P1, P2, P3, mse, msl, mwl, tie_rtol, n_scan, L, out):
+    """:func:`_scan`'s first pass (target -inf, no random pick) of one two- or three-class Gini histogram
+    ``h`` (nb, 3 or 4) or (``mse``) squared-error one (nb, 4) without missing rows, over value bins
+    ``0 .. n_scan - 1`` (the node's statistics ``P0 .. P3``; ``P3`` unused with three channels).
 
     Returns (best, recorded, bin, proxy, left statistics (4 scalars; the
     fourth 0 with three channels)): the best proxy and, when ``recorded``,
@@ -976,49 +977,51 @@ def _fast_scan(h, P0, P1, P2, msl, mwl, tie_rtol, n_scan, L, out):
     candidates).
     """
     nb, C = h.shape
-    mse = C == 4
+    four = C == 4
     n = min(nb - 1, n_scan)
     best = _NEG_INF
     s0, s1, s2 = h[0, 0], h[0, 1], h[0, 2]
-    s3 = h[0, 3] if mse else 0.0
+    s3 = h[0, 3] if four else 0.0
     for b in range(n):
         if b > 0:
-            if h[b, 0] == 0 and h[b, 1] == 0 and h[b, 2] == 0 and (not mse or h[b, 3] == 0):
+            if h[b, 0] == 0 and h[b, 1] == 0 and h[b, 2] == 0 and (not four or h[b, 3] == 0):
                 out[b] = _NEG_INF  # the same candidate as the previous bin, which comes first
                 continue
             s0, s1, s2 = s0 + h[b, 0], s1 + h[b, 1], s2 + h[b, 2]
-            if mse:
+            if four:
                 s3 = s3 + h[b, 3]
         L[b, 0], L[b, 1], L[b, 2] = s0, s1, s2
-        if mse:
+        if four:
             L[b, 3] = s3
-        out[b] = _fast_proxy(L, b, P0, P1, P2, msl, mwl, mse)
+        out[b] = _fast_proxy(L, b, P0, P1, P2, P3, msl, mwl, mse, four)
         best = max(best, out[b])
     j = _near_best(out, n, best, tie_rtol)
     if j >= 0:
-        return best, True, j, out[j], L[j, 0], L[j, 1], L[j, 2], L[j, 3] if mse else 0.0
+        return best, True, j, out[j], L[j, 0], L[j, 1], L[j, 2], L[j, 3] if four else 0.0
     return best, False, 0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)
-def _fast_proxy(L, b, P0, P1, P2, msl, mwl, mse):
-    """:func:`_proxies`' proxy of row ``b`` of ``L``, term for term: two-class Gini (count and two classes) or,
-    with ``mse``, single-output squared error (count, w, w y, ...; ``P1`` the node's w, ``P2`` its w y)."""
+def _fast_proxy(L, b, P0, P1, P2, P3, msl, mwl, mse, four):
+    """:func:`_proxies`' proxy of row ``b`` of ``L``, term for term: Gini (count and two classes, or with
+    ``four`` three) or, with ``mse``, single-output squared error (count, w, w y, ...; ``P1`` the node's w,
+    ``P2`` its w y)."""
     if mse:
         v = L[b, 2]
         r = P2 - v
         return _sum_sq_proxy(L[b, 0], P0 - L[b, 0], v * v, r * r, L[b, 1], P1 - L[b, 1], msl, mwl)
     v = L[b, 1]
     r = P1 - v
-    sl, sr = v * v, r * r
-    wl, wr = v, r
-    v = L[b, 2]
-    r = P2 - v
-    sl = sl + v * v
-    sr = sr + r * r
-    wl = wl + v
-    wr = wr + r
+    sl, sr, wl, wr = _class_terms(v * v, r * r, v, r, L[b, 2], P2 - L[b, 2])
+    if four:  # a third class: _proxies' chain of adds goes on
+        sl, sr, wl, wr = _class_terms(sl, sr, wl, wr, L[b, 3], P3 - L[b, 3])
     return _sum_sq_proxy(L[b, 0], P0 - L[b, 0], sl, sr, wl, wr, msl, mwl)
+
+
+@numba.njit(inline="always", **_JIT_SPLIT)
+def _class_terms(sl, sr, wl, wr, v, r):
+    """One more class in :func:`_proxies`' chain of adds: its left total ``v`` and right total ``r``."""
+    return sl + v * v, sr + r * r, wl + v, wr + r
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)
@@ -1058,7 +1061,9 @@ def _sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u
     C = weights.shape[1]
     missing = nb - 1
     key_all, order_all, cand_all, count, rec_ok, rec_code, rec_p, rec_left = sort_scratch
-    fast = _fast_pass(crit[0], C, has_u)  # two classes, or squared error
+    fast = _fast_pass(crit[0], C, has_u)  # two or three classes, or squared error
+    mse = crit[0] == _SQUARED_ERROR
+    P3 = P[3] if C == 4 else 0.0
     best = _NEG_INF
     for f in range(F):
         fbest[f] = _NEG_INF
@@ -1067,8 +1072,8 @@ def _sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u
             general = True
             if fast:
                 general, fb, ok, c0, c1, pj, l0, l1, l2, l3 = _fast_feature(
-                    codes, rows, weights, pairs, f, P[0], P[1], P[2], crit[3], crit[4], nb, tie_rtol, key_all,
-                    order_all, cand_all, scratch[4], scratch[5], count)
+                    codes, rows, weights, pairs, f, P[0], P[1], P[2], P3, mse, crit[3], crit[4], nb, tie_rtol,
+                    key_all, order_all, cand_all, scratch[4], scratch[5], count)
                 if not general:
                     fbest[f] = fb
                     if ok:

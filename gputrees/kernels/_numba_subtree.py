@@ -415,7 +415,10 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
                 for c in range(C):
                     h[f, b, c] += weights[p, c]
     rec_ok, rec_bin, rec_p, rec_left = record
-    fast = _fast_pass(kind, C, False)  # two classes or squared error: _fast_scan where no rows are missing
+    # two or three classes, or squared error: _fast_scan where no rows are missing
+    fast = _fast_pass(kind, C, False)
+    mse = kind == _SQUARED_ERROR
+    P3 = P[3] if C == 4 else 0.0
     best = _NEG_INF
     for f in range(F):
         fbest[f] = _NEG_INF
@@ -423,8 +426,8 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
         if fmask[f]:
             n_scan = min(nb - 1, n_value_bins[f])
             if fast and not _has_rows(kind, h[f, nb - 1]):
-                fb, ok, b, pj, l0, l1, l2, l3 = _fast_scan(h[f], P[0], P[1], P[2], crit[3], crit[4], tie_rtol,
-                                                           n_scan, scratch[4], scratch[5])
+                fb, ok, b, pj, l0, l1, l2, l3 = _fast_scan(
+                    h[f], P[0], P[1], P[2], P3, mse, crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5])
                 fbest[f], rec_ok[f], rec_bin[f, 0], rec_p[f] = fb, ok, b, pj
                 rec_left[f, 0], rec_left[f, 1], rec_left[f, 2] = l0, l1, l2
                 if C == 4:
