@@ -388,11 +388,12 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
                 for c in range(C):
                     h[f, b, c] = 0.0
     if C == 3 or C == 4:
-        # count and two classes (or squared error's count, w, w y, w y^2):
-        # a row's channels read once into registers and added to each drawn
-        # feature's bin (the general loop below reloads them per feature,
-        # ``h`` and ``weights`` possibly aliased for the compiler, and tests
-        # every feature's mask: 2.8x the time on a forest's subtrees)
+        # count and two classes, or four channels (three classes, or squared
+        # error's count, w, w y, w y^2): a row's channels read once into
+        # registers and added to each drawn feature's bin (the general loop
+        # below reloads them per feature, ``h`` and ``weights`` possibly
+        # aliased for the compiler, and tests every feature's mask: 2.8x the
+        # time on a forest's subtrees)
         four = C == 4
         for k in range(pairs.shape[0]):
             p = pairs[k]
