@@ -109,13 +109,12 @@ def main(argv=None):
         name = {"forest": "RandomForestClassifier", "forest-3class": "RandomForestClassifier",
                 "forest-regression": "RandomForestRegressor"}.get(args.model, "DecisionTreeClassifier")
         params = dict(random_state=0, n_jobs=args.n_jobs, device=args.device)
+        first_four = np.nan_to_num(np.asarray(X[:, :4], dtype=np.float64)).sum(axis=1)
         if args.model == "forest-regression":
             params["max_features"] = "sqrt"
-            noise = np.random.default_rng(0).standard_normal(X.shape[0])
-            y = np.nan_to_num(np.asarray(X[:, :4], dtype=np.float64)).sum(axis=1) + noise
+            y = first_four + np.random.default_rng(0).standard_normal(X.shape[0])
         elif args.model == "forest-3class":  # the same sum's terciles as three classes
-            s = np.nan_to_num(np.asarray(X[:, :4], dtype=np.float64)).sum(axis=1)
-            y = np.digitize(s, np.quantile(s, [1 / 3, 2 / 3]))
+            y = np.digitize(first_four, np.quantile(first_four, [1 / 3, 2 / 3]))
 
     def make(cls, n):
         return cls(n_estimators=n, **params) if args.model != "tree" else cls(**params)

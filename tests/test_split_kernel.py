@@ -450,5 +450,5 @@ def test_stable_order_equals_a_stable_argsort(n, nb):
     key = rng.integers(0, nb, n).astype(np.int64)  # many ties
     order = np.full(n, -1, dtype=np.int64)
     count = np.full(nb + 1, 99, dtype=np.int64)  # the kernel zeroes its work array
-    got = _numba_split._stable_order(key, nb, order, count)
-    assert got.tolist() == np.argsort(key, kind="stable").tolist()
+    _numba_split._stable_order_n(key, n, nb, order, count)
+    assert order.tolist() == np.argsort(key, kind="stable").tolist()

@@ -682,21 +682,15 @@ def _sort_scratch(max_rows, nb, F, C):
             np.zeros(F, dtype=np.bool_), np.empty((F, 2), dtype=np.int64), np.empty(F), np.empty((F, C)))
 
 
-@numba.njit(**_JIT_SPLIT)
-def _stable_order(key, nb, order, count):
-    """``order`` (n,) = the positions of ``key`` (n,) int64 in [0, nb) sorted stably (ties in position order).
-
-    What ``np.argsort(key, kind="stable")`` returns, without its
-    allocation and comparisons: insertion for few keys, else a counting
-    sort over the nb codes (``count`` (nb + 1,) its work array).
-    """
-    _stable_order_n(key, key.shape[0], nb, order, count)
-    return order
-
-
 @numba.njit(**_JIT_LEAF)
 def _stable_order_n(key, n, nb, order, count):
-    """:func:`_stable_order` of ``key[:n]`` into ``order[:n]`` (longer arrays, no views made; returns nothing)."""
+    """``order[:n]`` = the positions of ``key[:n]`` (int64 in [0, nb)) sorted stably (ties in position order).
+
+    What ``np.argsort(key[:n], kind="stable")`` returns, without its
+    allocation and comparisons: insertion for few keys, else a counting
+    sort over the nb codes (``count`` (nb + 1,) its work array). Longer
+    arrays are fine (no views made); returns nothing.
+    """
     if n <= INSERTION_SORT_ROWS:
         for k in range(n):
             v = key[k]
