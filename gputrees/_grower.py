@@ -75,7 +75,7 @@ import numpy as np
 from . import _node_draws
 from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
-from ._splitting import SplitConstraints, SplitRecord, SubtreeParams, find_best_splits
+from ._splitting import SplitConstraints, SubtreeParams, find_best_splits
 from ._rows import LeafLayout, LocalRows
 from .kernels._reference import children_slot_table, sibling_histograms, take_features
 
@@ -106,7 +106,7 @@ SUBTREE_BELOW_BINS = 8
 SUBTREE_PAIRS_PER_THREAD = 8
 #: Bytes per (tree, row) pair of a subtree kernel's call, plus this many per
 #: channel: its two node slots per pair (eight 8-byte fields, two flags, the
-#: statistics and left sums), their compacted copies, and the pairs' rows,
+#: statistics and left sums), the grower's records of them, and the pairs' rows,
 #: slots, order and channels. Calls are batched under ``memory_limit``.
 SUBTREE_PAIR_BYTES = 400
 SUBTREE_PAIR_CHANNEL_BYTES = 80
@@ -369,6 +369,29 @@ def _concat_records(xp, recs):
     )
 
 
+@dataclass(frozen=True)
+class _SplitRules:
+    """The fields of the expanded nodes' split records that a batch's grouped layout reads.
+
+    Attributes
+    ----------
+    feature, bin : (k,) int64
+    missing_left : (k,) bool
+    threshold : (k,) float64
+    """
+
+    feature: object
+    bin: object
+    missing_left: object
+    threshold: object
+
+
+def _concat_rules(xp, recs) -> _SplitRules:
+    """The records' :class:`_SplitRules` fields concatenated, the others (statistics, proxies) left out."""
+    joined = (xp.concat([getattr(r, f.name) for r in recs], axis=0) for f in dataclasses.fields(_SplitRules))
+    return _SplitRules(*joined)
+
+
 class Grower:
     """Grow a batch of trees. Use :func:`grow`.
 
@@ -478,7 +501,8 @@ class Grower:
         self._keys = np.empty(0, dtype=np.uint64)
         self._bounds = []  # per created node (k, 2), with monotonic constraints
         self._n_created = 0
-        # per expanded node
+        # per expanded node (records: SplitRecord from levels, _SplitRules from
+        # grown subtrees, which only the grouped layouts read)
         self._exp_ids, self._exp_rec, self._exp_first_child = [], [], []
         # small nodes' whole subtrees in one compiled call where the kernel set
         # has one (Kernels.grow_subtrees): depth-wise growth of local rows
@@ -803,8 +827,9 @@ class Grower:
     def _finish_subtrees(self, ids, st, dp, tr) -> None:
         """Grow the whole subtrees of the nodes ``ids`` (``Kernels.grow_subtrees``), under the memory bound.
 
-        Their nodes and splits are recorded as the level-wise growth would
-        record them (numbered breadth-first at the end); the nodes leave the
+        Their nodes are recorded as the level-wise growth would record them,
+        their splits by their rules (:class:`_SplitRules`: the layout reads no
+        more), and numbered breadth-first at the end; the nodes leave the
         frontier, so their rows retire. The grower uses the kernel only for
         fits it covers (``covers``, checked once).
         """
@@ -847,19 +872,14 @@ class Grower:
                 from_numpy(xp, r.parent), from_numpy(xp, r.depth), from_numpy(xp, r.tree), from_numpy(xp, r.stats),
                 keys=r.key,
             )
-        k = int(r.split_ids.shape[0])
-        if k:
+        if r.split_ids.shape[0]:
             self._exp_ids.append(from_numpy(xp, r.split_ids))
-            self._exp_rec.append(SplitRecord(
-                found=from_numpy(xp, np.ones(k, dtype=bool)),
-                proxy=from_numpy(xp, r.proxy),
+            # the rules only (the layout's fields): once subtrees are grown the
+            # batch is laid out by _finalize_compiled or _finalize_grouped
+            self._exp_rec.append(_SplitRules(
                 feature=from_numpy(xp, r.feature),
                 bin=from_numpy(xp, r.bin),
                 missing_left=from_numpy(xp, r.missing_left),
-                is_categorical=from_numpy(xp, np.zeros(k, dtype=bool)),
-                cat_left=from_numpy(xp, np.zeros((k, 0), dtype=bool)),
-                left=from_numpy(xp, r.left),
-                right=from_numpy(xp, r.right),
                 threshold=from_numpy(xp, r.threshold),
             ))
             self._exp_first_child.append(from_numpy(xp, r.first_child))
@@ -1221,14 +1241,41 @@ class Grower:
             return self._finalize_grouped()
         return self._finalize(selected)
 
+    def _release_lists(self):
+        """The per-round lists concatenated, each list emptied once joined: the grower's last use of them.
+
+        Returns ``(parent, depth, tree, stats)``, the expanded nodes' rules
+        (:class:`_SplitRules`; their records' statistics are not joined: the
+        layout does not read them), ids and first children. Each list's
+        arrays are freed as soon as it is joined (a regression forest's batch
+        of 26 fully grown trees holds 6.6M nodes: every copy of them alive at
+        once at the end of the fit was the fit's peak memory).
+        """
+        xp = self.xp
+        parent = xp.concat(self._parent)
+        self._parent = []
+        depth = xp.concat(self._depth)
+        self._depth = []
+        tree = xp.concat(self._tree)
+        self._tree = []
+        stats = xp.concat(self._stats, axis=0)
+        self._stats = []
+        rules = _concat_rules(xp, self._exp_rec)
+        self._exp_rec = []
+        split_ids = xp.concat(self._exp_ids)
+        self._exp_ids = []
+        first_child = xp.concat(self._exp_first_child)
+        self._exp_first_child = []
+        return (parent, depth, tree, stats), rules, split_ids, first_child
+
     def _finalize_compiled(self) -> TreeBatch:
         """:meth:`_breadth_first` and :meth:`_finalize_grouped` in the kernel set's one pass (``layout_subtrees``)."""
         xp = self.xp
+        nodes, rules, split_ids, first_child = self._release_lists()
         count, left, feature, bin_, missing_left, threshold, stats, depth = self.inp.kernels.layout_subtrees(
-            xp, self.n_trees, xp.concat(self._parent), xp.concat(self._depth), xp.concat(self._tree),
-            xp.concat(self._stats, axis=0), xp.concat(self._exp_ids), _concat_records(xp, self._exp_rec),
-            xp.concat(self._exp_first_child),
+            xp, self.n_trees, *nodes, split_ids, rules, first_child
         )
+        del nodes, rules, split_ids, first_child
         width = int(left.shape[1])
         return TreeBatch(
             node_count=count,
@@ -1264,7 +1311,7 @@ class Grower:
         counts = np.diff(first).astype(np.int64)
         width = int(counts.max())
         exp_ids = xp.concat(self._exp_ids)
-        rec = _concat_records(xp, self._exp_rec)
+        rec = _concat_rules(xp, self._exp_rec)
         order = xp.argsort(exp_ids)
         pos, is_split = _lookup(xp, xp.take(exp_ids, order), ids)
         pos = xp.take(order, pos)  # each node's row of the records

@@ -169,10 +169,10 @@ def test_subtrees_do_not_depend_on_the_threads():
     args = (NP, codes, rows, slot, w, stats, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
             np.arange(m, dtype=np.uint64) + 77, np.array([w[:, 0].sum()]), Gini(n_classes=2), SplitConstraints(1, 0.0),
             SubtreeParams(2.0, -1, 0.0, 2), inputs.bin_mapper)
-    one = _numba_subtree.grow_subtrees(*args, n_threads=1)
-    assert int(one.root[-1]) > 2 * m
+    one = _numba_subtree.grow_subtrees(*args, n_threads=1).nodes()
+    assert int(one.region[-1]) > 2 * m
     for n_threads in (2, 3):
-        other = _numba_subtree.grow_subtrees(*args, n_threads=n_threads)
+        other = _numba_subtree.grow_subtrees(*args, n_threads=n_threads).nodes()
         for field in dataclasses.fields(one):
             np.testing.assert_array_equal(getattr(one, field.name), getattr(other, field.name), err_msg=field.name)
 
@@ -231,8 +231,8 @@ def test_kernel_on_a_hand_made_node():
     sub = _numba_subtree.grow_subtrees(
         NP, mapper.transform(NP, X), np.arange(6), np.zeros(6, dtype=np.int64), w, stats, np.array([4]),
         np.array([0]), np.array([123], dtype=np.uint64), np.array([6.0]), crit, SplitConstraints(1, 0.0),
-        SubtreeParams(2.0, -1, 0.0, 1), mapper, n_threads=1)
-    np.testing.assert_array_equal(sub.root, [0, 3])
+        SubtreeParams(2.0, -1, 0.0, 1), mapper, n_threads=1).nodes()
+    np.testing.assert_array_equal(sub.region, [0, 3])
     np.testing.assert_array_equal(sub.parent, [-1, 0, 0])
     np.testing.assert_array_equal(sub.depth, [4, 5, 5])
     np.testing.assert_array_equal(sub.split, [True, False, False])

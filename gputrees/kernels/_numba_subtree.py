@@ -40,7 +40,7 @@ thresholds; depth-wise growth of a local row set without recorded leaves
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numba
 import numpy as np
@@ -85,35 +85,46 @@ _TO_UNIT = 2.0 ** -53
 
 @dataclass(frozen=True)
 class Subtrees:
-    """Every node of the grown subtrees, each subtree's root first, then its descendants in creation order.
+    """Every node of the grown subtrees, where the kernel wrote them: subtree ``i`` in its own region of slots.
 
-    Children of a split are consecutive (left, right). Arrays of length n
-    (all nodes) unless said otherwise.
+    Subtree ``i``'s nodes are the slots ``region[i] .. region[i] + count[i] - 1``:
+    its root first (the small node it was given, already a node of the
+    grower), then its descendants in creation order; children of a split are
+    consecutive (left, right). The slots after a subtree's ``count`` are
+    unspecified. Arrays of length ``region[-1]`` (slots) unless said
+    otherwise. The grower reads them through :meth:`records` (one compiled
+    pass, no compacted copy of every node); :meth:`nodes` gives them without
+    gaps (NumPy gathers, for the tests).
 
     Attributes
     ----------
-    root : (m + 1,) int64
-        Subtree ``i``'s nodes are ``root[i] .. root[i + 1] - 1``; the first is
-        the small node it was given (already a node of the grower).
+    region : (m + 1,) int64
+        The regions' starts (room for every node a subtree can have).
+    count : (m,) int64
+        Each subtree's number of nodes.
+    tree : (m,) int64
+        Each subtree's tree.
     parent : int64
-        Index of the node's parent in these arrays, -1 for the subtrees' roots.
-    depth, tree : int64
+        Index of the node's parent within its subtree (0 is the subtree's
+        root), -1 for the roots.
+    depth : int64
     key : uint64
         The node's draw key (:mod:`gputrees._node_draws`).
-    stats : (n, C) float64
+    stats : (n_slots, C) float64
         The roots' as given; the others summed from their rows.
     split : bool
         Whether the node was split; then ``feature``, ``bin`` (int64),
         ``missing_left`` (bool), ``threshold``, ``proxy`` (float64), ``left``
-        ((n, C) float64, its left child's statistics as the search summed
-        them) and ``first_child`` (int64, the left child's index) hold the
-        split, else unspecified.
+        ((n_slots, C) float64, its left child's statistics as the search
+        summed them) and ``first_child`` (int64, the left child's index
+        within the subtree) hold the split, else unspecified.
     """
 
-    root: np.ndarray
+    region: np.ndarray
+    count: np.ndarray
+    tree: np.ndarray
     parent: np.ndarray
     depth: np.ndarray
-    tree: np.ndarray
     key: np.ndarray
     stats: np.ndarray
     split: np.ndarray
@@ -125,39 +136,62 @@ class Subtrees:
     left: np.ndarray
     first_child: np.ndarray
 
+    def nodes(self) -> "Subtrees":
+        """The same subtrees without gaps between the regions (``region`` the subtrees' first positions), by
+        NumPy's gathers: what the tests compare (the slots past a subtree's ``count`` are unspecified)."""
+        m = int(self.count.shape[0])
+        start = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(self.count, out=start[1:])
+        of = np.repeat(np.arange(m, dtype=np.int64), self.count)  # each node's subtree
+        slots = self.region[:-1][of] + np.arange(int(start[m]), dtype=np.int64) - start[:-1][of]
+        per_slot = (getattr(self, f.name)[slots] for f in fields(self) if f.name not in _PER_SUBTREE)
+        return Subtrees(start, self.count, self.tree, *per_slot)
+
     def records(self, root_ids, first_new: int) -> "SubtreeRecords":
         """The grower's records of these nodes (:class:`SubtreeRecords`), in one compiled pass.
 
         ``root_ids`` (m,) int64: the grower's ids of the subtrees' roots; the
-        other nodes take the ids ``first_new ..`` in their order here.
+        other nodes take the ids ``first_new ..`` in subtree order, each
+        subtree's in its order.
         """
         return SubtreeRecords(*_records(
-            self.root, self.parent, self.depth, self.tree, self.key, self.stats, self.split, self.feature,
-            self.bin, self.missing_left, self.threshold, self.proxy, self.left, self.first_child,
+            self.region, self.count, self.tree, self.parent, self.depth, self.key, self.stats, self.split,
+            self.feature, self.bin, self.missing_left, self.threshold, self.first_child,
             np.asarray(root_ids, dtype=np.int64), int(first_new),
         ))
 
     def records_reference(self, root_ids, first_new: int) -> "SubtreeRecords":
-        """:meth:`records` by NumPy's gathers (its twin, for the tests)."""
-        n_all = int(self.parent.shape[0])
+        """:meth:`records` by NumPy's gathers over :meth:`nodes` (its twin, for the tests)."""
+        nodes = self.nodes()
+        start = nodes.region
+        n_all = int(start[-1])
+        shift = np.repeat(start[:-1], nodes.count)  # each node's subtree's first position
         is_root = np.zeros(n_all, dtype=bool)
-        is_root[self.root[:-1]] = True
+        is_root[start[:-1]] = True
         new = np.flatnonzero(~is_root)
         node_id = np.empty(n_all, dtype=np.int64)
-        node_id[self.root[:-1]] = root_ids
+        node_id[start[:-1]] = root_ids
         node_id[new] = first_new + np.arange(new.shape[0], dtype=np.int64)
-        done = np.flatnonzero(self.split)
-        left = self.left[done]
+        done = np.flatnonzero(nodes.split)
         return SubtreeRecords(
-            node_id[self.parent[new]], self.depth[new], self.tree[new], self.stats[new], self.key[new],
-            node_id[done], self.proxy[done], self.feature[done], self.bin[done], self.missing_left[done], left,
-            self.stats[done] - left, self.threshold[done], node_id[self.first_child[done]],
+            node_id[nodes.parent[new] + shift[new]], nodes.depth[new],
+            np.repeat(nodes.tree, nodes.count)[new], nodes.stats[new], nodes.key[new],
+            node_id[done], nodes.feature[done], nodes.bin[done], nodes.missing_left[done], nodes.threshold[done],
+            node_id[nodes.first_child[done] + shift[done]],
         )
+
+
+#: :class:`Subtrees`' fields with one value per subtree (the others: one per slot)
+_PER_SUBTREE = ("region", "count", "tree")
 
 
 @dataclass(frozen=True)
 class SubtreeRecords:
-    """What the grower records of grown subtrees: their new nodes (every node but the roots) and their splits.
+    """What the grower records of grown subtrees: their new nodes (every node but the roots) and their splits' rules.
+
+    The splits' statistics and proxies are not recorded: the grower's
+    layout of the batch reads the rules only (a fully grown regression
+    forest's batch has millions of splits).
 
     Attributes
     ----------
@@ -167,11 +201,8 @@ class SubtreeRecords:
     key : (n_new,) uint64
     split_ids : (k,) int64
         The split nodes' grower ids (roots included), in the subtrees' order.
-    proxy : (k,) float64
     feature, bin : (k,) int64
     missing_left : (k,) bool
-    left, right : (k, C) float64
-        The children's statistics (right: the node's minus left).
     threshold : (k,) float64
     first_child : (k,) int64
         The left child's grower id.
@@ -183,38 +214,38 @@ class SubtreeRecords:
     stats: np.ndarray
     key: np.ndarray
     split_ids: np.ndarray
-    proxy: np.ndarray
     feature: np.ndarray
     bin: np.ndarray
     missing_left: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
     threshold: np.ndarray
     first_child: np.ndarray
 
 
 @numba.njit(inline="always")
 def _grower_id(i, j, root, root_ids, first_new):
-    """The grower's id of node ``j`` of subtree ``i`` (its root: ``root_ids[i]``; the others numbered on)."""
-    return root_ids[i] if j == root[i] else first_new + j - (i + 1)
+    """The grower's id of node ``j`` (within its subtree) of subtree ``i``: the root's ``root_ids[i]``, the
+    others numbered on from ``first_new`` (``root`` (m + 1,): the subtrees' first positions side by side)."""
+    return root_ids[i] if j == 0 else first_new + root[i] + j - (i + 1)
 
 
 @numba.njit(parallel=True, **_JIT_SPLIT)
-def _records(root, parent, depth, tree, key, stats, split, feature, bin_, ml, thr, proxy, left, first_child,
+def _records(region, count, tree, parent, depth, key, stats, split, feature, bin_, ml, thr, first_child,
              root_ids, first_new):
     """:meth:`Subtrees.records`: two passes in parallel over subtrees (count the splits, then write)."""
-    m = root.shape[0] - 1
-    n_all = parent.shape[0]
+    m = count.shape[0]
     C = stats.shape[1]
+    root = np.zeros(m + 1, dtype=np.int64)
+    for i in range(m):
+        root[i + 1] = root[i] + count[i]
     n_split = np.zeros(m + 1, dtype=np.int64)
     for i in prange(m):
         c = 0
-        for j in range(root[i], root[i + 1]):
-            c += split[j]
+        for s in range(region[i], region[i] + count[i]):
+            c += split[s]
         n_split[i + 1] = c
     for i in range(m):
         n_split[i + 1] += n_split[i]
-    n_new = n_all - m
+    n_new = root[m] - m
     k = n_split[m]
     o_parent = np.empty(n_new, dtype=np.int64)
     o_depth = np.empty(n_new, dtype=np.int64)
@@ -222,40 +253,33 @@ def _records(root, parent, depth, tree, key, stats, split, feature, bin_, ml, th
     o_stats = np.empty((n_new, C), dtype=np.float64)
     o_key = np.empty(n_new, dtype=np.uint64)
     s_ids = np.empty(k, dtype=np.int64)
-    s_proxy = np.empty(k, dtype=np.float64)
     s_feature = np.empty(k, dtype=np.int64)
     s_bin = np.empty(k, dtype=np.int64)
     s_ml = np.empty(k, dtype=np.bool_)
-    s_left = np.empty((k, C), dtype=np.float64)
-    s_right = np.empty((k, C), dtype=np.float64)
     s_thr = np.empty(k, dtype=np.float64)
     s_first = np.empty(k, dtype=np.int64)
     for i in prange(m):
         q = n_split[i]
-        for j in range(root[i], root[i + 1]):
-            if j != root[i]:
-                d = j - (i + 1)
+        for j in range(count[i]):
+            s = region[i] + j
+            if j > 0:
+                d = root[i] + j - (i + 1)
                 # a parent lies in the same subtree (the root's is not written)
-                o_parent[d] = _grower_id(i, parent[j], root, root_ids, first_new)
-                o_depth[d] = depth[j]
-                o_tree[d] = tree[j]
-                o_key[d] = key[j]
+                o_parent[d] = _grower_id(i, parent[s], root, root_ids, first_new)
+                o_depth[d] = depth[s]
+                o_tree[d] = tree[i]
+                o_key[d] = key[s]
                 for c in range(C):
-                    o_stats[d, c] = stats[j, c]
-            if split[j]:
+                    o_stats[d, c] = stats[s, c]
+            if split[s]:
                 s_ids[q] = _grower_id(i, j, root, root_ids, first_new)
-                s_proxy[q] = proxy[j]
-                s_feature[q] = feature[j]
-                s_bin[q] = bin_[j]
-                s_ml[q] = ml[j]
-                for c in range(C):
-                    s_left[q, c] = left[j, c]
-                    s_right[q, c] = stats[j, c] - left[j, c]
-                s_thr[q] = thr[j]
-                s_first[q] = _grower_id(i, first_child[j], root, root_ids, first_new)
+                s_feature[q] = feature[s]
+                s_bin[q] = bin_[s]
+                s_ml[q] = ml[s]
+                s_thr[q] = thr[s]
+                s_first[q] = _grower_id(i, first_child[s], root, root_ids, first_new)
                 q += 1
-    return (o_parent, o_depth, o_tree, o_stats, o_key, s_ids, s_proxy, s_feature, s_bin, s_ml, s_left, s_right,
-            s_thr, s_first)
+    return o_parent, o_depth, o_tree, o_stats, o_key, s_ids, s_feature, s_bin, s_ml, s_thr, s_first
 
 
 # -- draws (twins of gputrees._node_draws) -----------------------------------------------
@@ -665,58 +689,6 @@ def covers(criterion, n_channels: int, bin_mapper) -> bool:
     )
 
 
-@numba.njit(parallel=True, **_JIT_SPLIT)
-def _compact(region, tree, count, parent, dep, key, st, split, feature, bin_, ml, thr, proxy, left, first_child):
-    """The subtrees' nodes side by side (:class:`Subtrees`' fields, in order), in parallel over subtrees.
-
-    Subtree ``i``'s nodes are the slots ``region[i] .. region[i] + count[i] - 1``
-    of :func:`_grow_subtrees`' outputs, its parents and children local
-    indices; they become the rows ``root[i] ..`` of the compact arrays, the
-    indices shifted by ``root[i]``. (NumPy's gathers of the same: 0.3 s of a
-    20-tree forest's fit, page faults of their new arrays included.)
-    """
-    m = count.shape[0]
-    C = st.shape[1]
-    root = np.zeros(m + 1, dtype=np.int64)
-    for i in range(m):
-        root[i + 1] = root[i] + count[i]
-    n = root[m]
-    o_parent = np.empty(n, dtype=np.int64)
-    o_depth = np.empty(n, dtype=np.int64)
-    o_tree = np.empty(n, dtype=np.int64)
-    o_key = np.empty(n, dtype=np.uint64)
-    o_stats = np.empty((n, C), dtype=np.float64)
-    o_split = np.empty(n, dtype=np.bool_)
-    o_feature = np.empty(n, dtype=np.int64)
-    o_bin = np.empty(n, dtype=np.int64)
-    o_ml = np.empty(n, dtype=np.bool_)
-    o_thr = np.empty(n, dtype=np.float64)
-    o_proxy = np.empty(n, dtype=np.float64)
-    o_left = np.empty((n, C), dtype=np.float64)
-    o_first = np.empty(n, dtype=np.int64)
-    for i in prange(m):
-        shift = root[i]
-        for j in range(count[i]):
-            s = region[i] + j
-            d = shift + j
-            o_parent[d] = parent[s] + shift if parent[s] >= 0 else -1
-            o_depth[d] = dep[s]
-            o_tree[d] = tree[i]
-            o_key[d] = key[s]
-            for c in range(C):
-                o_stats[d, c] = st[s, c]
-                o_left[d, c] = left[s, c]
-            o_split[d] = split[s]
-            o_feature[d] = feature[s]
-            o_bin[d] = bin_[s]
-            o_ml[d] = ml[s]
-            o_thr[d] = thr[s]
-            o_proxy[d] = proxy[s]
-            o_first[d] = first_child[s] + shift
-    return (root, o_parent, o_depth, o_tree, o_key, o_stats, o_split, o_feature, o_bin, o_ml, o_thr, o_proxy,
-            o_left, o_first)
-
-
 @dataclass(frozen=True)
 class SubtreeKernel:
     """The kernel set's ``grow_subtrees``: :func:`grow_subtrees` on ``n_threads``, and what it covers."""
@@ -796,8 +768,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
             min(m, threads),
             max(int(n_rows.max()), 1),
         )
-        compact = _compact(region, np.asarray(tree, dtype=np.int64), *out)
-    return Subtrees(*compact)
+    return Subtrees(region, out[0], np.asarray(tree, dtype=np.int64), *out[1:])
 
 
 # -- the padded layout of a batch whose nodes were partly grown here ---------------
@@ -879,8 +850,8 @@ def layout_grouped(xp, n_trees, parent, depth, tree, stats, split_ids, record, s
     stats : ndarray of shape (n_nodes, C), float64
     split_ids : ndarray of shape (n_split,), int64
         The split nodes' ids, in the order of ``record``'s rows.
-    record : SplitRecord
-        Their splits (``feature``, ``bin``, ``missing_left``, ``threshold`` read).
+    record : SplitRecord or any record with its fields ``feature``, ``bin``, ``missing_left``, ``threshold``
+        Their splits (those four fields read; the grower passes only them).
     split_first_child : ndarray of shape (n_split,), int64
         Each split node's left child's id.
 
