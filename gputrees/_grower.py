@@ -858,6 +858,8 @@ class Grower:
             if sub is None:
                 raise RuntimeError("the subtree kernel refused a fit it said it covers")
             self._add_subtrees(cid_host, sub)
+            # freed before the next chunk's call (its regions are as large as that one's)
+            del sub, rows, slot, w
 
     def _add_subtrees(self, root_ids, sub):
         """Record the nodes and splits of grown subtrees (:class:`~gputrees.kernels._numba_subtree.Subtrees`).
