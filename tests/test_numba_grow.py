@@ -228,6 +228,37 @@ def test_used_bins_histograms_equal_the_full_ones():
         assert np.all(np.isnan(np.delete(got[:, f], written, axis=1)))
 
 
+def test_scratch_histograms_equal_row_order_sums():
+    """Pieces summed in a worker's scratch histogram (features ``_scratch_bins`` bins apart, copied out) and
+    pieces summed in place give, bit for bit, each slot's sums in row order over its used bins and the missing
+    bin; a scratch reused by a worker's next piece starts from zero."""
+    rng = np.random.default_rng(6)
+    n, p, nb = 4000, 4, 16
+    used = np.array([3, 15, 1, 8], dtype=np.int64)
+    codes = np.stack([rng.integers(0, u, n) for u in used], axis=1).astype(np.uint8)
+    codes[rng.random((n, p)) < 0.1] = nb - 1
+    chan = rng.standard_normal((n, 3))
+    row = np.sort(rng.choice(n, 3200, replace=False)).astype(np.int64)
+    # two large slots (scratch), a small one (in place) and an empty one, two workers
+    start, end = np.array([0, 1500, 3000, -1, 3180]), np.array([1500, 3000, 3180, 0, 3200])
+    rows = end - start
+    assert [bool(_numba._worth_scratch(int(r), 0, p, nb, used)) for r in rows] == [True, True, True, False, False]
+    assert _numba._scratch_bins(nb) == nb + 1
+    out = np.full((5, p, nb, 2), np.nan)
+    empty = np.empty(0)
+    got = _numba._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, out, 1, used)
+    for s in range(5):
+        want = np.zeros((p, nb, 2))
+        if start[s] >= 0:
+            r = row[start[s]:end[s]]
+            for f in range(p):
+                np.add.at(want[f], codes[r, f], chan[r, 1:])
+        for f in range(p):
+            written = list(range(used[f])) + [nb - 1]
+            np.testing.assert_array_equal(got[s, f, written], want[f, written])
+            assert np.all(np.isnan(np.delete(got[s, f], written, axis=0)))
+
+
 @pytest.mark.parametrize("case", ["binary", "regression", "missing"])
 def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypatch):
     """Whole models: every round's tree and leaf values, and the predictions, with and without the compiled

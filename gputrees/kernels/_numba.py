@@ -1923,6 +1923,10 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
     ``used`` (n_features,) int64: only each feature's first ``used[f]`` bins
     and the last (missing) bin are written, the others left as they are (a
     caller that reads no other bin: :mod:`gputrees.kernels._numba_grow`).
+
+    Large pieces are summed in a worker's scratch histogram whose features lie
+    :func:`_scratch_bins` bins apart (see there), then copied out; each output
+    gets the same additions in the same order either way.
     """
     n_slots = start.shape[0]
     n_features = codes.shape[1]
@@ -1930,6 +1934,7 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
         out = np.empty((n_slots, n_features, n_bins, chan.shape[1] - c_first), dtype=np.float64)
     n_channels = out.shape[3]
     flat = out.reshape(-1)
+    nb_s = _scratch_bins(n_bins)
     # slots without rows: zeros here; the others are zeroed by the worker
     # that fills them (np.zeros would be one more parallel region, which
     # waits for every thread: a time slice when the cores are shared)
@@ -1938,44 +1943,48 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             _zero_features(flat, s, 0, n_features, n_features, n_bins, n_channels, used)
     # slots of at least 2 * ROW_BLOCK rows: summed by fixed blocks of rows
     # (see ROW_BLOCK), the others by pieces of features below
-    b_slot, b_i0, b_i1, b_part, plan_start = _row_blocks(start, end)
-    n_partials = 0
-    for k in range(b_part.shape[0]):
-        n_partials = max(n_partials, b_part[k] + 1)
+    b_slot, b_i0, b_i1, plan_start = _row_blocks(start, end)
     if b_slot.shape[0] > 0:
-        partial = np.empty((n_partials, n_features, n_bins, n_channels))
-        pflat = partial.reshape(-1)
+        partial = np.empty((b_slot.shape[0], n_features, nb_s, n_channels))
         for k in prange(b_slot.shape[0]):
-            s = b_slot[k]
             i0 = b_i0[k]
             i1 = b_i1[k]
             span = abs(row[i1 - 1] - row[i0]) + 1
             sparse = span * row_bytes > SPARSE_GAP_BYTES * (i1 - i0)
-            if b_part[k] < 0:  # the slot's first block: into the slot itself
-                _zero_features(flat, s, 0, n_features, n_features, n_bins, n_channels, used)
-                _add_rows(out, s, codes, row, chan_index, i0, i1, 0, n_features, chan, mult, wmult, mode, sparse,
-                          c_first)
-            else:
-                _zero_features(pflat, b_part[k], 0, n_features, n_features, n_bins, n_channels, used)
-                _add_rows(partial, b_part[k], codes, row, chan_index, i0, i1, 0, n_features, chan, mult, wmult,
-                          mode, sparse, c_first)
-        _merge_blocks(out, partial, b_slot, b_part, n_bins, used)
+            _zero_bins(partial, k, 0, n_features, n_bins, used)
+            _add_rows(partial, k, codes, row, chan_index, i0, i1, 0, n_features, chan, mult, wmult, mode, sparse,
+                      c_first)
+        _merge_blocks(out, partial, b_slot, n_bins, used)
     # each worker a share of the (row, feature) updates, as pieces (slot,
     # features f0:f1) (see _histogram_plan): each output is summed by one
     # thread, in row order
     p_slot, p_f0, p_f1, first = _histogram_plan(plan_start, end, n_features, n_workers)
+    own = np.empty(p_slot.shape[0], dtype=np.bool_)
+    any_own = False
+    for j in range(p_slot.shape[0]):
+        s = p_slot[j]
+        own[j] = _worth_scratch(end[s] - start[s], p_f0[j], p_f1[j], n_bins, used)
+        any_own = any_own or own[j]
+    scratch = np.empty((n_workers if any_own else 0, n_features, nb_s, n_channels))
     for w in prange(n_workers):
         for j in range(first[w], first[w + 1]):
             s = p_slot[j]
             f0 = p_f0[j]
             f1 = p_f1[j]
-            _zero_features(flat, s, f0, f1, n_features, n_bins, n_channels, used)
             e = end[s]
             # rows of a node are increasing (stable grouping); far apart, they
             # miss the cache one after the other unless prefetched
             span = abs(row[e - 1] - row[start[s]]) + 1
             sparse = span * row_bytes > SPARSE_GAP_BYTES * (e - start[s])
-            _add_rows(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse, c_first)
+            if own[j]:
+                _zero_bins(scratch, w, f0, f1, n_bins, used)
+                _add_rows(scratch, w, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse,
+                          c_first)
+                _copy_bins(out, s, scratch, w, f0, f1, n_bins, used)
+            else:
+                _zero_features(flat, s, f0, f1, n_features, n_bins, n_channels, used)
+                _add_rows(out, s, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse,
+                          c_first)
     return out
 
 
@@ -1984,15 +1993,52 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
 #: 115 KB for 28 features) is a small share of its updates to merge.
 ROW_BLOCK = 1 << 15
 
+#: A piece (slot, features) is summed in a scratch histogram (see
+#: :func:`_scratch_bins`) when it has at least this many (row, feature)
+#: updates for each bin it zeroes and copies: the copy costs about as much as
+#: two updates a bin, and below about 8 a bin the piece's updates spread over
+#: so many bins that few of them alias (flights' 245k x 13, pieces of 300
+#: random rows: 6.3 cycles an update summed in place, 7.0 in a scratch; 30,000
+#: rows: 3.1 / 3.3; random codes of 3 values: 13.0 / 3.1 at 30,000 rows, 14.4 /
+#: 5.1 at 300).
+SCRATCH_UPDATES_PER_BIN = 8
+
+
+@numba.njit(inline="always")
+def _scratch_bins(n_bins):
+    """Bins a feature takes in a scratch histogram: ``n_bins`` made odd.
+
+    Features ``n_bins * C * 8`` bytes apart (4,096 for 256 bins and two
+    channels, 8,192 for four) put every feature's bin ``b`` at the same
+    address modulo 4 KiB; the processor then takes a load of one feature's
+    bin for one of the stores to another's still in flight (4K aliasing) and
+    waits for that store. Updates that often hit the same bins in several
+    features (few values a feature, or rows of one node alike in several)
+    then cost 9-13 cycles each instead of 2-3 (flights' features copied 13
+    times, measured). An odd count of bins puts two features' same bin at
+    the same address modulo 4 KiB only 512 / C features apart.
+    """
+    return n_bins | 1
+
+
+@numba.njit(inline="always")
+def _worth_scratch(rows, f0, f1, n_bins, used):
+    """Whether a piece of ``rows`` rows over features ``f0:f1`` is summed in a scratch histogram."""
+    bins = 0
+    for f in range(f0, f1):
+        bins += (n_bins if used is None else used[f] + 1)
+    return rows * (f1 - f0) >= SCRATCH_UPDATES_PER_BIN * bins
+
 
 @numba.njit(**_JIT)
 def _row_blocks(start, end):
-    """Blocks of the slots with at least ``2 * ROW_BLOCK`` rows: (slot, i0, i1, partial, plan_start).
+    """Blocks of the slots with at least ``2 * ROW_BLOCK`` rows: (slot, i0, i1, plan_start).
 
     Such a slot's histogram is summed by blocks of ``ROW_BLOCK`` consecutive
-    pairs, each in pair order by one thread, over every feature; the first
-    block into the slot itself (``partial`` -1), the others into partial
-    histograms added to it in block order (:func:`_merge_blocks`). The
+    pairs, each in pair order by one thread, over every feature, into a
+    partial histogram of its own (block ``k``'s is partial ``k``); the
+    slot's histogram is its first block's partial plus the others in block
+    order (:func:`_merge_blocks`). The
     summation order depends on the rows only, not on the thread count. Each
     thread then reads every feature of a row once: with the features split
     between threads instead, as for smaller slots, both threads read every
@@ -2000,8 +2046,8 @@ def _row_blocks(start, end):
     one; half the rows and all features on one thread: 8.7 ms).
     ``plan_start``: ``start`` with these slots marked empty (-2), for
     :func:`_histogram_plan`. The partial histograms take one histogram's
-    memory per block after a slot's first: 115 KB each for 28 features, 256
-    bins and two channels, about 3.5 MB for a slot of a million rows.
+    memory per block: 115 KB each for 28 features, 256 bins and two
+    channels, about 3.6 MB for a slot of a million rows.
     """
     plan_start = start.copy()
     n = 0
@@ -2011,9 +2057,7 @@ def _row_blocks(start, end):
     b_slot = np.empty(n, dtype=np.int64)
     b_i0 = np.empty(n, dtype=np.int64)
     b_i1 = np.empty(n, dtype=np.int64)
-    b_part = np.empty(n, dtype=np.int64)
     k = 0
-    part = 0
     for s in range(start.shape[0]):
         if start[s] >= 0 and end[s] - start[s] >= 2 * ROW_BLOCK:
             plan_start[s] = -2
@@ -2022,40 +2066,65 @@ def _row_blocks(start, end):
                 b_slot[k] = s
                 b_i0[k] = i
                 b_i1[k] = min(i + ROW_BLOCK, end[s])
-                b_part[k] = -1 if i == start[s] else part
-                if i != start[s]:
-                    part += 1
                 i = b_i1[k]
                 k += 1
-    return b_slot, b_i0, b_i1, b_part, plan_start
+    return b_slot, b_i0, b_i1, plan_start
 
 
 @numba.njit(parallel=True, **_JIT)
-def _merge_blocks(out, partial, b_slot, b_part, n_bins, used):
-    """Add each block's partial histogram to its slot's, in block order (features in parallel)."""
+def _merge_blocks(out, partial, b_slot, n_bins, used):
+    """Each slot's histogram: its first block's partial, plus the others in block order (features in parallel)."""
     n_features = out.shape[1]
-    n_channels = out.shape[3]
     n_items = b_slot.shape[0] * n_features
     for item in prange(n_items):
         k0 = item // n_features
         f = item % n_features
-        if b_part[k0] >= 0:
-            continue  # one item per (slot, feature): the slot's first block's
         s = b_slot[k0]
+        if k0 > 0 and b_slot[k0 - 1] == s:
+            continue  # one item per (slot, feature): the slot's first block's
+        _copy_bins(out, s, partial, k0, f, f + 1, n_bins, used)
         k = k0 + 1
         while k < b_slot.shape[0] and b_slot[k] == s:
-            q = b_part[k]
-            if used is None:
-                for b in range(n_bins):
-                    for c in range(n_channels):
-                        out[s, f, b, c] += partial[q, f, b, c]
-            else:
-                for b in range(used[f]):
-                    for c in range(n_channels):
-                        out[s, f, b, c] += partial[q, f, b, c]
-                for c in range(n_channels):
-                    out[s, f, n_bins - 1, c] += partial[q, f, n_bins - 1, c]
+            _add_bins(out, s, partial, k, f, n_bins, used)
             k += 1
+
+
+@numba.njit(inline="always")
+def _zero_bins(h, t, f0, f1, n_bins, used):
+    """Zero ``h[t, f0:f1]``'s bins ``0 .. n_bins - 1`` (with ``used``: each feature's first ``used[f]`` and bin ``n_bins - 1``)."""
+    for f in range(f0, f1):
+        top = n_bins if used is None else used[f]
+        for b in range(top):
+            for c in range(h.shape[3]):
+                h[t, f, b, c] = 0.0
+        if top < n_bins:
+            for c in range(h.shape[3]):
+                h[t, f, n_bins - 1, c] = 0.0
+
+
+@numba.njit(inline="always")
+def _copy_bins(out, s, h, t, f0, f1, n_bins, used):
+    """``out[s, f0:f1] = h[t, f0:f1]`` over the bins :func:`_zero_bins` zeroes."""
+    for f in range(f0, f1):
+        top = n_bins if used is None else used[f]
+        for b in range(top):
+            for c in range(h.shape[3]):
+                out[s, f, b, c] = h[t, f, b, c]
+        if top < n_bins:
+            for c in range(h.shape[3]):
+                out[s, f, n_bins - 1, c] = h[t, f, n_bins - 1, c]
+
+
+@numba.njit(inline="always")
+def _add_bins(out, s, h, t, f, n_bins, used):
+    """``out[s, f] += h[t, f]`` over the bins :func:`_zero_bins` zeroes."""
+    top = n_bins if used is None else used[f]
+    for b in range(top):
+        for c in range(h.shape[3]):
+            out[s, f, b, c] += h[t, f, b, c]
+    if top < n_bins:
+        for c in range(h.shape[3]):
+            out[s, f, n_bins - 1, c] += h[t, f, n_bins - 1, c]
 
 
 @numba.njit(inline="always")
