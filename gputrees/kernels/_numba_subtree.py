@@ -114,10 +114,9 @@ class Subtrees:
         The roots' as given; the others summed from their rows.
     split : bool
         Whether the node was split; then ``feature``, ``bin`` (int64),
-        ``missing_left`` (bool), ``threshold``, ``proxy`` (float64), ``left``
-        ((n_slots, C) float64, its left child's statistics as the search
-        summed them) and ``first_child`` (int64, the left child's index
-        within the subtree) hold the split, else unspecified.
+        ``missing_left`` (bool), ``threshold`` (float64) and ``first_child``
+        (int64, the left child's index within the subtree) hold the split,
+        else unspecified.
     """
 
     region: np.ndarray
@@ -132,8 +131,6 @@ class Subtrees:
     bin: np.ndarray
     missing_left: np.ndarray
     threshold: np.ndarray
-    proxy: np.ndarray
-    left: np.ndarray
     first_child: np.ndarray
 
     def nodes(self) -> "Subtrees":
@@ -563,14 +560,13 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     bin_ = np.zeros(n_slots, dtype=np.int64)
     missing_left = np.zeros(n_slots, dtype=np.bool_)
     threshold = np.zeros(n_slots)
-    proxy = np.zeros(n_slots)
-    left = np.zeros((n_slots, C))
     first_child = np.zeros(n_slots, dtype=np.int64)
     draw_mask = k_features < F or has_allowed
     next_task = np.zeros(1, dtype=np.int64)
     for _ in prange(n_workers):
         scratch = _scratch(nb + 1, C)  # candidates: at most one per code
         hbuf = np.empty((F, nb, C))
+        left = np.empty(C)  # the searched node's left child's statistics
         sort_scratch = _sort_scratch(max_rows, nb, F, C)
         fbest = np.empty(F)
         drawn = np.empty(F, dtype=np.int64)
@@ -631,16 +627,16 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
                     found, p, f, code, ml, thr = _hist_node(
                         lcodes, lweights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
-                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left[g], drawn, sort_scratch[4:])
+                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:])
                 else:
                     found, p, f, code, ml, thr = _sorted_node(
                         lcodes, ident, lweights, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
-                        bin_values, is_exact, tie_rtol, scratch, sort_scratch, fbest, left[g])
+                        bin_values, is_exact, tie_rtol, scratch, sort_scratch, fbest, left)
                 if not found:
                     continue
                 for c in range(C):
-                    right[c] = P[c] - left[g, c]
-                imp = _improvement(kind, P, left[g], right, n_out, total_weight[t])
+                    right[c] = P[c] - left[c]
+                imp = _improvement(kind, P, left, right, n_out, total_weight[t])
                 if not imp + EPSILON >= min_decrease:
                     continue
                 split[g] = True
@@ -648,7 +644,6 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 bin_[g] = code
                 missing_left[g] = ml
                 threshold[g] = thr
-                proxy[g] = p
                 first_child[g] = n
                 mid = _partition(lcodes, local, lo[j], hi[j], f, code, ml, missing, tmp)
                 for side in range(2):
@@ -664,7 +659,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 top += 2
                 n += 2
             count[i] = n
-    return count, parent, depth, key, stats, split, feature, bin_, missing_left, threshold, proxy, left, first_child
+    return count, parent, depth, key, stats, split, feature, bin_, missing_left, threshold, first_child
 
 
 def _regions(n_rows, depth, max_depth: int):
