@@ -34,6 +34,7 @@ import numpy as np
 
 from ._backend import from_numpy, to_numpy
 from .kernels._reference import bin_codes as bin_codes_reference
+from .kernels._reference import covered_values as covered_values_reference
 
 MAX_BINS_LIMIT = 65535
 #: Rows sampled to place quantile edges on large data (as LightGBM and
@@ -170,15 +171,7 @@ def _sorted_distinct(xp, x):
     return s, s[is_new]
 
 
-def _covers(xp, distinct, x) -> bool:
-    """Whether every non-missing value of ``x`` is among ``distinct`` (sorted)."""
-    if distinct.shape[0] == 0:
-        return bool(xp.all(xp.isnan(x)))
-    pos = xp.clip(xp.astype(xp.searchsorted(distinct, x), xp.int64), 0, distinct.shape[0] - 1)
-    return bool(xp.all((xp.take(distinct, pos) == x) | xp.isnan(x)))
-
-
-def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMapper:
+def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=None) -> BinMapper:
     """Compute bin edges of every feature of ``X``.
 
     Parameters
@@ -188,6 +181,10 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
     is_categorical : ndarray of shape (n_features,), bool
     max_bins : int
         Largest number of value bins per feature, 2 .. 65535.
+    kernels : Kernels or None
+        Its ``covered_values``, when set, checks the sampled features' values
+        against every row (:func:`gputrees.kernels._reference.covered_values`
+        otherwise).
 
     Returns
     -------
@@ -195,6 +192,7 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
     """
     if not 2 <= max_bins <= MAX_BINS_LIMIT:
         raise ValueError(f"max_bins must be in [2, {MAX_BINS_LIMIT}], got {max_bins}")
+    covered_values = getattr(kernels, "covered_values", None) or covered_values_reference
     n_features = X.shape[1]
     n_samples = X.shape[0]
     sample = None
@@ -202,6 +200,7 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
         idx = np.random.default_rng(BIN_SUBSAMPLE_SEED).choice(n_samples, BIN_SUBSAMPLE, replace=False)
         sample = from_numpy(xp, np.sort(idx).astype(np.int64))
     features = []
+    check = []
     # the sampled rows gathered once a group of features (a column's values
     # gathered one by one lie a row apart: 28 float32 columns of 800k rows,
     # 150 ms), in groups of at most SAMPLE_GATHER_BYTES
@@ -213,10 +212,18 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int) -> BinMappe
             rows = xp.take(X[:, f : min(f + group, n_features)], sample, axis=0)
         s, distinct = _sorted_distinct(xp, x if sample is None else rows[:, f % group])
         if sample is not None and distinct.shape[0] <= max_bins:
-            # few distinct values in the sample: exact only if the sample saw them all
-            if not _covers(xp, distinct, x):
-                s, distinct = _sorted_distinct(xp, x)
+            # few distinct values in the sample: exact only if the sample saw
+            # them all; checked against every row below, for all such features at once
+            check.append(f)
+            features.append(distinct)
+            continue
         features.append(_feature_bins(xp, f, s, distinct, bool(is_categorical[f]), max_bins))
+    if check:
+        seen = covered_values(xp, X, check, [features[f] for f in check])
+        for f, ok in zip(check, seen):
+            # (a feature's bins with at most max_bins distinct values read only those values)
+            s, distinct = (features[f], features[f]) if ok else _sorted_distinct(xp, X[:, f])
+            features[f] = _feature_bins(xp, f, s, distinct, bool(is_categorical[f]), max_bins)
     return _assemble(xp, features, is_categorical)
 
 

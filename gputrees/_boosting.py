@@ -351,7 +351,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         if warm:
             bin_mapper = self._bin_mapper
         else:
-            bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
+            bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins, kernels)
             self._bin_mapper = bin_mapper
             self.is_categorical_ = np.asarray(is_cat, dtype=bool)
             self._baseline = loss.baseline(xp, kernels, y_dev, w_dev)

@@ -136,8 +136,8 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
             if not np.any(sw > 0):
                 raise ValueError("every training row left after the validation hold-out has weight 0")
         Xd, y_enc, sw = drop_zero_weight_rows(xp, Xd, y_enc, sw)
-        bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
+        bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins, kernels)
         codes = bin_mapper.transform(xp, Xd, kernels)
         y_dev = _backend.from_numpy(xp, y_enc)
         w_dev = _backend.from_numpy(xp, sw)
@@ -213,9 +213,9 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
         if kept.shape[0] < n_samples:  # a row of weight 0 is a row that is not there
             Xd = xp.take(Xd, _backend.from_numpy(xp, kept), axis=0)
             y_enc, factor = y_enc[kept], factor[kept]
-        bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
-        names = ("n_features_in_", "feature_names_in_", "classes_", "n_classes_", "_y_ndim")
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
+        bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins, kernels)
+        names = ("n_features_in_", "feature_names_in_", "classes_", "n_classes_", "_y_ndim")
         codes = bin_mapper.transform(xp, Xd, kernels)
         return Bunch(
             xp=xp,

@@ -193,6 +193,7 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         Xd, y_enc, sw = drop_zero_weight_rows(xp, Xd, y_enc, sw)
         n_samples = int(sw.shape[0])
         warm = self.warm_start and hasattr(self, "_batches")
+        kernels = get_kernels(xp, n_jobs=self.n_jobs)
         if warm:
             if self.n_estimators < self._n_trees_fitted:
                 raise ValueError(
@@ -211,7 +212,7 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
             first = self._n_trees_fitted
         else:
             self._seed = self._base_seed()
-            bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins)
+            bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins, kernels)
             self._batches = []
             self._tree_counts_seen = None
             first = 0
@@ -219,7 +220,6 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         for attr in ("classes_", "n_classes_", "_y_ndim"):
             if hasattr(tmpl, attr):
                 setattr(self, attr, getattr(tmpl, attr))
-        kernels = get_kernels(xp, n_jobs=self.n_jobs)
         codes = bin_mapper.transform(xp, Xd, kernels)
         # the routing's feature-major copy, once for every batch of trees
         codes_by_feature = kernels.feature_major(xp, codes)

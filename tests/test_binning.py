@@ -18,6 +18,9 @@ from gputrees._backend import namespace_of, to_numpy
 from gputrees._binning import MAX_BINS_LIMIT, fit_bin_mapper
 
 
+NP_XP = namespace_of(np.empty(0))
+
+
 def _fit(conv, X, is_cat=None, max_bins=255):
     """Fit a BinMapper on ``X`` (host array) moved to a backend; return (xp, Xd, mapper)."""
     X = np.asarray(X, dtype=np.float64)
@@ -448,6 +451,35 @@ def test_subsample_rare_value_still_exact(backend, small_subsample):
     thr = to_numpy(bm.thresholds)
     for b in range(int(bm.n_value_bins[2])):
         assert_array_equal(codes[:, 2] <= b, cont <= thr[2, b])
+
+
+def test_subsample_checked_by_numba_kernels_gives_the_same_edges(small_subsample):
+    """The kernels' ``covered_values`` (Numba) in place of the reference: the same mapper, a feature whose
+    rare values the sample misses included (NumPy only)."""
+    pytest.importorskip("numba")
+    from gputrees.kernels import get_kernels
+
+    n = 1000
+    rng = np.random.default_rng(9)
+    unsampled = np.setdiff1d(np.arange(n), _subsample_rows(n))
+    X = np.column_stack([
+        rng.integers(0, 3, n).astype(np.float64),  # the sample sees every value
+        rng.integers(0, 3, n).astype(np.float64),  # and a rare one it misses
+        rng.standard_normal(n),  # quantile bins
+        rng.integers(0, 4, n).astype(np.float64),  # categorical, a rare category
+    ])
+    X[unsampled[:2], 1] = [7.0, 9.5]
+    X[unsampled[2], 3] = 11.0
+    X[rng.random(X.shape) < 0.05] = np.nan
+    is_cat = np.array([False, False, False, True])
+    want = fit_bin_mapper(NP_XP, X, is_cat, 16)
+    got = fit_bin_mapper(NP_XP, X, is_cat, 16, get_kernels(NP_XP, "numba", n_jobs=2))
+    assert_array_equal(got.thresholds, want.thresholds)
+    assert_array_equal(got.n_value_bins, want.n_value_bins)
+    assert_array_equal(got.is_exact, want.is_exact)
+    assert_array_equal(got.bin_values, want.bin_values)
+    assert_array_equal(got.category_values[3], want.category_values[3])
+    assert got.n_value_bins.tolist()[:2] == [3, 5] and 11.0 in got.category_values[3]
 
 
 @pytest.mark.parametrize("group", [1, 2, 3, 5])

@@ -532,6 +532,50 @@ def test_bin_codes_wrong_grid_cell_is_corrected():
     assert got == np.searchsorted(edges, xs, side="left").tolist()
 
 
+def _covered_cases():
+    """Columns and value sets where the answer is each way: (X (n, 9), features, values)."""
+    rng = np.random.default_rng(45)
+    n = 7 * _numba.BIN_BLOCK_ROWS + 13  # several blocks and a partial one
+    few = np.array([-3.5, -0.0, 0.25, 1.0, 7.0])
+    wide = np.sort(rng.standard_normal(200) * 1e3)
+    X = np.column_stack([
+        rng.choice(few, n),  # covered
+        rng.choice(few, n),  # one value off by an ulp, in the last block only
+        rng.choice(wide, n),  # covered, 200 values (a grid of many cells)
+        rng.choice(wide, n),  # a value between two of them
+        np.full(n, np.nan),  # no values at all: covered by the empty set
+        rng.choice(few, n),  # checked against the empty set: not covered
+        rng.choice([-1e308, 1e308], n),  # range too wide for a grid
+        rng.choice([0.0, np.inf], n),  # infinity among the values
+        np.full(n, 2.0),  # one value
+    ])
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[n - 3, 1] = np.nextafter(1.0, 2.0)
+    X[n // 2, 3] = (wide[10] + wide[11]) / 2
+    X[0, 8] = 2.0
+    values = [few, few, wide, wide, np.zeros(0), np.zeros(0), np.array([-1e308, 1e308]), np.array([0.0, np.inf]),
+              np.array([2.0])]
+    return X, list(range(9)), values
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_covered_values_equal_reference(threads):
+    """Covered and not (by an ulp, between two values, the empty set), NaN, infinities, no grid; float32 input;
+    a subset of the features in another order."""
+    X, features, values = _covered_cases()
+    want = _reference.covered_values(NP, X, features, values)
+    assert want == [True, False, True, False, True, False, True, True, True]
+    assert _numba.covered_values(NP, X, features, values, n_threads=threads) == want
+    sub = [7, 1, 2]
+    assert _numba.covered_values(NP, X, sub, [values[f] for f in sub], n_threads=threads) == [True, False, True]
+    with np.errstate(over="ignore"):  # +-1e308 become +-inf in float32
+        x32 = X.astype(np.float32)
+        v32 = [v.astype(np.float32).astype(np.float64) for v in values]
+    assert (_numba.covered_values(NP, x32, features, v32, n_threads=threads)
+            == _reference.covered_values(NP, x32.astype(np.float64), features, v32))
+    assert _numba.covered_values(NP, X, [], []) == []
+
+
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("categorical", [False, True])
 def test_predict_raw_equals_reference(k, categorical):

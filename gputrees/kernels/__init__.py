@@ -142,6 +142,12 @@ class Kernels:
         does not carry; see :func:`gputrees._boosting.round_end` (the generic passes,
         which ``None`` means) and :func:`gputrees.kernels._numba_loss.round_end`.
         It may update ``raw`` in place.
+    covered_values : callable or None
+        ``covered_values(xp, X, features, values)``: whether every
+        non-missing value of each listed column is among the given values
+        (the binning's check of a sample's distinct values); see
+        :func:`gputrees.kernels._reference.covered_values`, which ``None``
+        means.
     grow_tree : callable or None
         ``grow_tree(xp, inputs, params)``: a batch of one boosting tree grown
         depth-wise in one compiled call, equal to the generic grower's with
@@ -197,6 +203,7 @@ class Kernels:
     pair_weights: Callable | None = None
     workspace: Callable | None = None
     round_end: Callable | None = None
+    covered_values: Callable | None = None
     grow_tree: Callable | None = None
     grow_subtrees: Callable | None = None
     layout_subtrees: Callable | None = None
@@ -326,6 +333,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             pair_weights=functools.partial(_numba.pair_weights, n_threads=threads),
             workspace=_numba.workspace,
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
+            covered_values=functools.partial(_numba.covered_values, n_threads=threads),
             grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),
             grow_subtrees=_numba_subtree.SubtreeKernel(threads),
             layout_subtrees=functools.partial(_numba_subtree.layout_grouped, n_threads=threads),

@@ -96,6 +96,35 @@ def bin_codes(xp, X, mapper):
     return xp.stack(cols, axis=1)
 
 
+def covered_values(xp, X, features, values):
+    """For each listed feature, whether every non-missing value of its column is among given values.
+
+    The binning's check that a feature whose row sample showed few distinct
+    values has no others (then its bins are exact).
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features), float64 or float32
+        NaN marks missing values.
+    features : sequence of int, length k
+    values : sequence of k arrays of shape (m_j,), float64, sorted ascending, no NaN
+
+    Returns
+    -------
+    list of k bool
+        Entry ``j``: every non-NaN ``X[i, features[j]]`` equals some ``values[j][t]``.
+    """
+    out = []
+    for f, v in zip(features, values):
+        x = X[:, f]
+        if v.shape[0] == 0:
+            out.append(bool(xp.all(xp.isnan(x))))
+            continue
+        pos = xp.clip(xp.astype(xp.searchsorted(v, x), xp.int64), 0, v.shape[0] - 1)
+        out.append(bool(xp.all((xp.take(v, pos) == x) | xp.isnan(x))))
+    return out
+
+
 def predict_raw(xp, batch, values, X, missing_bin: int, base, *, apply_trees=None):
     """Raw predictions: ``base`` plus the value of every row's leaf in every tree.
 
