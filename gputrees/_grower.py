@@ -1305,15 +1305,13 @@ class Grower:
         forest trees of 50k nodes: 1.0 s of page faults in the general one).
         """
         xp = self.xp
-        tree = xp.concat(self._tree)
-        stats = xp.concat(self._stats, axis=0)
+        # the lists joined and emptied, as for the compiled layout (the parents are not read)
+        (_, depth, tree, stats), rec, exp_ids, exp_first_child = self._release_lists()
         n_nodes = self._n_created
         ids = xp.arange(n_nodes, dtype=xp.int64)
         first = to_numpy(xp.searchsorted(tree, xp.arange(self.n_trees + 1, dtype=xp.int64)))
         counts = np.diff(first).astype(np.int64)
         width = int(counts.max())
-        exp_ids = xp.concat(self._exp_ids)
-        rec = _concat_rules(xp, self._exp_rec)
         order = xp.argsort(exp_ids)
         pos, is_split = _lookup(xp, xp.take(exp_ids, order), ids)
         pos = xp.take(order, pos)  # each node's row of the records
@@ -1323,7 +1321,8 @@ class Grower:
 
         # children in the same tree: their position there is their id minus the tree's first
         tree_first = xp.take(from_numpy(xp, first[:-1].astype(np.int64)), tree)
-        left = field(xp.concat(self._exp_first_child) - xp.take(tree_first, exp_ids), -1, xp.int64)
+        left = field(exp_first_child - xp.take(tree_first, exp_ids), -1, xp.int64)
+        del tree, tree_first, exp_first_child
 
         def pad(a, fill):
             parts = []
@@ -1333,7 +1332,6 @@ class Grower:
                     parts.append(xp.full((width - int(counts[t]),) + tuple(a.shape[1:]), fill, dtype=a.dtype))
             return xp.reshape(xp.concat(parts, axis=0), (self.n_trees, width) + tuple(a.shape[1:]))
 
-        depth = xp.concat(self._depth)
         return TreeBatch(
             node_count=counts,
             left=pad(left, -1),
