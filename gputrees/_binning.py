@@ -200,7 +200,8 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
         idx = np.random.default_rng(BIN_SUBSAMPLE_SEED).choice(n_samples, BIN_SUBSAMPLE, replace=False)
         sample = from_numpy(xp, np.sort(idx).astype(np.int64))
     features = []
-    check = []
+    # features whose sample showed at most max_bins distinct values: those values, by feature
+    pending = {}
     # the sampled rows gathered once a group of features (a column's values
     # gathered one by one lie a row apart: 28 float32 columns of 800k rows,
     # 150 ms), in groups of at most SAMPLE_GATHER_BYTES
@@ -214,15 +215,15 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
         if sample is not None and distinct.shape[0] <= max_bins:
             # few distinct values in the sample: exact only if the sample saw
             # them all; checked against every row below, for all such features at once
-            check.append(f)
-            features.append(distinct)
+            pending[f] = distinct
+            features.append(None)
             continue
         features.append(_feature_bins(xp, f, s, distinct, bool(is_categorical[f]), max_bins))
-    if check:
-        seen = covered_values(xp, X, check, [features[f] for f in check])
-        for f, ok in zip(check, seen):
+    if pending:
+        seen = covered_values(xp, X, list(pending), list(pending.values()))
+        for (f, distinct), ok in zip(pending.items(), seen):
             # (a feature's bins with at most max_bins distinct values read only those values)
-            s, distinct = (features[f], features[f]) if ok else _sorted_distinct(xp, X[:, f])
+            s, distinct = (distinct, distinct) if ok else _sorted_distinct(xp, X[:, f])
             features[f] = _feature_bins(xp, f, s, distinct, bool(is_categorical[f]), max_bins)
     return _assemble(xp, features, is_categorical)
 
