@@ -396,9 +396,15 @@ def compare_sorted(case, criterion, cons=None, n_threads=1, **kw):
     np.testing.assert_array_equal(got.found, found)
     np.testing.assert_allclose(got.proxy, want.proxy, rtol=1e-12, atol=0)
     # the other fields are specified for the nodes with a split
-    for k in ("feature", "bin", "missing_left", "left", "right"):
+    for k in ("feature", "bin", "missing_left"):
         a, b = np.asarray(getattr(got, k)), np.asarray(getattr(want, k))
         np.testing.assert_array_equal(a[found], b[found], err_msg=k)
+    # statistics: equal to rounding (the fast pass above INSERTION_SORT_ROWS
+    # rows sums each code's rows, then the codes; the generic search sums the
+    # sorted rows one by one; integer channels are exact either way)
+    for k in ("left", "right"):
+        a, b = np.asarray(getattr(got, k)), np.asarray(getattr(want, k))
+        np.testing.assert_allclose(a[found], b[found], rtol=1e-12, atol=1e-12, err_msg=k)
     np.testing.assert_allclose(got.threshold[found], np.asarray(want.threshold)[found], rtol=1e-12, atol=0)
     for k in ("is_categorical", "cat_left"):
         np.testing.assert_array_equal(getattr(got, k), getattr(want, k), err_msg=k)
@@ -440,6 +446,73 @@ def test_sorted_search_ties_and_threads(name):
     assert not np.any(one.found & (one.feature == 2))
     for k in one.__dataclass_fields__:
         np.testing.assert_array_equal(getattr(one, k), getattr(many, k), err_msg=k)
+
+
+def _fast_feature_oracle(key, w, P, msl, target, tie_rtol):
+    """Candidates of a node's feature by np.unique: each present code's rows summed, then the codes in order."""
+    codes, inv = np.unique(key, return_inverse=True)
+    per_code = np.zeros((codes.shape[0], w.shape[1]))
+    np.add.at(per_code, inv, w)
+    L = np.cumsum(per_code, axis=0)
+    R = P[None, :] - L
+    sl, sr = (L[:, 1:] ** 2).sum(axis=1), (R[:, 1:] ** 2).sum(axis=1)
+    wl, wr = L[:, 1:].sum(axis=1), R[:, 1:].sum(axis=1)
+    ok = (L[:, 0] >= msl) & (R[:, 0] >= msl) & (wl > 0) & (wr > 0)
+    proxy = np.where(ok, sl / np.where(ok, wl, 1.0) + sr / np.where(ok, wr, 1.0), -np.inf)
+    best = proxy.max()
+    t = best - tie_rtol * abs(best) if target == -np.inf else target
+    hits = np.flatnonzero((proxy >= t) & (proxy > -np.inf))
+    return best, codes, L, proxy, (int(hits[0]) if hits.size else -1)
+
+
+@pytest.mark.parametrize("nb", [7, 64, 65, 256])
+@pytest.mark.parametrize("n", [25, 100, 255])
+def test_fast_feature_without_sorting_equals_its_oracle(n, nb):
+    """Above INSERTION_SORT_ROWS rows and up to PRESENT_BINS bins the fast pass marks the present codes in four
+    words instead of sorting: the same candidates, the integer sums exact, its histogram left zeroed."""
+    assert n > _numba_split.INSERTION_SORT_ROWS and nb <= _numba_split.PRESENT_BINS
+    rng = np.random.default_rng(n * 7 + nb)
+    F, C = 3, 3
+    n_rows = 300
+    codes = rng.integers(0, nb - 1, (n_rows, F)).astype(np.uint8)  # below the missing code nb - 1
+    edges = [c for c in (0, 63, 64, 127, 128, nb - 2) if c < nb - 1]
+    codes[:, 2] = rng.choice(edges, n_rows)  # codes at the words' edges, many ties
+    rows = rng.permutation(n_rows)
+    y = rng.integers(0, 2, n_rows)
+    mult = rng.integers(1, 4, n_rows).astype(float)
+    weights = np.stack([mult, mult * (y == 0), mult * (y == 1)], axis=1)
+    pairs = np.sort(rng.choice(n_rows, n, replace=False))
+    P = weights[pairs].sum(axis=0)
+    key, order, cand = (np.zeros(n_rows + 1, dtype=np.int64) for _ in range(3))
+    count = np.zeros(nb + 1, dtype=np.int64)
+    hb = np.zeros((nb, C))
+    L, out = np.zeros((n_rows + 1, C)), np.zeros(n_rows + 1)
+    for f in range(F):
+        kf = codes[rows[pairs], f]
+        best, want_codes, want_L, want_p, j = _fast_feature_oracle(kf, weights[pairs], P, 1.0, -np.inf, 1e-11)
+        targets = [-np.inf, want_p[-2] if want_p.shape[0] > 1 else -np.inf]
+        for target in targets:
+            if target != -np.inf:
+                best, want_codes, want_L, want_p, j = _fast_feature_oracle(kf, weights[pairs], P, 1.0, target, 1e-11)
+            got = _numba_split._fast_feature(codes, rows, weights, pairs, f, P[0], P[1], P[2], 0.0, False, 1.0,
+                                             0.0, nb, 1e-11, target, key, order, cand, count, hb, L, out)
+            missing, g_best, found, code, nxt, proxy = got[:6]
+            assert not missing and g_best == best
+            k = want_codes.shape[0]
+            np.testing.assert_array_equal(cand[:k], want_codes)
+            np.testing.assert_array_equal(L[:k], want_L)
+            np.testing.assert_array_equal(out[:k], want_p)
+            assert found == (j >= 0)
+            if found:
+                assert (code, proxy) == (want_codes[j], want_p[j])
+                assert nxt == (want_codes[j + 1] if j + 1 < k else nb - 1)
+                assert list(got[6:9]) == list(want_L[j])
+            assert not hb.any()  # zeros again for the next call
+    # a missing code: the general pass's case, and the histogram zeroed all the same
+    codes[rows[pairs[n // 2]], 1] = nb - 1
+    got = _numba_split._fast_feature(codes, rows, weights, pairs, 1, P[0], P[1], P[2], 0.0, False, 1.0, 0.0, nb,
+                                     1e-11, -np.inf, key, order, cand, count, hb, L, out)
+    assert got[0] and not hb.any()
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 23, 24, 25, 300])

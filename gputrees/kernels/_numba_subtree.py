@@ -627,7 +627,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
                     found, p, f, code, ml, thr = _hist_node(
                         lcodes, lweights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
-                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:])
+                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:8])
                 else:
                     found, p, f, code, ml, thr = _sorted_node(
                         lcodes, ident, lweights, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
