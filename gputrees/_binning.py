@@ -35,6 +35,7 @@ import numpy as np
 from ._backend import from_numpy, to_numpy
 from .kernels._reference import bin_codes as bin_codes_reference
 from .kernels._reference import covered_values as covered_values_reference
+from .kernels._reference import sorted_columns as sorted_columns_reference
 
 MAX_BINS_LIMIT = 65535
 #: Rows sampled to place quantile edges on large data (as LightGBM and
@@ -158,17 +159,12 @@ def _midpoints(xp, u):
     return xp.where(mid == hi, lo, mid)
 
 
-def _sorted_distinct(xp, x):
-    """Sorted non-missing values of ``x`` and their distinct values, float64.
-
-    float32 values are sorted as they are (half the bytes to move) and then
-    converted: the conversion is exact and keeps the order.
-    """
-    s = xp.astype(xp.sort(x[~xp.isnan(x)], stable=False), xp.float64, copy=False)
+def _distinct(xp, s):
+    """The distinct values of ``s`` (sorted, float64, no NaN), in order."""
     if s.shape[0] == 0:
-        return s, s
+        return s
     is_new = xp.concat([xp.ones(1, dtype=xp.bool), s[1:] != s[:-1]])
-    return s, s[is_new]
+    return s[is_new]
 
 
 def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=None) -> BinMapper:
@@ -182,9 +178,10 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
     max_bins : int
         Largest number of value bins per feature, 2 .. 65535.
     kernels : Kernels or None
-        Its ``covered_values``, when set, checks the sampled features' values
-        against every row (:func:`gputrees.kernels._reference.covered_values`
-        otherwise).
+        Its ``sorted_columns``, when set, sorts the features' values
+        (:func:`gputrees.kernels._reference.sorted_columns` otherwise), and its
+        ``covered_values`` checks the sampled features' values against every
+        row (:func:`gputrees.kernels._reference.covered_values` otherwise).
 
     Returns
     -------
@@ -193,6 +190,7 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
     if not 2 <= max_bins <= MAX_BINS_LIMIT:
         raise ValueError(f"max_bins must be in [2, {MAX_BINS_LIMIT}], got {max_bins}")
     covered_values = getattr(kernels, "covered_values", None) or covered_values_reference
+    sorted_columns = getattr(kernels, "sorted_columns", None) or sorted_columns_reference
     n_features = X.shape[1]
     n_samples = X.shape[0]
     sample = None
@@ -202,28 +200,31 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
     features = []
     # features whose sample showed at most max_bins distinct values: those values, by feature
     pending = {}
-    # the sampled rows gathered once a group of features (a column's values
+    # the (sampled) rows read once a group of features (a column's values
     # gathered one by one lie a row apart: 28 float32 columns of 800k rows,
-    # 150 ms), in groups of at most SAMPLE_GATHER_BYTES
-    group = max(1, SAMPLE_GATHER_BYTES // (BIN_SUBSAMPLE * (xp.finfo(X.dtype).bits // 8)))
-    rows = None
-    for f in range(n_features):
-        x = X[:, f]  # float64 or float32: _sorted_distinct returns float64 values
-        if sample is not None and f % group == 0:
-            rows = xp.take(X[:, f : min(f + group, n_features)], sample, axis=0)
-        s, distinct = _sorted_distinct(xp, x if sample is None else rows[:, f % group])
-        if sample is not None and distinct.shape[0] <= max_bins:
-            # few distinct values in the sample: exact only if the sample saw
-            # them all; checked against every row below, for all such features at once
-            pending[f] = distinct
-            features.append(None)
-            continue
-        features.append(_feature_bins(xp, f, s, distinct, bool(is_categorical[f]), max_bins))
+    # 150 ms), in groups of at most SAMPLE_GATHER_BYTES of float64 values
+    n_read = n_samples if sample is None else BIN_SUBSAMPLE
+    group = max(1, SAMPLE_GATHER_BYTES // (max(1, n_read) * 8))
+    for f0 in range(0, n_features, group):
+        f1 = min(f0 + group, n_features)
+        for f, s in zip(range(f0, f1), sorted_columns(xp, X, f0, f1, sample)):
+            distinct = _distinct(xp, s)
+            if sample is not None and distinct.shape[0] <= max_bins:
+                # few distinct values in the sample: exact only if the sample saw
+                # them all; checked against every row below, for all such features at once
+                pending[f] = distinct
+                features.append(None)
+                continue
+            features.append(_feature_bins(xp, f, s, distinct, bool(is_categorical[f]), max_bins))
     if pending:
         seen = covered_values(xp, X, list(pending), list(pending.values()))
         for (f, distinct), ok in zip(pending.items(), seen):
             # (a feature's bins with at most max_bins distinct values read only those values)
-            s, distinct = (distinct, distinct) if ok else _sorted_distinct(xp, X[:, f])
+            if ok:
+                s = distinct
+            else:
+                s = sorted_columns(xp, X, f, f + 1)[0]
+                distinct = _distinct(xp, s)
             features[f] = _feature_bins(xp, f, s, distinct, bool(is_categorical[f]), max_bins)
     return _assemble(xp, features, is_categorical)
 
@@ -258,7 +259,7 @@ def bin_mapper_from_summaries(xp, distinct, sample, is_categorical, max_bins: in
             continue
         if is_categorical[f]:
             raise ValueError(f"categorical feature {f} has more than max_bins={max_bins} categories")
-        s, _ = _sorted_distinct(xp, sample[:, f])
+        s = sorted_columns_reference(xp, sample, f, f + 1)[0]
         features.append(_feature_bins(xp, f, s, None, False, max_bins))
     return _assemble(xp, features, is_categorical)
 

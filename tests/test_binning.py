@@ -482,6 +482,41 @@ def test_subsample_checked_by_numba_kernels_gives_the_same_edges(small_subsample
     assert got.n_value_bins.tolist()[:2] == [3, 5] and 11.0 in got.category_values[3]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sampled", [False, True])
+def test_numba_sorted_columns_give_the_same_mapper(dtype, sampled, monkeypatch):
+    """The kernels' ``sorted_columns`` (Numba's radix sort) in place of NumPy's sorts: the same mapper, with
+    and without the row sample, by groups of features or not (NumPy only)."""
+    pytest.importorskip("numba")
+    from gputrees.kernels import get_kernels
+
+    if sampled:
+        monkeypatch.setattr(_binning, "BIN_SUBSAMPLE", N_SUB)
+    rng = np.random.default_rng(10)
+    n = 1500
+    X = np.column_stack([
+        rng.standard_normal(n) * 1e3,  # quantile bins
+        rng.integers(-3, 3, n).astype(np.float64),  # exact bins
+        np.round(rng.standard_normal(n), 2),  # a few hundred values
+        rng.exponential(size=n),
+        rng.integers(0, 5, n).astype(np.float64),  # categorical
+    ]).astype(dtype)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    is_cat = np.array([False, False, False, False, True])
+    kernels = get_kernels(NP_XP, "numba", n_jobs=2)
+    for group_bytes in (None, (N_SUB if sampled else n) * 8 * 2):
+        if group_bytes is not None:
+            monkeypatch.setattr(_binning, "SAMPLE_GATHER_BYTES", group_bytes)
+        want = fit_bin_mapper(NP_XP, X, is_cat, 64)
+        got = fit_bin_mapper(NP_XP, X, is_cat, 64, kernels)
+        assert_array_equal(got.thresholds, want.thresholds)
+        assert_array_equal(got.n_value_bins, want.n_value_bins)
+        assert_array_equal(got.is_exact, want.is_exact)
+        assert_array_equal(got.bin_values, want.bin_values)
+        assert_array_equal(got.category_values[4], want.category_values[4])
+        assert got.is_exact.tolist() == [False, True, False, False, False]
+
+
 @pytest.mark.parametrize("group", [1, 2, 3, 5])
 def test_subsample_gathered_by_groups_of_features_gives_the_same_edges(backend, small_subsample, monkeypatch, group):
     """The sampled rows gathered a group of features at a time (SAMPLE_GATHER_BYTES): the edges of one gather."""

@@ -576,6 +576,33 @@ def test_covered_values_equal_reference(threads):
     assert _numba.covered_values(NP, X, [], []) == []
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sorted_columns_equal_reference(threads, dtype):
+    """The binning's sorted values (a radix sort of the floats' bits): negatives, zeros of both signs,
+    subnormals, infinities, NaN dropped, many ties, a constant and an all-NaN column; all rows and a sample."""
+    rng = np.random.default_rng(threads)
+    n = 3001
+    X = rng.standard_normal((n, 6)) * np.exp(rng.uniform(-20, 20, (n, 6)))
+    X[:, 1] = np.round(X[:, 1] % 7.0) - 3.0  # ties, negative and positive
+    X[:9, 2] = [np.inf, -np.inf, 0.0, -0.0, 5e-324, -5e-324, 1e-45, -1e-45, np.nan]
+    X[:, 3] = -2.5  # constant
+    X[:, 4] = np.nan  # no values
+    X[rng.random((n, 6)) < 0.1] = np.nan
+    with np.errstate(over="ignore"):
+        X = X.astype(dtype)
+    sample = np.sort(rng.choice(n, 1000, replace=False))
+    for rows, (f0, f1) in ((None, (0, 6)), (sample, (1, 5)), (None, (2, 3)), (sample, (4, 4))):
+        got = _numba.sorted_columns(NP, X, f0, f1, rows, n_threads=threads)
+        want = _reference.sorted_columns(NP, X, f0, f1, rows)
+        assert len(got) == len(want) == f1 - f0
+        for g, w in zip(got, want):
+            assert g.dtype == np.float64 and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)  # (-0.0 == 0.0: their order may differ)
+            assert np.all(g[1:] >= g[:-1])
+    assert _numba.sorted_columns(NP, X, 4, 5)[0].shape == (0,)
+
+
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("categorical", [False, True])
 def test_predict_raw_equals_reference(k, categorical):

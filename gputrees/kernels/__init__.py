@@ -148,6 +148,12 @@ class Kernels:
         (the binning's check of a sample's distinct values); see
         :func:`gputrees.kernels._reference.covered_values`, which ``None``
         means.
+    sorted_columns : callable or None
+        ``sorted_columns(xp, X, f0, f1, rows)``: the sorted non-missing
+        values of columns ``f0 .. f1 - 1`` (of the given rows, or all), as
+        float64 arrays (what the binning places its edges on); see
+        :func:`gputrees.kernels._reference.sorted_columns`, which ``None``
+        means.
     grow_tree : callable or None
         ``grow_tree(xp, inputs, params)``: a batch of one boosting tree grown
         depth-wise in one compiled call, equal to the generic grower's with
@@ -204,6 +210,7 @@ class Kernels:
     workspace: Callable | None = None
     round_end: Callable | None = None
     covered_values: Callable | None = None
+    sorted_columns: Callable | None = None
     grow_tree: Callable | None = None
     grow_subtrees: Callable | None = None
     layout_subtrees: Callable | None = None
@@ -334,6 +341,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             workspace=_numba.workspace,
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
             covered_values=functools.partial(_numba.covered_values, n_threads=threads),
+            sorted_columns=functools.partial(_numba.sorted_columns, n_threads=threads),
             grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),
             grow_subtrees=_numba_subtree.SubtreeKernel(threads),
             layout_subtrees=functools.partial(_numba_subtree.layout_grouped, n_threads=threads),

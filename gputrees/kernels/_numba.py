@@ -435,6 +435,118 @@ def covered_values(xp, X, features, values, *, n_threads: int = 1):
     return [not bool(a) for a in found.any(axis=0)]
 
 
+# -- the binning's sorted columns ------------------------------------------------
+#: Bits of a digit of :func:`_radix_sort`: 2,048 counts a digit (16 KB, in
+#: the first-level cache), six passes for 64-bit keys.
+RADIX_BITS = 11
+_RADIX_PASSES = (64 + RADIX_BITS - 1) // RADIX_BITS
+_SIGN = np.uint64(1) << np.uint64(63)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _gather_columns(X, f0, f1, rows, has_rows, n_chunks):
+    """``X[rows, f0:f1]`` (all rows without ``has_rows``) feature-major as float64 (k, n): each row read once."""
+    n = rows.shape[0] if has_rows else X.shape[0]
+    k = f1 - f0
+    cols = np.empty((k, n))
+    per = (n + n_chunks - 1) // n_chunks
+    for t in prange(n_chunks):
+        for i in range(t * per, min(n, (t + 1) * per)):
+            r = rows[i] if has_rows else i
+            for j in range(k):
+                cols[j, i] = X[r, f0 + j]
+    return cols
+
+
+@numba.njit(inline="always")
+def _sortable(b):
+    """The float64 bits ``b`` as an unsigned key in the floats' order (negatives reversed below the positives)."""
+    return ~b if (b & _SIGN) != np.uint64(0) else b | _SIGN
+
+
+@numba.njit(inline="always")
+def _unsortable(k):
+    """:func:`_sortable`'s inverse."""
+    return k & ~_SIGN if (k & _SIGN) != np.uint64(0) else ~k
+
+
+@numba.njit(**_JIT)
+def _radix_sort(keys, tmp, m):
+    """``keys[:m]`` (uint64) sorted ascending, least significant :data:`RADIX_BITS` first; returns the array
+    (``keys`` or ``tmp``) that holds them. Every digit's counts come from one pass; a digit all keys share
+    (float32 values' low mantissa bits, a narrow range's exponent) is skipped."""
+    mask = np.uint64((1 << RADIX_BITS) - 1)
+    nd = 1 << RADIX_BITS
+    count = np.zeros((_RADIX_PASSES, nd), dtype=np.int64)
+    for i in range(m):
+        k = keys[i]
+        for d in range(_RADIX_PASSES):
+            count[d, (k >> np.uint64(d * RADIX_BITS)) & mask] += 1
+    src, dst = keys, tmp
+    for d in range(_RADIX_PASSES):
+        skip = False
+        total = 0
+        for b in range(nd):
+            c = count[d, b]
+            skip |= c == m
+            count[d, b] = total
+            total += c
+        if skip:
+            continue
+        shift = np.uint64(d * RADIX_BITS)
+        for i in range(m):
+            k = src[i]
+            b = (k >> shift) & mask
+            dst[count[d, b]] = k
+            count[d, b] += 1
+        src, dst = dst, src
+    return src
+
+
+@numba.njit(parallel=True, **_JIT)
+def _sort_columns(cols):
+    """Each row of ``cols`` (k, n) float64: its non-NaN values sorted ascending into its first ``m[j]``
+    places (in place); returns ``m`` (k,)."""
+    k, n = cols.shape
+    m = np.zeros(k, dtype=np.int64)
+    for j in prange(k):
+        keys = np.empty(n, dtype=np.uint64)
+        bits = cols[j].view(np.uint64)
+        c = 0
+        for i in range(n):
+            v = cols[j, i]
+            if v == v:
+                keys[c] = _sortable(bits[i])
+                c += 1
+        out = _radix_sort(keys, np.empty(n, dtype=np.uint64), c)
+        for i in range(c):
+            bits[i] = _unsortable(out[i])
+        m[j] = c
+    return m
+
+
+def sorted_columns(xp, X, f0: int, f1: int, rows=None, *, n_threads: int = 1):
+    """Same contract as :func:`gputrees.kernels._reference.sorted_columns`.
+
+    The rows gathered once, feature-major, in parallel over blocks of rows
+    (each row's features read together), then each column's non-NaN values
+    sorted by a radix sort of their bits, in parallel over columns (200k x
+    28 float32 rows: NumPy's sorts one column at a time 174 ms, this 23 ms
+    on two threads). Sorted values are unique, so this equals NumPy's sort
+    (the order of -0.0 and 0.0, which compare equal, aside: here -0.0
+    first).
+    """
+    X = _float_rows(X)
+    has_rows = rows is not None
+    r = np.ascontiguousarray(rows, dtype=np.int64) if has_rows else np.zeros(1, dtype=np.int64)
+    n = int(r.shape[0]) if has_rows else int(X.shape[0])
+    threads = _threads_for(n_threads, n * max(1, f1 - f0))
+    with _Threads(threads):
+        cols = _gather_columns(X, int(f0), int(f1), r, has_rows, threads)
+        m = _sort_columns(cols)
+    return [cols[j, : m[j]] for j in range(f1 - f0)]
+
+
 # -- segmented scans (sort-based split search of small nodes) -----------------
 @numba.njit(**_JIT)
 def _segmented_cumsum(values, seg):

@@ -96,6 +96,35 @@ def bin_codes(xp, X, mapper):
     return xp.stack(cols, axis=1)
 
 
+def sorted_columns(xp, X, f0: int, f1: int, rows=None):
+    """The sorted non-missing values of each column ``f0 .. f1 - 1`` of ``X`` (or of its ``rows``).
+
+    What the binning places its edges on.
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, n_features), float64 or float32
+        NaN marks missing values.
+    f0, f1 : int
+        The columns, ``0 <= f0 <= f1 <= n_features``.
+    rows : array of shape (n_rows,), int64, optional
+        The rows to read (a sample); all rows when None.
+
+    Returns
+    -------
+    list of f1 - f0 arrays of shape (m_j,), float64
+        Entry ``j``: the non-NaN values of column ``f0 + j`` (of ``rows``),
+        ascending, each as many times as it occurs.
+    """
+    block = X[:, f0:f1] if rows is None else xp.take(X[:, f0:f1], rows, axis=0)
+    out = []
+    for j in range(f1 - f0):
+        x = block[:, j]
+        # float32 values sorted as they are (half the bytes to move), then converted (exactly)
+        out.append(xp.astype(xp.sort(x[~xp.isnan(x)], stable=False), xp.float64, copy=False))
+    return out
+
+
 def covered_values(xp, X, features, values):
     """For each listed feature, whether every non-missing value of its column is among given values.
 
