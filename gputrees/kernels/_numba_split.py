@@ -1155,7 +1155,7 @@ def _sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u
     F = codes.shape[1]
     C = weights.shape[1]
     missing = nb - 1
-    key_all, order_all, cand_all, count, rec_ok, rec_code, rec_p, rec_left, hb, sort_free = sort_scratch
+    key_all, order_all, cand_all, count, rec_ok, rec_code, rec_p, rec_left, hb, fast_done = sort_scratch
     fast = _fast_pass(crit[0], C, has_u)  # two or three classes, or squared error
     mse = crit[0] == _SQUARED_ERROR
     P3 = P[3] if C == 4 else 0.0
@@ -1163,14 +1163,14 @@ def _sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u
     for f in range(F):
         fbest[f] = _NEG_INF
         rec_ok[f] = False
-        sort_free[f] = False
+        fast_done[f] = False
         if not has_mask or fmask[f]:
             general = True
             if fast:
                 general, fb, ok, c0, c1, pj, l0, l1, l2, l3 = _fast_feature(
                     codes, rows, weights, pairs, f, P[0], P[1], P[2], P3, mse, crit[3], crit[4], nb, tie_rtol,
                     _NEG_INF, key_all, order_all, cand_all, count, hb, scratch[4], scratch[5])
-                sort_free[f] = not general
+                fast_done[f] = not general
                 if not general:
                     fbest[f] = fb
                     if ok:
@@ -1199,7 +1199,7 @@ def _sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u
             missing_left = left[0] > P[0] - left[0]  # no missing code in the node (recorded only then)
             threshold = _split_threshold(f, code, nxt, nxt != missing, thresholds, bin_values, is_exact)
             return True, p, f, code, missing_left, threshold
-        if sort_free[f]:
+        if fast_done[f]:
             # the fast pass again with the node's target (the same sums as
             # its first pass; no missing code in the node)
             _, _, ok, code, nxt, p, l0, l1, l2, l3 = _fast_feature(
