@@ -19,9 +19,9 @@ before the 75% training split); ``--model forest-regression`` a
 ``RandomForestRegressor(max_features="sqrt")`` on the same features, the
 target the sum of the first four plus Gaussian noise; ``--model
 forest-3class`` a ``RandomForestClassifier`` with that sum's terciles as
-three classes. The package's
-fitting code imports its own modules relatively, which is what lets two
-copies live side by side.
+three classes. ``--missing 0.05`` sets 5% of the training values to NaN.
+The package's fitting code imports its own modules relatively, which is
+what lets two copies live side by side.
 """
 
 from __future__ import annotations
@@ -95,12 +95,17 @@ def main(argv=None):
                         "synthetic features, target the sum of the first four plus Gaussian noise; "
                         "forest-3class: a RandomForestClassifier, that sum's terciles as classes)")
     p.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows before the 75%% training split")
+    p.add_argument("--missing", type=float, default=0.0,
+                   help="this fraction of the training values set to NaN (seeded), to time the missing-value paths")
     args = p.parse_args(argv)
     if args.quick:
         args.data, args.rounds, args.repeats = "bank", 5, 1
     if args.model != "boost" and args.data != "synthetic":
         p.error("--model forest and tree run on --data synthetic")
     X, y, name = load_data(args.data, args.data_dir, args.rows)
+    if args.missing > 0:
+        X = np.array(X, dtype=np.float32 if np.asarray(X).dtype == np.float32 else np.float64)
+        X[np.random.default_rng(1).random(X.shape) < args.missing] = np.nan
     if args.model == "boost":
         params = dict(max_depth=6, learning_rate=0.1, max_bins=255, l2_regularization=1.0, min_child_weight=1.0,
                       min_samples_leaf=1, early_stopping=False, random_state=0, n_jobs=args.n_jobs,
@@ -135,7 +140,8 @@ def main(argv=None):
                 make(cls, args.rounds).fit(X, y)
                 times[ref].append(time.perf_counter() - start)
     what = {"boost": f"{args.rounds} rounds", "tree": "one tree"}.get(args.model, f"{args.rounds} trees")
-    print(f"[{args.data}, {args.model}] {X.shape[0]:,} rows x {X.shape[1]}, {what}, {args.n_jobs} threads, "
+    missing = f", {args.missing:.0%} of the values missing" if args.missing > 0 else ""
+    print(f"[{args.data}, {args.model}] {X.shape[0]:,} rows x {X.shape[1]}{missing}, {what}, {args.n_jobs} threads, "
           f"device {args.device}, versions alternated in one process")
     for ref, t in times.items():
         print(f"  {ref:>12}  median {np.median(t):.3f} s  runs " + " ".join(f"{x:.3f}" for x in t))
