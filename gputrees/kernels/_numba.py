@@ -443,21 +443,6 @@ _RADIX_PASSES = (64 + RADIX_BITS - 1) // RADIX_BITS
 _SIGN = np.uint64(1) << np.uint64(63)
 
 
-@numba.njit(parallel=True, **_JIT)
-def _gather_columns(X, f0, f1, rows, has_rows, n_chunks):
-    """``X[rows, f0:f1]`` (all rows without ``has_rows``) feature-major as float64 (k, n): each row read once."""
-    n = rows.shape[0] if has_rows else X.shape[0]
-    k = f1 - f0
-    cols = np.empty((k, n))
-    per = (n + n_chunks - 1) // n_chunks
-    for t in prange(n_chunks):
-        for i in range(t * per, min(n, (t + 1) * per)):
-            r = rows[i] if has_rows else i
-            for j in range(k):
-                cols[j, i] = X[r, f0 + j]
-    return cols
-
-
 @numba.njit(inline="always")
 def _sortable(b):
     """The float64 bits ``b`` as an unsigned key in the floats' order (negatives reversed below the positives)."""
@@ -528,8 +513,8 @@ def _sort_columns(cols):
 def sorted_columns(xp, X, f0: int, f1: int, rows=None, *, n_threads: int = 1):
     """Same contract as :func:`gputrees.kernels._reference.sorted_columns`.
 
-    The rows gathered once, feature-major, in parallel over blocks of rows
-    (each row's features read together), then each column's non-NaN values
+    The rows gathered once, feature-major (:func:`_transpose`, in parallel
+    over blocks of rows), then each column's non-NaN values
     sorted by a radix sort of their bits, in parallel over columns (200k x
     28 float32 rows: NumPy's sorts one column at a time 174 ms, this 23 ms
     on two threads). Sorted values are unique, so this equals NumPy's sort
@@ -538,11 +523,11 @@ def sorted_columns(xp, X, f0: int, f1: int, rows=None, *, n_threads: int = 1):
     """
     X = _float_rows(X)
     has_rows = rows is not None
-    r = np.ascontiguousarray(rows, dtype=np.int64) if has_rows else np.zeros(1, dtype=np.int64)
+    r = np.ascontiguousarray(rows, dtype=np.int64) if has_rows else _NO_ROWS
     n = int(r.shape[0]) if has_rows else int(X.shape[0])
-    threads = _threads_for(n_threads, n * max(1, f1 - f0))
-    with _Threads(threads):
-        cols = _gather_columns(X, int(f0), int(f1), r, has_rows, threads)
+    cols = np.empty((f1 - f0, n))
+    with _Threads(_threads_for(n_threads, n * max(1, f1 - f0))):
+        _transpose(X, r, has_rows, int(f0), cols)
         m = _sort_columns(cols)
     return [cols[j, : m[j]] for j in range(f1 - f0)]
 
@@ -1717,6 +1702,8 @@ def _children_table(slot_of_node, split, first_child):
 IN_ORDER_SUMS_FILL = 4
 
 
+#: ``_transpose``'s row list where it reads every row
+_NO_ROWS = np.zeros(1, dtype=np.int64)
 #: Rows a task of :func:`_transpose` turns feature-major: its rows' codes
 #: (up to 256 x 28 x 2 bytes) stay in the L1 cache while each feature's
 #: run of them is written.
@@ -1724,15 +1711,16 @@ TRANSPOSE_ROWS = 256
 
 
 @numba.njit(parallel=True, **_JIT)
-def _transpose(codes, out):
-    """``out`` (F, n) = ``codes`` (n, F).T, by blocks of :data:`TRANSPOSE_ROWS` rows in parallel."""
-    n, n_features = codes.shape
+def _transpose(src, rows, has_rows, f0, out):
+    """``out`` (k, n) = ``src[rows, f0 : f0 + k].T`` (``src[:, f0 : f0 + k].T`` without ``has_rows``), in
+    ``out``'s dtype, by blocks of :data:`TRANSPOSE_ROWS` rows in parallel."""
+    k, n = out.shape
     for blk in prange((n + TRANSPOSE_ROWS - 1) // TRANSPOSE_ROWS):
         i0 = blk * TRANSPOSE_ROWS
         i1 = min(n, i0 + TRANSPOSE_ROWS)
-        for f in range(n_features):
+        for f in range(k):
             for i in range(i0, i1):
-                out[f, i] = codes[i, f]
+                out[f, i] = src[rows[i] if has_rows else i, f0 + f]
 
 
 def codes_by_feature(xp, codes, *, n_threads: int = 1):
@@ -1744,7 +1732,7 @@ def codes_by_feature(xp, codes, *, n_threads: int = 1):
     codes = np.ascontiguousarray(codes)
     out = np.empty(codes.shape[::-1], dtype=codes.dtype)
     with _Threads(_threads_for(n_threads, int(codes.size))):
-        _transpose(codes, out)
+        _transpose(codes, _NO_ROWS, False, 0, out)
     return out
 
 
