@@ -973,11 +973,7 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
     if target == _NEG_INF:
         j = _near_best(out, n_cand, best, tie_rtol)
     else:
-        j = -1
-        for i in range(n_cand):
-            if out[i] >= target and out[i] > _NEG_INF:
-                j = i
-                break
+        j = _first_at_least(out, n_cand, target)
     if j >= 0:
         return False, best, True, cand[j], cand[j + 1], out[j], L[j, 0], L[j, 1], L[j, 2], L[j, 3] if four else 0.0
     return False, best, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0
@@ -1132,13 +1128,19 @@ def _sum_sq_proxy(l0, r0, sl, sr, wl, wr, msl, mwl):
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)
+def _first_at_least(out, n, target):
+    """The first index of ``out[:n]`` whose proxy is ``>= target`` and above -inf, or -1."""
+    for j in range(n):
+        if out[j] >= target and out[j] > _NEG_INF:
+            return j
+    return -1
+
+
+@numba.njit(inline="always", **_JIT_SPLIT)
 def _near_best(out, n, best, tie_rtol):
     """The first of ``out[:n]`` within ``tie_rtol`` of ``best`` (above -inf): :func:`_first_near`'s index, or -1."""
     if best > _NEG_INF:
-        target = best - tie_rtol * abs(best)
-        for j in range(n):
-            if out[j] >= target and out[j] > _NEG_INF:
-                return j
+        return _first_at_least(out, n, best - tie_rtol * abs(best))
     return -1
 
 
