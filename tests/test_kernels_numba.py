@@ -1003,3 +1003,25 @@ def test_pair_weights_equals_the_reference(multiplicities, share):
             got = _numba.pair_weights(NP, active, chan, mask, n_threads=threads)
             assert got.shape == want.shape and got.dtype == np.float64
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int64, np.float64])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_unchecked_load_equals_indexing(dtype, layout):
+    """``_numba._at(a, i, j)`` (no negative-index mapping) reads ``a[i, j]`` of any layout and dtype."""
+    import numba
+
+    rng = np.random.default_rng(3)
+    base = (rng.random((14, 18)) * 200).astype(dtype)
+    a = {"C": base, "F": np.asfortranarray(base), "strided": base[1::3, ::2]}[layout]
+    rows = rng.integers(0, a.shape[0], 50)
+    cols = rng.integers(0, a.shape[1], 50)
+
+    @numba.njit
+    def gather(a, rows, cols, out):
+        for k in range(rows.shape[0]):
+            out[k] = _numba._at(a, rows[k], np.uint8(cols[k]))
+
+    out = np.empty(50, dtype=a.dtype)
+    gather(a, rows, cols, out)
+    np.testing.assert_array_equal(out, a[rows, cols])

@@ -133,6 +133,36 @@ def _prefetch(typingctx, arr, i):
 
 
 @intrinsic
+def _at(typingctx, arr, i, j):
+    """``arr[i, j]`` of a 2-D array, ``i`` and ``j`` taken as they are (non-negative, in range).
+
+    Numba's own indexing first maps a negative index of a signed type to the
+    end of its axis (two or three instructions an index). A histogram's code
+    load ``codes[r, f]`` with ``f`` from ``range(f0, f1)`` paid them at every
+    update, and the loop with them ran 1.08 ns an update against 0.65
+    without (800k x 28 rows, two channels, one thread, alternated). Only
+    for loops whose indices come from ``range`` over valid bounds or from
+    arrays of valid indices (rows, features).
+    """
+    if not (isinstance(arr, types.Array) and arr.ndim == 2 and isinstance(i, types.Integer)
+            and isinstance(j, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        inds = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], sig.args[1:])]
+        ptr = cgutils.get_item_pointer2(
+            context, builder, data=ary.data, shape=cgutils.unpack_tuple(builder, ary.shape),
+            strides=cgutils.unpack_tuple(builder, ary.strides), layout=aryty.layout, inds=inds,
+            wraparound=False, boundscheck=False,
+        )
+        return context.unpack_value(builder, aryty.dtype, ptr)
+
+    return arr.dtype(arr, i, j), codegen
+
+
+@intrinsic
 def _take_next(typingctx, counter):
     """Atomically add 1 to ``counter[0]`` (a 1-D int64 array) and return its previous value.
 
@@ -611,7 +641,7 @@ def _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode, first):
     """Add pair ``i`` (row ``r``, channel row ``ci``, its columns from ``first`` on) to slot ``s``'s histogram,
     features ``f0:f1``."""
     for f in range(f0, f1):
-        b = codes[r, f]
+        b = _at(codes, r, f)
         for c in range(out.shape[3]):
             out[s, f, b, c] += _weight(chan, ci, c, i, mult, wmult, mode, first)
 
@@ -649,7 +679,7 @@ def _vector_rows2(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch
             ci = c0 + i
             w = (chan[ci, first], chan[ci, first + 1])
             for f in range(f0, f1):
-                _add2(out, s, f, codes[r, f], w)
+                _add2(out, s, f, _at(codes, r, f), w)
         return
     stop = i1 - PREFETCH_AHEAD
     for i in range(i0, i1):
@@ -659,7 +689,7 @@ def _vector_rows2(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch
         ci = chan_index[i]
         w = (chan[ci, first], chan[ci, first + 1])
         for f in range(f0, f1):
-            _add2(out, s, f, codes[r, f], w)
+            _add2(out, s, f, _at(codes, r, f), w)
 
 
 @numba.njit(**_JIT)
@@ -672,7 +702,7 @@ def _vector_rows3(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch
             ci = c0 + i
             w = (chan[ci, first], chan[ci, first + 1], chan[ci, first + 2])
             for f in range(f0, f1):
-                _add3(out, s, f, codes[r, f], w)
+                _add3(out, s, f, _at(codes, r, f), w)
         return
     stop = i1 - PREFETCH_AHEAD
     for i in range(i0, i1):
@@ -682,7 +712,7 @@ def _vector_rows3(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch
         ci = chan_index[i]
         w = (chan[ci, first], chan[ci, first + 1], chan[ci, first + 2])
         for f in range(f0, f1):
-            _add3(out, s, f, codes[r, f], w)
+            _add3(out, s, f, _at(codes, r, f), w)
 
 
 # The row loop of the histogram is a plain (not parallel) function called
@@ -721,12 +751,12 @@ def _add_rows(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult,
             w3 = (_weight(chan, ci, 0, i, mult, wmult, mode, first), _weight(chan, ci, 1, i, mult, wmult, mode, first),
                   _weight(chan, ci, 2, i, mult, wmult, mode, first))
             for f in range(f0, f1):
-                _add3(out, s, f, codes[r, f], w3)
+                _add3(out, s, f, _at(codes, r, f), w3)
         elif n_channels == 4:
             w4 = (_weight(chan, ci, 0, i, mult, wmult, mode, first), _weight(chan, ci, 1, i, mult, wmult, mode, first),
                   _weight(chan, ci, 2, i, mult, wmult, mode, first), _weight(chan, ci, 3, i, mult, wmult, mode, first))
             for f in range(f0, f1):
-                _add4(out, s, f, codes[r, f], w4)
+                _add4(out, s, f, _at(codes, r, f), w4)
         else:
             _add_row(out, s, codes, r, f0, f1, chan, ci, i, mult, wmult, mode, first)
 
