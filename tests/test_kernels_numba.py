@@ -1025,3 +1025,16 @@ def test_unchecked_load_equals_indexing(dtype, layout):
     out = np.empty(50, dtype=a.dtype)
     gather(a, rows, cols, out)
     np.testing.assert_array_equal(out, a[rows, cols])
+
+
+def test_prefetch_rule():
+    """Prefetch far-apart rows, and any non-consecutive rows of codes too large to stay cached; never a run."""
+    sparse = _numba._sparse.py_func
+    run = np.arange(100, 200, dtype=np.int64)
+    every_other = np.arange(0, 200, 2, dtype=np.int64)
+    every_tenth = np.arange(0, 1000, 10, dtype=np.int64)
+    big = _numba.PREFETCH_SPAN_BYTES // 28 + 1  # rows of 28 one-byte codes past the limit
+    assert not sparse(run, 0, 100, 28, big)
+    assert not sparse(every_other, 0, 100, 28, 1000)  # 56 bytes a row apart, codes cached
+    assert sparse(every_other, 0, 100, 28, big)
+    assert sparse(every_tenth, 0, 100, 28, 1000)  # 280 bytes apart
