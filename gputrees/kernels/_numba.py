@@ -1962,21 +1962,23 @@ ROWS_PER_TREE_PASS = 1 << 15
 @numba.njit(inline="always")
 def _step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
     """The node row ``i`` moves to from node ``nd`` of tree ``t`` (``nd`` itself at a leaf)."""
-    f = feature[t, nd]
+    # unchecked loads (_unchecked): the negative-index mapping of ``nd``
+    # would lengthen every level's chain of dependent loads
+    f = _at(feature, t, nd)
     at_leaf = f < 0
-    x = X[i, 0 if at_leaf else f]
+    x = _at(X, i, 0 if at_leaf else f)
     missing = x != x
-    go_left = x <= threshold[t, nd]
-    if any_cat and is_cat[t, nd]:
+    go_left = x <= _at(threshold, t, nd)
+    if any_cat and _at(is_cat, t, nd):
         code = missing_bin if missing else int(x)
-        go_left = cat_left[t, nd, code]
+        go_left = _at3(cat_left, t, nd, code)
         missing = missing or code == missing_bin
     if missing:
-        go_left = missing_left[t, nd]
+        go_left = _at(missing_left, t, nd)
     # both children read unconditionally: selects, not branches the CPU
     # mispredicts half the time
-    lo = left[t, nd]
-    hi = right[t, nd]
+    lo = _at(left, t, nd)
+    hi = _at(right, t, nd)
     nxt = lo if go_left else hi
     return nd if at_leaf else nxt
 
