@@ -67,7 +67,7 @@ from .._criteria import (
     SquaredError,
 )
 from .._splitting import TIE_RTOL, SplitRecord
-from ._numba import _JIT, _threads_for, _Threads
+from ._numba import _JIT, _at, _at1, _put1, _threads_for, _Threads
 
 try:  # LLVM's cttz, as Numba exposes it (an internal module: a plain loop where it is missing)
     from numba.cpython.unsafe.numbers import trailing_zeros
@@ -716,14 +716,16 @@ def _stable_order_n(key, n, nb, order, count):
     sort over the nb codes (``count`` (at least nb,) its work array). Longer
     arrays are fine (no views made); returns nothing.
     """
+    # unchecked loads and stores (_numba._unchecked): the negative-index
+    # mapping would sit in the insertion's chain of dependent loads
     if n <= INSERTION_SORT_ROWS:
         for k in range(n):
             v = key[k]
             j = k
-            while j > 0 and key[order[j - 1]] > v:
-                order[j] = order[j - 1]
+            while j > 0 and _at1(key, _at1(order, j - 1)) > v:
+                _put1(order, j, _at1(order, j - 1))
                 j -= 1
-            order[j] = k
+            _put1(order, j, k)
         return
     for b in range(nb):
         count[b] = 0
@@ -739,8 +741,8 @@ def _stable_order_n(key, n, nb, order, count):
         total += c
     for k in range(n):
         v = key[k]
-        order[count[v]] = k
-        count[v] += 1
+        _put1(order, _at1(count, v), k)
+        _put1(count, v, _at1(count, v) + 1)
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)
@@ -760,17 +762,17 @@ def _candidates(key, order, pairs, weights, n, missing, L, cand, four):
     s0 = s1 = s2 = s3 = 0.0
     for k in range(n):
         o = order[k]
-        code = key[o]
-        q = pairs[o]
+        code = _at1(key, o)
+        q = _at1(pairs, o)
         if k == 0:
-            s0, s1, s2 = weights[q, 0], weights[q, 1], weights[q, 2]
+            s0, s1, s2 = _at(weights, q, 0), _at(weights, q, 1), _at(weights, q, 2)
             if four:
-                s3 = weights[q, 3]
+                s3 = _at(weights, q, 3)
         else:
-            s0, s1, s2 = s0 + weights[q, 0], s1 + weights[q, 1], s2 + weights[q, 2]
+            s0, s1, s2 = s0 + _at(weights, q, 0), s1 + _at(weights, q, 1), s2 + _at(weights, q, 2)
             if four:
-                s3 = s3 + weights[q, 3]
-        if code != missing and (k == n - 1 or key[order[k + 1]] != code):
+                s3 = s3 + _at(weights, q, 3)
+        if code != missing and (k == n - 1 or _at1(key, order[k + 1]) != code):
             L[n_cand, 0], L[n_cand, 1], L[n_cand, 2] = s0, s1, s2
             if four:
                 L[n_cand, 3] = s3
@@ -919,13 +921,16 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
         m0 = m1 = m2 = m3 = zero
         for k in range(n):
             p = pairs[k]
-            b = np.int64(codes[rows[p], f])
+            # unchecked loads, and the bin indexed by the unsigned code
+            # (_numba._unchecked)
+            code = _at(codes, _at1(rows, p), f)
+            b = np.int64(code)
             has_missing |= b == missing
-            hb[b, 0] += weights[p, 0]
-            hb[b, 1] += weights[p, 1]
-            hb[b, 2] += weights[p, 2]
+            hb[code, 0] += _at(weights, p, 0)
+            hb[code, 1] += _at(weights, p, 1)
+            hb[code, 2] += _at(weights, p, 2)
             if four:
-                hb[b, 3] += weights[p, 3]
+                hb[code, 3] += _at(weights, p, 3)
             # the code's bit in its word, by masks (``bit if q == 0 else 0``
             # compiled to branches: 2.3x the pass on 40 rows)
             bit = one << np.uint64(b & 63)
@@ -960,7 +965,7 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
             return True, _NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0
     else:
         for k in range(n):
-            key[k] = codes[rows[pairs[k]], f]
+            key[k] = _at(codes, _at1(rows, pairs[k]), f)
             has_missing |= key[k] == missing
         if has_missing:  # (before the sort, which the general pass does again)
             return True, _NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0

@@ -49,7 +49,7 @@ from numba import prange
 from .._criteria import _LOG2, EPSILON, Entropy, Gini, Misclassification, SquaredError
 from .._node_draws import GOLDEN, LEFT, MIX_1, MIX_2, RIGHT
 from .._splitting import TIE_RTOL, SubtreeParams
-from ._numba import _take_next, _Threads
+from ._numba import _at, _at1, _put1, _take_next, _Threads
 from ._numba_grow import _left
 from ._numba_split import (
     _JIT_LEAF,
@@ -418,11 +418,12 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
         four = C == 4
         for k in range(pairs.shape[0]):
             p = pairs[k]
-            w0, w1, w2 = weights[p, 0], weights[p, 1], weights[p, 2]
-            w3 = weights[p, 3] if four else 0.0
+            w0, w1, w2 = _at(weights, p, 0), _at(weights, p, 1), _at(weights, p, 2)
+            w3 = _at(weights, p, 3) if four else 0.0
             for j in range(n_drawn):
-                f = drawn[j]
-                b = codes[p, f]
+                # unsigned indices: no negative-index mapping (_numba._unchecked)
+                f = np.uint64(drawn[j])
+                b = _at(codes, p, f)
                 h[f, b, 0] += w0
                 h[f, b, 1] += w1
                 h[f, b, 2] += w2
@@ -494,10 +495,10 @@ def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
     for k in range(a, b):
         # without branches (a row's side is as good as random): both
         # destinations written, one kept (perm's lies at or before k)
-        p = perm[k]
+        p = _at1(perm, k)
         g = np.int64(_left(codes_t, p, f, bin_, missing_left, missing))
-        perm[a + n_left] = p
-        tmp[n_right] = p
+        _put1(perm, a + n_left, p)
+        _put1(tmp, n_right, p)
         n_left += g
         n_right += 1 - g
     for k in range(n_right):
@@ -513,10 +514,10 @@ def _sum_rows(weights, local, a, b, out):
         four = C == 4
         s0 = s1 = s2 = s3 = 0.0
         for k in range(a, b):
-            r = local[k]
-            s0, s1, s2 = s0 + weights[r, 0], s1 + weights[r, 1], s2 + weights[r, 2]
+            r = _at1(local, k)
+            s0, s1, s2 = s0 + _at(weights, r, 0), s1 + _at(weights, r, 1), s2 + _at(weights, r, 2)
             if four:
-                s3 = s3 + weights[r, 3]
+                s3 = s3 + _at(weights, r, 3)
         out[0], out[1], out[2] = s0, s1, s2
         if four:
             out[3] = s3
