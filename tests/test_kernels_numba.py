@@ -1027,8 +1027,8 @@ def test_unchecked_load_equals_indexing(dtype, layout):
     np.testing.assert_array_equal(out, a[rows, cols])
 
 
-def test_unchecked_loads_and_stores_of_one_and_three_dimensions():
-    """``_at1`` / ``_at3`` read and ``_put1`` / ``_put3`` write the element plain indexing names."""
+def test_unchecked_loads_of_one_and_three_dimensions_and_stores():
+    """``_at1`` / ``_at3`` read and ``_put1`` writes the element plain indexing names."""
     import numba
 
     rng = np.random.default_rng(4)
@@ -1038,16 +1038,14 @@ def test_unchecked_loads_and_stores_of_one_and_three_dimensions():
     @numba.njit
     def run(v, cube, n, i, j, k):
         x = _numba._at1(v, n) + _numba._at3(cube, i, j, k)
-        _numba._put1(v, n, -1.0)
-        _numba._put3(cube, i, j, k, np.int64(7))  # cast to the array's dtype
+        _numba._put1(v, n, np.int64(-7))  # cast to the array's dtype
         return x
 
     want = v[5] + cube[3, 2, 4]
-    v_want, cube_want = v.copy(), cube.copy()
-    v_want[5], cube_want[3, 2, 4] = -1.0, 7.0
+    v_want = v.copy()
+    v_want[5] = -7.0
     assert run(v, cube, 5, 3, 2, 4) == want
     np.testing.assert_array_equal(v, v_want)
-    np.testing.assert_array_equal(cube, cube_want)
     with pytest.raises(ValueError, match="4-D"):
         _numba._unchecked(4)
 

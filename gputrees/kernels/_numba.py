@@ -151,7 +151,7 @@ def _prefetch(typingctx, arr, i):
 
 
 def _unchecked(ndim, store=False):
-    """An intrinsic ``at(arr, i[, j[, k]])`` reading ``arr[i, ...]``, or ``put(arr, i[, j[, k]], v)`` writing it.
+    """An intrinsic ``at(arr, i[, j[, k]])`` reading ``arr[i, ...]``, or (1-D) ``put(arr, i, v)`` writing ``arr[i]``.
 
     The indices are taken as they are. Numba's own indexing first maps a
     negative index of a signed type to the end of its axis (two or three
@@ -201,9 +201,6 @@ def _unchecked(ndim, store=False):
     elif (ndim, store) == (1, True):
         def at(typingctx, arr, i, v):
             return typer(arr, (i,), v)
-    elif (ndim, store) == (3, True):
-        def at(typingctx, arr, i, j, k, v):
-            return typer(arr, (i, j, k), v)
     else:
         raise ValueError(f"no unchecked {'store' if store else 'load'} of {ndim}-D arrays")
     return intrinsic(at)
@@ -213,7 +210,6 @@ _at1 = _unchecked(1)
 _at = _unchecked(2)
 _at3 = _unchecked(3)
 _put1 = _unchecked(1, store=True)
-_put3 = _unchecked(3, store=True)
 
 
 @intrinsic
