@@ -44,8 +44,12 @@ PHASES = [
     ("        front, front_slot = new_front, new_slot", "next level"),
 ]
 _END = "    return n_nodes, parent, depth, stats, first_child"
-#: phases timed by depth (the partition and the smaller children's histograms)
-_BY_DEPTH = (3, 5)
+_PHASE = {name: k for k, (_, name) in enumerate(PHASES)}
+#: phases inside the level loop: their marks read the level's depth
+_IN_LEVEL = {_PHASE[name] for name in ("partition / leaf pass", "children's statistics, plan",
+                                        "smaller children's histograms", "siblings by subtraction")}
+#: the phase whose mark follows the smaller children's histograms: it reads how many rows they had
+_AFTER_HISTOGRAMS = _PHASE["siblings by subtraction"]
 
 
 class Clock:
@@ -69,7 +73,7 @@ class Clock:
             t0, p, d = self.last
             self.total[p] += t - t0
             self.by_depth[p, d] += t - t0
-        if phase == 6:  # the histograms just built: their rows
+        if phase == _AFTER_HISTOGRAMS:
             self.rows[depth] += built
         self.last = None if phase < 0 else (t, phase, depth)
 
@@ -87,8 +91,8 @@ def instrument(clock: Clock):
         for k, (start, _) in enumerate(PHASES):
             if line.startswith(start):
                 pad = start[: len(start) - len(start.lstrip())]
-                depth = "depth[front[0]]" if k in (3, 4, 5, 6) else "0"
-                built = "built" if k == 6 else "0"
+                depth = "depth[front[0]]" if k in _IN_LEVEL else "0"
+                built = "built" if k == _AFTER_HISTOGRAMS else "0"
                 out.append(f"{pad}_d = {depth}\n{pad}with numba.objmode():\n{pad}    _tick({k}, _d, {built})\n")
                 found.add(k)
         if line.startswith(_END):
@@ -115,17 +119,14 @@ def main(argv=None):
     p.add_argument("--data-dir", default=str(HERE.parent.parent / "shared" / "data"))
     args = p.parse_args(argv)
 
-    from bench_versions import load_data
+    from bench_versions import BOOST_PARAMS, load_data
 
     import gputrees
 
     clock = Clock()
     instrument(clock)
     X, y, name = load_data(args.data, args.data_dir, args.rows)
-    est = getattr(gputrees, name)(
-        n_estimators=args.rounds, max_depth=6, learning_rate=0.1, max_bins=255, l2_regularization=1.0,
-        min_child_weight=1.0, min_samples_leaf=1, early_stopping=False, random_state=0, n_jobs=args.n_jobs,
-    )
+    est = getattr(gputrees, name)(n_estimators=args.rounds, n_jobs=args.n_jobs, **BOOST_PARAMS)
     est.fit(X[:2000], y[:2000])  # compiles
     n_features = X.shape[1]
     per_tree = 1e3 / args.rounds
@@ -139,7 +140,8 @@ def main(argv=None):
         for k, (_, phase) in enumerate(PHASES):
             print(f"  {phase:30s} {clock.total[k] * per_tree:7.2f} ms a tree")
         for d in range(clock.rows.shape[0]):
-            part, hist = clock.by_depth[_BY_DEPTH[0], d], clock.by_depth[_BY_DEPTH[1], d]
+            part = clock.by_depth[_PHASE["partition / leaf pass"], d]
+            hist = clock.by_depth[_PHASE["smaller children's histograms"], d]
             if part == 0 and hist == 0:
                 continue
             rows = clock.rows[d] / args.rounds

@@ -46,6 +46,11 @@ sys.path.insert(0, str(HERE))
 from boost_accuracy import DATASETS, load_flights  # noqa: E402
 
 
+#: The boosting model every version fits (``--model boost``), besides ``n_estimators``, threads and device
+BOOST_PARAMS = dict(max_depth=6, learning_rate=0.1, max_bins=255, l2_regularization=1.0, min_child_weight=1.0,
+                    min_samples_leaf=1, early_stopping=False, random_state=0)
+
+
 def extract(ref: str, where: Path, name: str) -> None:
     """The ``gputrees`` package at git ``ref`` (or the working tree: ``WORKTREE``) as package ``name``."""
     target = where / name
@@ -107,9 +112,7 @@ def main(argv=None):
         X = np.array(X, dtype=np.float32 if np.asarray(X).dtype == np.float32 else np.float64)
         X[np.random.default_rng(1).random(X.shape) < args.missing] = np.nan
     if args.model == "boost":
-        params = dict(max_depth=6, learning_rate=0.1, max_bins=255, l2_regularization=1.0, min_child_weight=1.0,
-                      min_samples_leaf=1, early_stopping=False, random_state=0, n_jobs=args.n_jobs,
-                      device=args.device)
+        params = dict(BOOST_PARAMS, n_jobs=args.n_jobs, device=args.device)
     else:
         name = {"forest": "RandomForestClassifier", "forest-3class": "RandomForestClassifier",
                 "forest-regression": "RandomForestRegressor"}.get(args.model, "DecisionTreeClassifier")
