@@ -157,6 +157,75 @@ def test_forest_rounds_hand_whole_subtrees_over(criterion, monkeypatch):
     _assert_same_trees(got, grow(NP, _level_wise(inputs), p))
 
 
+WHOLE_TREE_CASES = {
+    "gini": ({"criterion": Gini(n_classes=3)}, {"max_features": 3}),
+    "binary_missing": ({"criterion": Gini(n_classes=2), "missing": 0.1}, {"max_features": 2}),
+    "regression_weights": ({"criterion": SquaredError(), "weights": True}, {"max_features": 2}),
+    "tree_features": ({"tree_features": True}, {"max_features": 2, "max_depth": 12}),
+    "weight_multiplicity": ({"criterion": Gini(n_classes=2)}, {"max_features": 2, "min_samples_leaf": 2}),
+}
+
+
+@pytest.mark.parametrize("case", list(WHOLE_TREE_CASES))
+def test_whole_trees_grow_from_their_roots(case, monkeypatch):
+    """With enough trees for every thread, every root goes to the kernel with its rows read from the
+    multiplicities (no row set is made): the trees of the handover one level down, bit for bit, and of
+    level-wise growth."""
+    data, params = WHOLE_TREE_CASES[case]
+    inputs = _inputs(21, n=5000, trees=_grower.SUBTREE_PAIRS_PER_THREAD * 2, **data)
+    if case == "weight_multiplicity":  # a per-tree class weight on the weighted channels
+        factor = np.random.default_rng(4).uniform(0.5, 2.0, inputs.multiplicity.shape)
+        inputs = dataclasses.replace(inputs, weight_multiplicity=inputs.multiplicity * factor)
+    p = GrowerParams(**params)
+    sources = []
+    kernel = _numba_subtree._grow_subtrees
+    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: sources.append(a[-1][0]) or kernel(*a))
+    monkeypatch.setattr(_grower, "LocalRows", lambda *a, **k: pytest.fail("a row set was made"))
+    got = grow(NP, _fresh(inputs), p)
+    assert sources == [True]
+    monkeypatch.undo()
+    # the roots' level grown by the grower, every child handed over (as before TreeRows)
+    monkeypatch.setattr(_grower.Grower, "_whole_trees", lambda self: None)
+    one_level = grow(NP, _fresh(inputs), p)
+    _assert_same_trees(got, one_level)
+    np.testing.assert_array_equal(np.asarray(got.stats), np.asarray(one_level.stats))
+    _assert_same_trees(got, grow(NP, _level_wise(inputs), p))
+
+
+def test_too_few_trees_grow_their_first_level_first(monkeypatch):
+    """Fewer trees than SUBTREE_PAIRS_PER_THREAD per thread: the roots' level is the grower's (rows in a row
+    set), the subtrees follow."""
+    inputs = _inputs(22, n=3000, trees=3, criterion=Gini(n_classes=2))
+    sources = []
+    kernel = _numba_subtree._grow_subtrees
+    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: sources.append(a[-1][0]) or kernel(*a))
+    grow(NP, _fresh(inputs), GrowerParams(max_features=2))
+    assert sources and not any(sources)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_tree_sums_equal_the_row_sets_root_sums(weighted):
+    """``tree_sums`` gives each root the row set's sums of its pairs, bit for bit, without making the pairs."""
+    rng = np.random.default_rng(8)
+    n, trees = 3000, 5
+    mult = rng.integers(0, 3, (trees, n)).astype(float)
+    mult[2] = 0.0  # a tree without rows
+    wmult = mult * rng.uniform(0.1, 3.0, (trees, n)) if weighted else None
+    chan = np.column_stack([np.ones(n), rng.standard_normal((n, 3)) * 1e3])
+    kernels = get_kernels(NP, "numba", n_jobs=2)
+    from gputrees._rows import LocalRows
+    from gputrees.kernels import TreeRows
+    from gputrees.kernels._reference import children_slot_table
+
+    codes = np.zeros((n, 1), dtype=np.uint8)
+    local = LocalRows(NP, codes, chan, kernels, mult, wmult)
+    want = local.sums(children_slot_table(NP, trees, 0, trees), trees)
+    got = kernels.grow_subtrees.tree_sums(TreeRows(mult, wmult, chan))
+    assert got.shape == (trees, 4)
+    np.testing.assert_array_equal(got, want)
+    assert np.all(got[2] == 0.0)
+
+
 def test_subtrees_do_not_depend_on_the_threads():
     """Workers take the subtrees from a shared counter, largest first: every thread count grows the same nodes."""
     inputs = _inputs(12, n=6000, criterion=Gini(n_classes=2))
@@ -257,6 +326,9 @@ def test_kernel_on_a_hand_made_node():
     (RandomForestClassifier, {"n_estimators": 3, "class_weight": "balanced_subsample", "max_depth": 9}),
     (DecisionTreeClassifier, {"max_features": 3, "random_state": 1}),
     (DecisionTreeRegressor, {}),
+    # enough trees for two threads: whole trees grown from their roots (Grower._whole_trees)
+    (RandomForestClassifier, {"n_estimators": 16, "n_jobs": 2, "classes": 2}),
+    (RandomForestRegressor, {"n_estimators": 16, "n_jobs": 2, "max_features": "sqrt"}),
 ])
 def test_estimators_equal_the_numpy_kernels(Model, kw, monkeypatch):
     """Whole models: the Numba set (subtrees compiled) against the NumPy set (level-wise), split for split."""

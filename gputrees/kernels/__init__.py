@@ -43,9 +43,9 @@ from typing import Callable
 
 from .._backend import is_cupy_namespace, is_numpy_namespace
 from ._quantise import quantisation_scale, quantise
-from ._records import ActiveRows
+from ._records import ActiveRows, TreeRows
 
-__all__ = ["ActiveRows", "Kernels", "get_kernels", "KERNEL_NAMES", "numba_available", "cuda_available",
+__all__ = ["ActiveRows", "TreeRows", "Kernels", "get_kernels", "KERNEL_NAMES", "numba_available", "cuda_available",
            "quantisation_scale", "quantise"]
 
 KERNEL_NAMES = ("auto", "reference", "bincount", "numba", "cuda")
@@ -167,7 +167,10 @@ class Kernels:
         tree_features, random_splits)``: the whole subtrees of small nodes,
         each grown depth-first in one compiled call, split for split the
         generic grower's; its ``covers(criterion, n_channels, bin_mapper)``
-        says for which fits (else it returns None). See
+        says for which fits (else it returns None). With
+        ``tree_rows=TreeRows(...)`` instead of ``rows``, ``slot`` and
+        ``weights``, the nodes are roots whose rows it reads from the
+        multiplicities; ``tree_sums(tree_rows)`` gives their statistics. See
         :class:`gputrees.kernels._numba_subtree.SubtreeKernel`. None: the
         generic grower grows small nodes level by level.
     layout_subtrees : callable or None

@@ -1374,6 +1374,13 @@ def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=
     return _record(*out, parent)
 
 
+#: Elementary updates counted per (pair, feature) of a sort-based search when
+#: choosing its threads (:func:`gputrees.kernels._numba._threads_for`): a
+#: pair's code is read, sorted or histogrammed and scanned, several updates
+#: each.
+_UPDATES_PER_CODE = 16
+
+
 def _node_tasks(slot, m, n_features, n_threads):
     """The pairs of each of m nodes and the tasks over nodes of a sort-based search.
 
@@ -1384,7 +1391,7 @@ def _node_tasks(slot, m, n_features, n_threads):
     order = np.argsort(slot, kind="stable")
     start = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(np.bincount(slot, minlength=m), out=start[1:])
-    threads = _threads_for(n_threads, int(slot.shape[0]) * n_features * 16)
+    threads = _threads_for(n_threads, int(slot.shape[0]) * n_features * _UPDATES_PER_CODE)
     n_blocks = min(m, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
     return order, start, threads, n_blocks
 

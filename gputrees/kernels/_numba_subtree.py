@@ -27,7 +27,10 @@ it numbers its own (:meth:`gputrees._grower.Grower._breadth_first`), and
 hands it nodes below :data:`gputrees._grower.SUBTREE_BELOW_BINS` times the
 bins, and, for forests drawing features per node, every node of a round
 with :data:`gputrees._grower.SUBTREE_PAIRS_PER_THREAD` sibling pairs per
-thread (whole trees from their first levels on).
+thread; a batch with that many trees per thread comes whole, from its roots,
+each task gathering its tree's in-bag rows from the multiplicities
+(:class:`~gputrees.kernels.TreeRows`; the roots' statistics from
+:func:`tree_sums`), so that no array of every (tree, row) pair is made.
 
 Covered (:func:`covers`; else the grower goes on level by level): the
 criteria Gini, entropy, misclassification and squared error; numerical
@@ -49,14 +52,16 @@ from numba import prange
 from .._criteria import _LOG2, EPSILON, Entropy, Gini, Misclassification, SquaredError
 from .._node_draws import GOLDEN, LEFT, MIX_1, MIX_2, RIGHT
 from .._splitting import TIE_RTOL, SubtreeParams
-from ._numba import _at, _at1, _put1, _take_next, _Threads
+from ._numba import _at, _at1, _put1, _take_next, _threads_for, _Threads
 from ._numba_grow import _left
+from ._records import TreeRows
 from ._numba_split import (
     _JIT_LEAF,
     _JIT_SPLIT,
     _fast_pass,
     _fast_scan,
     _NEG_INF,
+    _UPDATES_PER_CODE,
     CRITERION_KINDS,
     _has_rows,
     _scan,
@@ -71,7 +76,8 @@ from ._numba_split import (
     _supported_criterion,
 )
 
-__all__ = ["grow_subtrees", "layout_grouped", "SubtreeKernel", "Subtrees", "SubtreeRecords", "SUBTREE_CRITERIA"]
+__all__ = ["grow_subtrees", "layout_grouped", "SubtreeKernel", "Subtrees", "SubtreeRecords", "TreeRows",
+           "SUBTREE_CRITERIA"]
 
 #: Criteria whose impurity is written here (exact types, as CRITERION_KINDS).
 SUBTREE_CRITERIA = (Gini, Entropy, Misclassification, SquaredError)
@@ -530,11 +536,74 @@ def _sum_rows(weights, local, a, b, out):
             out[c] += weights[r, c]
 
 
+@numba.njit(inline="always")
+def _tree_weight(trees, t, r, c):
+    """Channel ``c`` of row ``r`` in tree ``t`` (:func:`_tree_source`'s tuple): the channel times the row's
+    multiplicity (channel 0) or weight multiplicity (the others), the products of the pairs' channels
+    (:func:`gputrees.kernels._numba.pair_weights`)."""
+    _, mult, wmult, has_wmult, chan = trees
+    m = mult[t, r] if c == 0 or not has_wmult else wmult[t, r]
+    return chan[r, c] * m
+
+
+@numba.njit(**_JIT_LEAF)
+def _gather_tree(codes, trees, t, lcodes, lweights, local):
+    """Copy the in-bag rows of tree ``t`` (multiplicity above 0), in row order, to ``lcodes`` / ``lweights``
+    (their codes and channels, multiplicities applied) and number them in ``local``; returns how many."""
+    mult = trees[1]
+    F = codes.shape[1]
+    C = lweights.shape[1]
+    k = 0
+    for r in range(mult.shape[1]):
+        if mult[t, r] > 0:
+            for f in range(F):
+                lcodes[k, f] = codes[r, f]
+            for c in range(C):
+                lweights[k, c] = _tree_weight(trees, t, r, c)
+            local[k] = k
+            k += 1
+    return k
+
+
+@numba.njit(parallel=True, **_JIT_SPLIT)
+def _tree_sums(trees):
+    """Each tree's channel sums (n_trees, C) over its in-bag rows, in row order: :func:`_gather_tree`'s
+    channels summed as the row set's node sums add a node's pairs (one after the other, from 0)."""
+    mult, chan = trees[1], trees[4]
+    n_trees, n = mult.shape
+    C = chan.shape[1]
+    out = np.zeros((n_trees, C + 8))  # a cache line of padding between trees (summed by two threads)
+    for t in prange(n_trees):
+        for r in range(n):
+            if mult[t, r] > 0:
+                for c in range(C):
+                    out[t, c] += _tree_weight(trees, t, r, c)
+    return out[:, :C]
+
+
+def _tree_source(tree_rows=None):
+    """The compiled kernels' tuple for :class:`TreeRows` (flag, mult, wmult, has_wmult, channels), or a flag-off
+    tuple of dummies."""
+    if tree_rows is None:
+        one = np.ones((1, 1))
+        return (False, one, one, False, one)
+    f8 = np.float64
+    mult = np.ascontiguousarray(tree_rows.multiplicity, dtype=f8)
+    wm = tree_rows.weight_multiplicity
+    return (True, mult, mult if wm is None else np.ascontiguousarray(wm, dtype=f8), wm is not None,
+            np.ascontiguousarray(tree_rows.channels, dtype=f8))
+
+
 @numba.njit(parallel=True, **_JIT_SPLIT)
 def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_depth, root_tree, root_key, total_weight,
                    crit, rules, k_features, allowed, has_allowed, has_u, nb, thresholds, bin_values, is_exact,
-                   n_value_bins, tie_rtol, task_order, n_workers, max_rows):
+                   n_value_bins, tie_rtol, task_order, n_workers, max_rows, trees):
     """Grow every small node's subtree (see :func:`grow_subtrees`); node ``i``'s nodes go to ``region[i] ..``.
+
+    Node ``i``'s pairs are ``perm[start[i] : start[i + 1]]`` (into ``rows``
+    and ``weights``), or with ``trees`` (:func:`_tree_source`'s tuple, its
+    flag set) the in-bag rows of tree ``root_tree[i]``, whose root it is
+    (``rows``, ``weights``, ``perm`` and ``start`` then unused).
 
     ``n_workers`` workers take the nodes in ``task_order`` (the largest
     first) one at a time from a shared counter, so that a few large subtrees
@@ -591,16 +660,19 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 break
             i = task_order[q]
             base = region[i]
-            n_rows = start[i + 1] - start[i]
-            for k in range(n_rows):
-                p = perm[start[i] + k]
-                r = rows[p]
-                for f in range(F):
-                    lcodes[k, f] = codes[r, f]
-                for c in range(C):
-                    lweights[k, c] = weights[p, c]
-                local[k] = k
             t = root_tree[i]
+            if trees[0]:
+                n_rows = _gather_tree(codes, trees, t, lcodes, lweights, local)
+            else:
+                n_rows = start[i + 1] - start[i]
+                for k in range(n_rows):
+                    p = perm[start[i] + k]
+                    r = rows[p]
+                    for f in range(F):
+                        lcodes[k, f] = codes[r, f]
+                    for c in range(C):
+                        lweights[k, c] = weights[p, c]
+                    local[k] = k
             parent[base] = -1
             depth[base] = root_depth[i]
             key[base] = root_key[i]
@@ -685,14 +757,35 @@ def covers(criterion, n_channels: int, bin_mapper) -> bool:
     )
 
 
+def tree_sums(tree_rows: TreeRows, *, n_threads: int = 1):
+    """Each tree's channel sums (n_trees, C), float64, over its in-bag rows (multiplicities applied).
+
+    The sums the row set's node sums give the roots (pairs added in row
+    order, one after the other), without making the pairs.
+    """
+    source = _tree_source(tree_rows)
+    n_trees, n = source[1].shape
+    with _Threads(max(1, min(_threads_for(n_threads, n_trees * n), n_trees))):
+        return _tree_sums(source)
+
+
 @dataclass(frozen=True)
 class SubtreeKernel:
-    """The kernel set's ``grow_subtrees``: :func:`grow_subtrees` on ``n_threads``, and what it covers."""
+    """The kernel set's ``grow_subtrees``: :func:`grow_subtrees` on ``n_threads``, and what it covers.
+
+    Also, for a batch whose trees all grow here from their roots,
+    :meth:`tree_sums` (their roots' statistics) and :func:`grow_subtrees`'s
+    ``tree_rows``: the trees' rows read from the multiplicities, without
+    the row set's arrays of pairs.
+    """
 
     n_threads: int = 1
 
     def covers(self, criterion, n_channels: int, bin_mapper) -> bool:
         return covers(criterion, n_channels, bin_mapper)
+
+    def tree_sums(self, tree_rows: TreeRows):
+        return tree_sums(tree_rows, n_threads=self.n_threads)
 
     def __call__(self, *args, **kwargs):
         return grow_subtrees(*args, **kwargs, n_threads=self.n_threads)
@@ -700,8 +793,8 @@ class SubtreeKernel:
 
 def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, total_weight, criterion, cons,
                   params: SubtreeParams, bin_mapper, tree_features=None, random_splits=False, *,
-                  n_threads: int = 1):
-    """Grow the whole subtree of each of m small nodes.
+                  n_threads: int = 1, tree_rows: "TreeRows | None" = None):
+    """Grow the whole subtree of each of m small nodes, or (``tree_rows``) of m trees from their roots.
 
     Parameters
     ----------
@@ -725,17 +818,31 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
     tree_features : ndarray of shape (n_trees, n_features), bool, or None
     random_splits : bool
         Extremely randomised thresholds.
+    tree_rows : TreeRows or None
+        Instead of ``rows``, ``slot`` and ``weights`` (then None): node ``i``
+        is the root of tree ``tree[i]`` (with ``depth[i]`` 0), its pairs that
+        tree's in-bag rows, gathered by each task from the multiplicities
+        (no array of every pair is made).
 
     Returns
     -------
     Subtrees, or None where the criterion or mapper is not covered (:func:`covers`).
     """
     m = int(stats.shape[0])
-    if m == 0 or not covers(criterion, int(weights.shape[1]), bin_mapper):
+    n_channels = int((weights if tree_rows is None else tree_rows.channels).shape[1])
+    if m == 0 or not covers(criterion, n_channels, bin_mapper):
         return None
     f8 = np.float64
-    perm, start, threads, _ = _node_tasks(slot, m, int(codes.shape[1]), n_threads)
-    n_rows = np.diff(start)
+    source = _tree_source(tree_rows)
+    if tree_rows is None:
+        perm, start, threads, _ = _node_tasks(slot, m, int(codes.shape[1]), n_threads)
+        n_rows = np.diff(start)
+    else:
+        tree = np.asarray(tree, dtype=np.int64)
+        n_rows = np.count_nonzero(source[1] > 0, axis=1).astype(np.int64)[tree]
+        perm, start = np.zeros(1, dtype=np.int64), np.zeros(m + 1, dtype=np.int64)
+        threads = _threads_for(n_threads, int(n_rows.sum()) * int(codes.shape[1]) * _UPDATES_PER_CODE)
+        rows, weights = perm, np.zeros((1, n_channels))
     region = _regions(n_rows, np.asarray(depth, dtype=np.int64), params.max_depth)
     has_allowed = tree_features is not None
     with _Threads(threads):
@@ -763,6 +870,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
             np.argsort(-n_rows, kind="stable"),
             min(m, threads),
             max(int(n_rows.max()), 1),
+            source,
         )
     return Subtrees(region, out[0], np.asarray(tree, dtype=np.int64), *out[1:])
 

@@ -44,3 +44,21 @@ class ActiveRows:
     wmult: object = None
     key: object = None
     bounds: object = None
+
+
+@dataclass(frozen=True)
+class TreeRows:
+    """The rows of whole trees, as the multiplicities give them: tree ``t``'s in-bag rows are those with
+    ``multiplicity[t, r] > 0``, in row order (the pairs a :class:`gputrees._rows.LocalRows` would make).
+
+    Attributes
+    ----------
+    multiplicity : array of shape (n_trees, n_samples), float64
+    weight_multiplicity : array of shape (n_trees, n_samples), float64, or None
+        See :class:`gputrees._grower.GrowerInputs`.
+    channels : array of shape (n_samples, C), float64
+    """
+
+    multiplicity: object
+    weight_multiplicity: object
+    channels: object
