@@ -958,11 +958,12 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
                 if four:
                     L[n_cand, 3] = s3
                 cand[n_cand] = b
-                out[n_cand] = _fast_proxy(L, n_cand, P0, P1, P2, P3, msl, mwl, mse, four)
-                best = max(best, out[n_cand])
                 n_cand += 1
         if has_missing:
             return True, _NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0
+        for b in range(n_cand):
+            out[b] = _fast_proxy(L, b, P0, P1, P2, P3, msl, mwl, mse, four)
+            best = max(best, out[b])
     else:
         for k in range(n):
             key[k] = _at(codes, _at1(rows, pairs[k]), f)
