@@ -654,6 +654,10 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
         lweights = np.empty((max_rows, C))
         ident = np.arange(max_rows)
         local = np.empty(max_rows, dtype=np.int64)
+        ccodes = np.empty((min(max_rows, COMPACT_ROWS), F), dtype=codes.dtype)
+        cweights = np.empty((min(max_rows, COMPACT_ROWS), C))
+        compact = False
+        c_lo = c_hi = 0
         while True:
             q = _take_next(next_task)
             if q >= m:
@@ -680,6 +684,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 stats[base, c] = root_stats[i, c]
             lo[0] = 0
             hi[0] = n_rows
+            compact = False
             n = 1
             stack[0] = 0
             top = 1
@@ -695,15 +700,25 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 if has_u:
                     for f in range(F):
                         u[f] = _uniform(key[g], F + f)
+                # the node's rows read from the compact block while it holds
+                # them (its subtree is grown before any node outside it: the
+                # stack is depth-first), else copied there once they fit
+                if compact and not (c_lo <= lo[j] and hi[j] <= c_hi):
+                    compact = False
+                if not compact and hi[j] - lo[j] <= COMPACT_ROWS:
+                    _compact(lcodes, lweights, local, lo[j], hi[j], ccodes, cweights)
+                    c_lo, c_hi, compact = lo[j], hi[j], True
+                cod = ccodes if compact else lcodes
+                wts = cweights if compact else lweights
                 pairs = local[lo[j]:hi[j]]
                 if hi[j] - lo[j] >= nb and not has_u:
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
                     found, p, f, code, ml, thr = _hist_node(
-                        lcodes, lweights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
+                        cod, wts, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
                         n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:8])
                 else:
                     found, p, f, code, ml, thr = _sorted_node(
-                        lcodes, ident, lweights, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
+                        cod, ident, wts, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
                         bin_values, is_exact, tie_rtol, scratch, sort_scratch, fbest, left)
                 if not found:
                     continue
@@ -718,7 +733,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 missing_left[g] = ml
                 threshold[g] = thr
                 first_child[g] = n
-                mid = _partition(lcodes, local, lo[j], hi[j], f, code, ml, missing, tmp)
+                mid = _partition(cod, local, lo[j], hi[j], f, code, ml, missing, tmp)
                 for side in range(2):
                     h = base + n + side
                     parent[h] = j
@@ -726,13 +741,36 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     key[h] = _mix64(key[g] ^ (LEFT if side == 0 else RIGHT))
                     lo[n + side] = lo[j] if side == 0 else mid
                     hi[n + side] = mid if side == 0 else hi[j]
-                    _sum_rows(lweights, local, lo[n + side], hi[n + side], stats[h])
+                    _sum_rows(wts, local, lo[n + side], hi[n + side], stats[h])
                 stack[top] = n + 1
                 stack[top + 1] = n
                 top += 2
                 n += 2
             count[i] = n
     return count, parent, depth, key, stats, split, feature, bin_, missing_left, threshold, first_child
+
+
+#: Rows up to which a node's rows are copied from the subtree's gathered
+#: block (a whole tree's rows) to a compact one, read by the node's whole
+#: subtree: 4096 rows of 28 codes and 3 channels are 213 KB, within the L2
+#: cache, where a deep node's rows scattered over the gathered block
+#: (126k rows, 6.5 MB) were reads from the L3 cache.
+COMPACT_ROWS = 4096
+
+
+@numba.njit(**_JIT_LEAF)
+def _compact(codes, weights, local, a, b, ccodes, cweights):
+    """Copy the rows ``local[a:b]`` of ``codes`` / ``weights`` to rows ``0 .. b - a - 1`` of ``ccodes`` /
+    ``cweights``, in that order, and number them so in ``local[a:b]``."""
+    F = codes.shape[1]
+    C = weights.shape[1]
+    for k in range(a, b):
+        p = _at1(local, k)
+        for f in range(F):
+            ccodes[k - a, f] = _at(codes, p, f)
+        for c in range(C):
+            cweights[k - a, c] = _at(weights, p, c)
+        local[k] = k - a
 
 
 def _regions(n_rows, depth, max_depth: int):
