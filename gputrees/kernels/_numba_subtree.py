@@ -658,6 +658,10 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
         cweights = np.empty((min(max_rows, COMPACT_ROWS), C))
         compact = False
         c_lo = c_hi = 0
+        scodes = np.empty((min(max_rows, SMALL_ROWS), F), dtype=codes.dtype)
+        sweights = np.empty((min(max_rows, SMALL_ROWS), C))
+        small = False
+        s_lo = s_hi = 0
         while True:
             q = _take_next(next_task)
             if q >= m:
@@ -684,7 +688,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 stats[base, c] = root_stats[i, c]
             lo[0] = 0
             hi[0] = n_rows
-            compact = False
+            compact = small = False
             n = 1
             stack[0] = 0
             top = 1
@@ -705,11 +709,16 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 # stack is depth-first), else copied there once they fit
                 if compact and not (c_lo <= lo[j] and hi[j] <= c_hi):
                     compact = False
+                if small and not (s_lo <= lo[j] and hi[j] <= s_hi):
+                    small = False
                 if not compact and hi[j] - lo[j] <= COMPACT_ROWS:
                     _compact(lcodes, lweights, local, lo[j], hi[j], ccodes, cweights)
                     c_lo, c_hi, compact = lo[j], hi[j], True
-                cod = ccodes if compact else lcodes
-                wts = cweights if compact else lweights
+                if not small and hi[j] - lo[j] <= SMALL_ROWS:
+                    _compact(ccodes, cweights, local, lo[j], hi[j], scodes, sweights)
+                    s_lo, s_hi, small = lo[j], hi[j], True
+                cod = scodes if small else (ccodes if compact else lcodes)
+                wts = sweights if small else (cweights if compact else lweights)
                 pairs = local[lo[j]:hi[j]]
                 if hi[j] - lo[j] >= nb and not has_u:
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
@@ -756,6 +765,10 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
 #: cache, where a deep node's rows scattered over the gathered block
 #: (126k rows, 6.5 MB) were reads from the L3 cache.
 COMPACT_ROWS = 4096
+#: Rows up to which a node's rows are copied again, from the compact block to
+#: a small one (SMALL_ROWS <= COMPACT_ROWS: such a node is in the compact
+#: block already): 256 rows are 13 KB, within the L1 cache.
+SMALL_ROWS = 256
 
 
 @numba.njit(**_JIT_LEAF)
