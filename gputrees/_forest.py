@@ -231,13 +231,20 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         step = self._batch_size(n_samples, n_channels, self.n_estimators - first)
         n_batches = len(self._batches) + -(-(self.n_estimators - first) // step)
         monitor = _Monitor(self, n_batches, len(self._batches), "batch")
+        # every batch's draws and multiplicities in the same two buffers: their
+        # pages (tens of MB a batch) written fresh once a fit, not once a batch
+        buffers = np.empty((2, step, n_samples))
         for start in range(first, self.n_estimators, step):
             stop = min(start + step, self.n_estimators)
-            counts, feats = zip(*(self._tree_sample(t, n_samples, n_features) for t in range(start, stop)))
-            draws = np.stack(counts)
+            draws, mult = buffers[0, : stop - start], buffers[1, : stop - start]
+            feats = []
+            for i, t in enumerate(range(start, stop)):
+                draws[i], f = self._tree_sample(t, n_samples, n_features)
+                feats.append(f)
             # as scikit-learn: a row drawn k times is one row of weight k, so
             # n_node_samples and min_samples_* count distinct in-bag rows
-            mult = (draws > 0).astype(np.float64)
+            # (draws are whole numbers: at least 1 in the bag)
+            np.minimum(draws, 1.0, out=mult)
             wmult = draws
             if self._is_classifier and self.class_weight == "balanced_subsample":
                 wmult = draws * self._subsample_class_weights(draws, y_enc)

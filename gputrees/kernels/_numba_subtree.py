@@ -625,12 +625,16 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     depth = np.empty(n_slots, dtype=np.int64)
     key = np.empty(n_slots, dtype=np.uint64)
     stats = np.empty((n_slots, C))
-    split = np.zeros(n_slots, dtype=np.bool_)
-    feature = np.zeros(n_slots, dtype=np.int64)
-    bin_ = np.zeros(n_slots, dtype=np.int64)
-    missing_left = np.zeros(n_slots, dtype=np.bool_)
-    threshold = np.zeros(n_slots)
-    first_child = np.zeros(n_slots, dtype=np.int64)
+    # uninitialised: every region has room for the most nodes its subtree can
+    # have (a forest's batch: hundreds of MB), of which a few tenths are made;
+    # each node's fields are set when it is made (_new_slot), so only those
+    # pages are written
+    split = np.empty(n_slots, dtype=np.bool_)
+    feature = np.empty(n_slots, dtype=np.int64)
+    bin_ = np.empty(n_slots, dtype=np.int64)
+    missing_left = np.empty(n_slots, dtype=np.bool_)
+    threshold = np.empty(n_slots)
+    first_child = np.empty(n_slots, dtype=np.int64)
     draw_mask = k_features < F or has_allowed
     next_task = np.zeros(1, dtype=np.int64)
     for _ in prange(n_workers):
@@ -681,6 +685,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     for c in range(C):
                         lweights[k, c] = weights[p, c]
                     local[k] = k
+            _new_slot(base, split, feature, bin_, missing_left, threshold, first_child)
             parent[base] = -1
             depth[base] = root_depth[i]
             key[base] = root_key[i]
@@ -745,6 +750,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 mid = _partition(cod, local, lo[j], hi[j], f, code, ml, missing, tmp)
                 for side in range(2):
                     h = base + n + side
+                    _new_slot(h, split, feature, bin_, missing_left, threshold, first_child)
                     parent[h] = j
                     depth[h] = depth[g] + 1
                     key[h] = _mix64(key[g] ^ (LEFT if side == 0 else RIGHT))
@@ -757,6 +763,17 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 n += 2
             count[i] = n
     return count, parent, depth, key, stats, split, feature, bin_, missing_left, threshold, first_child
+
+
+@numba.njit(inline="always")
+def _new_slot(g, split, feature, bin_, missing_left, threshold, first_child):
+    """A new node's split fields in slot ``g``: not split, the rule's fields 0."""
+    split[g] = False
+    feature[g] = 0
+    bin_[g] = 0
+    missing_left[g] = False
+    threshold[g] = 0.0
+    first_child[g] = 0
 
 
 #: Rows up to which a node's rows are copied from the subtree's gathered
