@@ -82,8 +82,13 @@ from bench_tree import (  # noqa: E402  (shared data, machine info and helpers)
 QUICK_ROWS = 100_000
 QUICK_TREES = 20
 LIBRARIES = ("gputrees", "sklearn", "xgboost")
-#: gputrees' untimed warm-up fit in every child: this many rows, 2 trees.
+#: gputrees' untimed warm-up fit in every child: this many rows, WARMUP_TREES trees.
 WARMUP_ROWS = 2_000
+#: Trees of the warm-up fit: enough for gputrees to grow a batch whole from
+#: its roots on up to 4 threads (gputrees._grower.SUBTREE_PAIRS_PER_THREAD = 8
+#: a thread), so that the timed fit loads every kernel it runs from Numba's
+#: cache (or compiles it) in the warm-up, not in its timing.
+WARMUP_TREES = 32
 MIB = 2**20
 
 
@@ -338,7 +343,7 @@ def _fit_once(task):
     out = {"warmup_s": None}
     if task["warmup"]:
         k = min(WARMUP_ROWS, len(y_tr))
-        est = make_estimator(library, {**params, "n_estimators": 2}, task["regression"])
+        est = make_estimator(library, {**params, "n_estimators": WARMUP_TREES}, task["regression"])
         _sync(cp)
         t0 = time.perf_counter()
         est.fit(_head(X_tr, k), _head(y_tr, k))
@@ -680,7 +685,7 @@ def main(argv=None):
     print_table(rows, gpu=cp is not None, score="test_r2" if regression else "test_acc")
     print()
     print("fit_s / pred_s: median wall time of fit() / predict(X_test) over the repeats, "
-          "each fit in its own child process; warmup_s: gputrees' untimed 2-tree fit on "
+          f"each fit in its own child process; warmup_s: gputrees' untimed {WARMUP_TREES}-tree fit on "
           f"{WARMUP_ROWS:,} rows in the same child, before the timed one.")
     method = next((r.get("memory_method") for r in rows if r.get("memory_method")), None)
     print(f"fit_peak_MiB: median peak extra resident memory of fit() in its child "
