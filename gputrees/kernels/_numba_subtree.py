@@ -658,14 +658,16 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
         lweights = np.empty((max_rows, C))
         ident = np.arange(max_rows)
         local = np.empty(max_rows, dtype=np.int64)
-        ccodes = np.empty((min(max_rows, COMPACT_ROWS), F), dtype=codes.dtype)
-        cweights = np.empty((min(max_rows, COMPACT_ROWS), C))
-        compact = False
-        c_lo = c_hi = 0
-        scodes = np.empty((min(max_rows, SMALL_ROWS), F), dtype=codes.dtype)
-        sweights = np.empty((min(max_rows, SMALL_ROWS), C))
-        small = False
-        s_lo = s_hi = 0
+        # the compact blocks (COMPACT_ROWS), one after the other in one array
+        n_levels = len(COMPACT_ROWS)
+        b_off = np.zeros(n_levels + 1, dtype=np.int64)
+        for v in range(n_levels):
+            b_off[v + 1] = b_off[v] + min(max_rows, COMPACT_ROWS[v])
+        bcodes = np.empty((b_off[n_levels], F), dtype=codes.dtype)
+        bweights = np.empty((b_off[n_levels], C))
+        b_lo = np.zeros(n_levels, dtype=np.int64)  # the positions (of ``local``) each block holds
+        b_hi = np.zeros(n_levels, dtype=np.int64)
+        held = 0  # blocks in use (the outer ones first)
         while True:
             q = _take_next(next_task)
             if q >= m:
@@ -693,7 +695,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 stats[base, c] = root_stats[i, c]
             lo[0] = 0
             hi[0] = n_rows
-            compact = small = False
+            held = 0
             n = 1
             stack[0] = 0
             top = 1
@@ -709,21 +711,23 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 if has_u:
                     for f in range(F):
                         u[f] = _uniform(key[g], F + f)
-                # the node's rows read from the compact block while it holds
-                # them (its subtree is grown before any node outside it: the
-                # stack is depth-first), else copied there once they fit
-                if compact and not (c_lo <= lo[j] and hi[j] <= c_hi):
-                    compact = False
-                if small and not (s_lo <= lo[j] and hi[j] <= s_hi):
-                    small = False
-                if not compact and hi[j] - lo[j] <= COMPACT_ROWS:
-                    _compact(lcodes, lweights, local, lo[j], hi[j], ccodes, cweights)
-                    c_lo, c_hi, compact = lo[j], hi[j], True
-                if not small and hi[j] - lo[j] <= SMALL_ROWS:
-                    _compact(ccodes, cweights, local, lo[j], hi[j], scodes, sweights)
-                    s_lo, s_hi, small = lo[j], hi[j], True
-                cod = scodes if small else (ccodes if compact else lcodes)
-                wts = sweights if small else (cweights if compact else lweights)
+                # the node's rows read from the innermost compact block that
+                # holds them (a block's subtree is grown before any node
+                # outside it: the stack is depth-first); copied into the next
+                # blocks once they fit
+                while held > 0 and not (b_lo[held - 1] <= lo[j] and hi[j] <= b_hi[held - 1]):
+                    held -= 1
+                cod, wts = lcodes, lweights
+                if held > 0:
+                    cod = bcodes[b_off[held - 1]:b_off[held]]
+                    wts = bweights[b_off[held - 1]:b_off[held]]
+                while held < n_levels and hi[j] - lo[j] <= COMPACT_ROWS[held]:
+                    dst_c = bcodes[b_off[held]:b_off[held + 1]]
+                    dst_w = bweights[b_off[held]:b_off[held + 1]]
+                    _compact(cod, wts, local, lo[j], hi[j], dst_c, dst_w)
+                    cod, wts = dst_c, dst_w
+                    b_lo[held], b_hi[held] = lo[j], hi[j]
+                    held += 1
                 pairs = local[lo[j]:hi[j]]
                 if hi[j] - lo[j] >= nb and not has_u:
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
@@ -776,16 +780,13 @@ def _new_slot(g, split, feature, bin_, missing_left, threshold, first_child):
     first_child[g] = 0
 
 
-#: Rows up to which a node's rows are copied from the subtree's gathered
-#: block (a whole tree's rows) to a compact one, read by the node's whole
-#: subtree: 4096 rows of 28 codes and 3 channels are 213 KB, within the L2
-#: cache, where a deep node's rows scattered over the gathered block
-#: (126k rows, 6.5 MB) were reads from the L3 cache.
-COMPACT_ROWS = 4096
-#: Rows up to which a node's rows are copied again, from the compact block to
-#: a small one (SMALL_ROWS <= COMPACT_ROWS: such a node is in the compact
-#: block already): 256 rows are 13 KB, within the L1 cache.
-SMALL_ROWS = 256
+#: Rows up to which a node's rows are copied, in order, from the subtree's
+#: gathered block (a whole tree's rows) to a compact block that the node's
+#: whole subtree reads, and from there to the next (decreasing sizes):
+#: 4096 rows of 28 codes and 3 channels are 213 KB, within the L2 cache, 256
+#: rows 13 KB, within the L1 cache, where a deep node's rows scattered over
+#: the gathered block (126k rows, 6.5 MB) were reads from the L3 cache.
+COMPACT_ROWS = (32768, 4096, 256)
 
 
 @numba.njit(**_JIT_LEAF)
