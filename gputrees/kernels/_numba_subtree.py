@@ -9,7 +9,9 @@ trees of 200k rows those passes cost more than the searches.
 :func:`grow_subtrees` takes such nodes once, with their rows, and grows
 each one's whole subtree in compiled code, one node per task, from a copy
 of its rows' codes and channels gathered once (a subtree's reads then stay
-in one block: 30% off a forest's subtrees against reading the tables): the
+in one block: 30% off a forest's subtrees against reading the tables; a
+node's rows are copied again, in order, to smaller blocks as its subtree
+narrows, :data:`COMPACT_ROWS`): the
 level-wise grower's searches -- histograms over the drawn features for
 nodes with as many rows as bins (:func:`_hist_node`, the compiled scan's
 per-node body), else the sort-based search of :mod:`gputrees._sorted_split`

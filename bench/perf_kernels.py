@@ -1,0 +1,196 @@
+"""Where a fit's time goes, by compiled function: ``perf`` samples mapped to gputrees' Numba kernels.
+
+``perf report`` shows Numba's compiled code as bare addresses. This script
+runs one fit under ``perf record`` (Linux ``perf``, sampling on the CPU
+clock, so it works in a VM without hardware counters) and names those
+addresses: the fit runs in a child with an empty Numba cache directory, so
+that every kernel is compiled there and keeps its object code; after the
+fit the child lists each compiled library's functions (``nm`` on the object
+code) with their addresses, and the samples are attributed to them. The
+recording covers the timed fit only (``perf record --control``): not the
+imports, the data, the warm-up fit that compiles the kernels. Prints the
+share of samples by function (the kernels by their Python names; other
+code by library, ``[kernel]`` for the operating system's work, such as
+page faults)::
+
+    python bench/perf_kernels.py --model forest --trees 40
+    python bench/perf_kernels.py --model boost --rounds 30 --rows 800000
+
+Needs ``perf`` and ``nm`` on the PATH and permission to record (a
+``perf_event_paranoid`` of 2 or less for one's own processes). Compiling
+every kernel takes a minute or two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=["forest", "boost"], default="forest")
+    p.add_argument("--rows", type=int, default=250_000, help="synthetic rows before the 80/20 split")
+    p.add_argument("--trees", type=int, default=40, help="forest trees")
+    p.add_argument("--rounds", type=int, default=30, help="boosting rounds")
+    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--top", type=int, default=25, help="functions listed")
+    p.add_argument("--child", nargs=3, metavar=("CTL", "ACK", "SYMBOLS"), help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def _estimator(args, n_estimators):
+    import gputrees
+
+    if args.model == "forest":
+        return gputrees.RandomForestClassifier(n_estimators=n_estimators, n_jobs=args.n_jobs, random_state=0)
+    return gputrees.GradientBoostingClassifier(n_estimators=n_estimators, max_depth=6, learning_rate=0.1,
+                                               n_jobs=args.n_jobs, random_state=0)
+
+
+def child(args):
+    """The fit under perf: warm up (compile), enable the recording, fit, disable, list the symbols."""
+    import numpy as np
+
+    sys.path.insert(0, str(HERE))
+    from bench_boost import make_synthetic
+
+    ctl_path, ack_path, symbols_path = args.child
+    X, y = make_synthetic(args.rows, 28, np.float32, 0)
+    n_train = int(0.8 * args.rows)
+    X, y = X[:n_train], y[:n_train]
+    n = args.trees if args.model == "forest" else args.rounds
+    _estimator(args, n).fit(X[:20_000], y[:20_000])  # every kernel compiled (and its code kept)
+    with open(ctl_path, "w") as ctl, open(ack_path) as ack:
+        ctl.write("enable\n")
+        ctl.flush()
+        ack.readline()
+        t0 = time.perf_counter()
+        _estimator(args, n).fit(X, y)
+        elapsed = time.perf_counter() - t0
+        ctl.write("disable\n")
+        ctl.flush()
+        ack.readline()
+    print(f"fit {elapsed:.2f} s ({args.model}, {n_train:,} x 28 rows, {n} {'trees' if args.model == 'forest' else 'rounds'})")
+    _write_symbols(symbols_path)
+
+
+def _write_symbols(path):
+    """Every compiled function of every Numba dispatcher: 'address size name' lines."""
+    import gc
+
+    from numba.core.dispatcher import Dispatcher
+
+    rows, seen = [], set()
+    with tempfile.TemporaryDirectory() as tmp:
+        obj = os.path.join(tmp, "lib.o")
+        for d in [o for o in gc.get_objects() if isinstance(o, Dispatcher)]:
+            for cres in list(d.overloads.values()):
+                lib = cres.library
+                if id(lib) in seen:
+                    continue
+                seen.add(id(lib))
+                try:
+                    blobs = lib.serialize_using_object_code()[2]
+                except Exception:  # a library loaded from a cache keeps no object code
+                    continue
+                code = next((b for b in blobs if isinstance(b, bytes) and b[:4] == b"\x7fELF"), None)
+                if code is None:
+                    continue
+                with open(obj, "wb") as f:
+                    f.write(code)
+                listing = subprocess.run(["nm", "-S", "--defined-only", obj], capture_output=True, text=True).stdout
+                for line in listing.splitlines():
+                    parts = line.split()
+                    if len(parts) == 4 and parts[2] in "Tt":
+                        try:
+                            addr = lib.get_pointer_to_function(parts[3])
+                        except Exception:
+                            continue
+                        if addr:
+                            rows.append((addr, int(parts[1], 16), parts[3]))
+    with open(path, "w") as f:
+        for addr, size, name in sorted(rows):
+            f.write(f"{addr:x} {size} {name}\n")
+
+
+def _short(symbol):
+    """A mangled Numba symbol's Python name (its last two parts: ``module.function``), else the symbol."""
+    if not symbol.startswith("_ZN"):
+        return symbol
+    names, rest = [], symbol[3:]
+    while rest and rest[0].isdigit():  # <length><name>, up to the ABI tags
+        m = re.match(r"\d+", rest)
+        k = int(m.group(0))
+        names.append(rest[m.end() : m.end() + k])
+        rest = rest[m.end() + k :]
+    return ".".join(names[-2:]) if names else symbol
+
+
+def report(data, symbols_path, top):
+    rows = []
+    with open(symbols_path) as f:
+        for line in f:
+            addr, size, name = line.split()
+            rows.append((int(addr, 16), int(size), name))
+    starts = [r[0] for r in rows]
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "ip,dso"], capture_output=True, text=True).stdout
+    counts, total = collections.Counter(), 0
+    for line in out.splitlines():
+        parts = line.split(None, 1)
+        if not parts:
+            continue
+        total += 1
+        dso = parts[1] if len(parts) > 1 else ""
+        if "kallsyms" in dso:
+            counts["[kernel]"] += 1
+            continue
+        if ".so" in dso:
+            counts[Path(dso.strip("()")).name] += 1
+            continue
+        ip = int(parts[0], 16)
+        i = bisect.bisect_right(starts, ip) - 1
+        if i >= 0 and ip < rows[i][0] + max(rows[i][1], 1):
+            counts[_short(rows[i][2])] += 1
+        else:
+            counts["[compiled, unnamed]"] += 1
+    print(f"{total:,} samples")
+    for name, k in counts.most_common(top):
+        print(f"  {100 * k / max(total, 1):5.1f}%  {name}")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.child:
+        child(args)
+        return
+    for tool in ("perf", "nm"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} not found on the PATH")
+    with tempfile.TemporaryDirectory() as tmp:
+        ctl, ack = os.path.join(tmp, "ctl"), os.path.join(tmp, "ack")
+        os.mkfifo(ctl)
+        os.mkfifo(ack)
+        data, symbols = os.path.join(tmp, "perf.data"), os.path.join(tmp, "symbols.txt")
+        env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "numba_cache"))
+        cmd = ["perf", "record", "-D", "-1", "--control", f"fifo:{ctl},{ack}", "-F", "999", "-o", data, "--",
+               sys.executable, str(Path(__file__).resolve()), "--model", args.model, "--rows", str(args.rows),
+               "--trees", str(args.trees), "--rounds", str(args.rounds), "--n-jobs", str(args.n_jobs),
+               "--child", ctl, ack, symbols]
+        subprocess.run(cmd, env=env, check=True)
+        report(data, symbols, args.top)
+
+
+if __name__ == "__main__":
+    main()
