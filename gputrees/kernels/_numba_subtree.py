@@ -54,7 +54,8 @@ from numba import prange
 from .._criteria import _LOG2, EPSILON, Entropy, Gini, Misclassification, SquaredError
 from .._node_draws import GOLDEN, LEFT, MIX_1, MIX_2, RIGHT
 from .._splitting import TIE_RTOL, SubtreeParams
-from ._numba import _at, _at1, _put1, _take_next, _threads_for, _Threads
+from ._numba import _add_sums, _at, _at1, _put1, _take_next, _threads_for, _Threads
+from ._numba import _weight as _pair_weight
 from ._numba_grow import _left
 from ._records import TreeRows
 from ._numba_split import (
@@ -539,29 +540,29 @@ def _sum_rows(weights, local, a, b, out):
 
 
 @numba.njit(inline="always")
-def _tree_weight(trees, t, r, c):
-    """Channel ``c`` of row ``r`` in tree ``t`` (:func:`_tree_source`'s tuple): the channel times the row's
-    multiplicity (channel 0) or weight multiplicity (the others), the products of the pairs' channels
-    (:func:`gputrees.kernels._numba.pair_weights`)."""
-    _, mult, wmult, has_wmult, chan = trees
-    m = mult[t, r] if c == 0 or not has_wmult else wmult[t, r]
-    return chan[r, c] * m
+def _tree_mults(trees, t):
+    """Tree ``t``'s multiplicities and weight multiplicities (rows of :func:`_tree_source`'s tuple) and the
+    mode in which :func:`gputrees.kernels._numba._weight` (``_pair_weight`` here) applies them (2: the weight multiplicity to the
+    channels after the count; 1: the multiplicity to every channel), as the row set's pairs are weighted."""
+    _, mult, wmult, has_wmult, _ = trees
+    return mult[t], wmult[t], 2 if has_wmult else 1
 
 
 @numba.njit(**_JIT_LEAF)
 def _gather_tree(codes, trees, t, lcodes, lweights, local):
     """Copy the in-bag rows of tree ``t`` (multiplicity above 0), in row order, to ``lcodes`` / ``lweights``
     (their codes and channels, multiplicities applied) and number them in ``local``; returns how many."""
-    mult = trees[1]
+    mult, wmult, mode = _tree_mults(trees, t)
+    chan = trees[4]
     F = codes.shape[1]
     C = lweights.shape[1]
     k = 0
-    for r in range(mult.shape[1]):
-        if mult[t, r] > 0:
+    for r in range(mult.shape[0]):
+        if mult[r] > 0:
             for f in range(F):
                 lcodes[k, f] = codes[r, f]
             for c in range(C):
-                lweights[k, c] = _tree_weight(trees, t, r, c)
+                lweights[k, c] = _pair_weight(chan, r, c, r, mult, wmult, mode)
             local[k] = k
             k += 1
     return k
@@ -571,15 +572,15 @@ def _gather_tree(codes, trees, t, lcodes, lweights, local):
 def _tree_sums(trees):
     """Each tree's channel sums (n_trees, C) over its in-bag rows, in row order: :func:`_gather_tree`'s
     channels summed as the row set's node sums add a node's pairs (one after the other, from 0)."""
-    mult, chan = trees[1], trees[4]
-    n_trees, n = mult.shape
+    chan = trees[4]
+    n_trees = trees[1].shape[0]
     C = chan.shape[1]
     out = np.zeros((n_trees, C + 8))  # a cache line of padding between trees (summed by two threads)
     for t in prange(n_trees):
-        for r in range(n):
-            if mult[t, r] > 0:
-                for c in range(C):
-                    out[t, c] += _tree_weight(trees, t, r, c)
+        mult, wmult, mode = _tree_mults(trees, t)
+        for r in range(mult.shape[0]):
+            if mult[r] > 0:
+                _add_sums(out, t, chan, r, r, mult, wmult, mode)
     return out[:, :C]
 
 
