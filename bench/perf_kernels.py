@@ -15,6 +15,10 @@ page faults)::
 
     python bench/perf_kernels.py --model forest --trees 40
     python bench/perf_kernels.py --model boost --rounds 30 --rows 800000
+    python bench/perf_kernels.py --model boost --data flights --rounds 100
+
+``--data flights`` or ``bank`` fits ``bench_boost.py``'s model (its
+parameters, its training split) on that dataset.
 
 Needs ``perf`` and ``nm`` on the PATH and permission to record (a
 ``perf_event_paranoid`` of 2 or less for one's own processes). Compiling
@@ -45,6 +49,9 @@ def parse_args(argv=None):
     p.add_argument("--trees", type=int, default=40, help="forest trees")
     p.add_argument("--rounds", type=int, default=30, help="boosting rounds")
     p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--data", choices=["synthetic", "flights", "bank"], default="synthetic",
+                   help="boosting: bench_boost.py's dataset and model")
+    p.add_argument("--data-dir", default=str(HERE.parent.parent / "shared" / "data"))
     p.add_argument("--top", type=int, default=25, help="functions listed")
     p.add_argument("--child", nargs=3, metavar=("CTL", "ACK", "SYMBOLS"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -67,22 +74,32 @@ def child(args):
     from bench_boost import make_synthetic
 
     ctl_path, ack_path, symbols_path = args.child
-    X, y = make_synthetic(args.rows, 28, np.float32, 0)
-    n_train = int(0.8 * args.rows)
-    X, y = X[:n_train], y[:n_train]
     n = args.trees if args.model == "forest" else args.rounds
-    _estimator(args, n).fit(X[:20_000], y[:20_000])  # every kernel compiled (and its code kept)
+    if args.data == "synthetic":
+        X, y = make_synthetic(args.rows, 28, np.float32, 0)
+        n_train = int(0.8 * args.rows)
+        X, y = X[:n_train], y[:n_train]
+        estimator = lambda n: _estimator(args, n)  # noqa: E731
+        warm = 20_000
+    else:
+        import bench_boost
+
+        opts = argparse.Namespace(rounds=n, threads=args.n_jobs, device="cpu", rows=args.rows, data_dir=args.data_dir)
+        task, (X, _, y, _) = bench_boost.load(args.data, opts)
+        estimator = lambda n: bench_boost.make_model("gputrees", task, argparse.Namespace(**{**vars(opts), "rounds": n}))  # noqa: E731
+        warm = X.shape[0]  # a part of a real dataset may miss a case (missing values) and leave a kernel to compile
+    estimator(n).fit(X[:warm], y[:warm])  # every kernel compiled (and its code kept)
     with open(ctl_path, "w") as ctl, open(ack_path) as ack:
         ctl.write("enable\n")
         ctl.flush()
         ack.readline()
         t0 = time.perf_counter()
-        _estimator(args, n).fit(X, y)
+        estimator(n).fit(X, y)
         elapsed = time.perf_counter() - t0
         ctl.write("disable\n")
         ctl.flush()
         ack.readline()
-    print(f"fit {elapsed:.2f} s ({args.model}, {n_train:,} x 28 rows, {n} {'trees' if args.model == 'forest' else 'rounds'})")
+    print(f"fit {elapsed:.2f} s ({args.model}, {X.shape[0]:,} x {X.shape[1]} rows, {n} {'trees' if args.model == 'forest' else 'rounds'})")
     _write_symbols(symbols_path)
 
 
@@ -95,34 +112,56 @@ def _write_symbols(path):
     rows, seen = [], set()
     with tempfile.TemporaryDirectory() as tmp:
         obj = os.path.join(tmp, "lib.o")
-        for d in [o for o in gc.get_objects() if isinstance(o, Dispatcher)]:
-            for cres in list(d.overloads.values()):
-                lib = cres.library
-                if id(lib) in seen:
-                    continue
-                seen.add(id(lib))
-                try:
-                    blobs = lib.serialize_using_object_code()[2]
-                except Exception:  # a library loaded from a cache keeps no object code
-                    continue
-                code = next((b for b in blobs if isinstance(b, bytes) and b[:4] == b"\x7fELF"), None)
-                if code is None:
-                    continue
-                with open(obj, "wb") as f:
-                    f.write(code)
-                listing = subprocess.run(["nm", "-S", "--defined-only", obj], capture_output=True, text=True).stdout
-                for line in listing.splitlines():
-                    parts = line.split()
-                    if len(parts) == 4 and parts[2] in "Tt":
+        top = [(cres.library, _owner(d)) for d in gc.get_objects() if isinstance(d, Dispatcher)
+               for cres in list(d.overloads.values())]
+        # a prange loop's body is compiled into a library of its own, linked
+        # into its function's (and from there into its callers'): named after
+        # the function of fewest linked libraries that links it
+        top.sort(key=lambda item: len(getattr(item[0], "_linking_libraries", ())))
+        libs = list(top)
+        seen.update(id(lib) for lib, _ in top)
+        for lib, owner in libs:  # grows as it goes: breadth first
+            for linked in getattr(lib, "_linking_libraries", ()):
+                if id(linked) not in seen:
+                    seen.add(id(linked))
+                    libs.append((linked, owner))
+        for lib, owner in libs:
+            try:
+                blobs = lib.serialize_using_object_code()[2]
+            except Exception:  # a library loaded from a cache keeps no object code
+                continue
+            code = next((b for b in blobs if isinstance(b, bytes) and b[:4] == b"\x7fELF"), None)
+            if code is None:
+                continue
+            with open(obj, "wb") as f:
+                f.write(code)
+            listing = subprocess.run(["nm", "-S", "--defined-only", obj], capture_output=True, text=True).stdout
+            found, offset = [], None
+            for line in listing.splitlines():
+                parts = line.split()
+                if len(parts) == 4 and parts[2] in "Tt":
+                    name = f"{owner} [prange body]" if "__numba_parfor_gufunc" in parts[3] else parts[3]
+                    found.append((int(parts[0], 16), int(parts[1], 16), name))
+                    if offset is None:
                         try:
                             addr = lib.get_pointer_to_function(parts[3])
                         except Exception:
-                            continue
+                            addr = 0
                         if addr:
-                            rows.append((addr, int(parts[1], 16), parts[3]))
+                            offset = addr - int(parts[0], 16)
+            # local functions have no pointer to ask for: placed by their
+            # offset in the text from an exported one (the code is loaded whole)
+            if offset is not None:
+                rows.extend((value + offset, size, name) for value, size, name in found)
     with open(path, "w") as f:
         for addr, size, name in sorted(rows):
             f.write(f"{addr:x} {size} {name}\n")
+
+
+def _owner(dispatcher):
+    """A dispatcher's function as ``module.function`` (the module's last part), as :func:`_short` names symbols."""
+    f = dispatcher.py_func
+    return f"{f.__module__.rsplit('.', 1)[-1]}.{f.__qualname__}"
 
 
 def _short(symbol):
@@ -142,7 +181,7 @@ def report(data, symbols_path, top):
     rows = []
     with open(symbols_path) as f:
         for line in f:
-            addr, size, name = line.split()
+            addr, size, name = line.rstrip("\n").split(" ", 2)
             rows.append((int(addr, 16), int(size), name))
     starts = [r[0] for r in rows]
     out = subprocess.run(["perf", "script", "-i", data, "-F", "ip,dso"], capture_output=True, text=True).stdout
@@ -187,7 +226,7 @@ def main(argv=None):
         cmd = ["perf", "record", "-D", "-1", "--control", f"fifo:{ctl},{ack}", "-F", "999", "-o", data, "--",
                sys.executable, str(Path(__file__).resolve()), "--model", args.model, "--rows", str(args.rows),
                "--trees", str(args.trees), "--rounds", str(args.rounds), "--n-jobs", str(args.n_jobs),
-               "--child", ctl, ack, symbols]
+               "--data", args.data, "--data-dir", args.data_dir, "--child", ctl, ack, symbols]
         subprocess.run(cmd, env=env, check=True)
         report(data, symbols, args.top)
 
