@@ -57,11 +57,14 @@ def thread_count(n_jobs: int | None) -> int:
 
 
 #: Elementary updates (row x feature, row x tree level...) a thread should get
-#: before a pass is split over threads: at about 1 ns each, 2^16 of them take
-#: ~65 us, more than starting and joining a thread (tens of microseconds on
-#: an idle machine; a scheduler time slice, milliseconds, when the cores are
-#: shared), so smaller passes run on one thread.
-MIN_WORK_PER_THREAD = 1 << 16
+#: before a pass is split over threads: at about 1 ns each, 2^14 of them take
+#: ~16 us, several times the cost of a parallel region whose threads are
+#: still spinning from the last one (OpenMP layer, two threads: 1.6-1.9 us a
+#: region, measured), so smaller passes run on one thread. Was 2^16: Bank
+#: marketing's boosting (31k rows x 20: its smaller children's histograms,
+#: 120k updates, and its round ends ran on one thread) alternated 0.410 ->
+#: 0.367 s and 0.214 -> 0.201 s with 2^14 (flights, 245k rows: unchanged).
+MIN_WORK_PER_THREAD = 1 << 14
 
 
 #: A pair's routing (its side, its place, its child's sums) in units of
