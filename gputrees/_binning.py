@@ -196,7 +196,11 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
     sample = None
     if n_samples > BIN_SUBSAMPLE:
         idx = np.random.default_rng(BIN_SUBSAMPLE_SEED).choice(n_samples, BIN_SUBSAMPLE, replace=False)
-        sample = from_numpy(xp, np.sort(idx).astype(np.int64))
+        # the drawn rows in increasing order: marked and listed (one pass;
+        # sorting the draws took 10 ms of a 245k-row fit)
+        drawn = np.zeros(n_samples, dtype=np.bool_)
+        drawn[idx] = True
+        sample = from_numpy(xp, np.flatnonzero(drawn).astype(np.int64))
     features = []
     # features whose sample showed at most max_bins distinct values: those values, by feature
     pending = {}

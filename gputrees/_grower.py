@@ -185,6 +185,11 @@ class GrowerInputs:
         channel). The grower leaves the count out where the criterion has a
         count-free form (``Criterion.without_count``, boosting's Newton) and
         the other conditions hold (see :class:`Grower`).
+    unit_count_channel : bool
+        The caller knows that channel 0 (the count) is 1 on every row
+        (boosting's rounds without a row subsample): the grower takes it
+        as given instead of checking the rows (a pass over the channel
+        table every tree, and a host synchronisation on a GPU).
     """
 
     codes: object
@@ -201,6 +206,7 @@ class GrowerInputs:
     monotonic_cst: object = None
     codes_by_feature: object = None
     count_free_histograms: bool = False
+    unit_count_channel: bool = False
 
 
 @dataclass(frozen=True)
@@ -473,7 +479,9 @@ class Grower:
             # the record has no count: the children's counts are their rows'
             # (LocalRows.counts), which is their count channel's sum only where
             # that channel is 1 on every row (no row subsample)
-            self.stats_from_split = inputs.multiplicity is None and bool(xp.all(self.rows.chan[:, 0] == 1.0))
+            self.stats_from_split = inputs.multiplicity is None and (
+                inputs.unit_count_channel or bool(xp.all(self.rows.chan[:, 0] == 1.0))
+            )
         self.n_features = int(inputs.bin_mapper.is_categorical.shape[0])
         if rows is not None:
             self.n_trees, self.n_channels = rows.n_trees, rows.n_channels

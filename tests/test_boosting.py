@@ -220,6 +220,13 @@ def test_same_random_state_same_model_and_different_seeds_differ():
     assert not np.array_equal(a, c)
 
 
+def test_a_rounds_generator_made_on_first_use_draws_the_seeded_stream():
+    lazy, eager = boosting.RoundGenerator(12345, 7), np.random.default_rng([12345, 7])
+    np.testing.assert_array_equal(lazy.choice(1000, size=50, replace=False), eager.choice(1000, size=50, replace=False))
+    np.testing.assert_array_equal(lazy.integers(0, 2**62, size=4), eager.integers(0, 2**62, size=4))
+    assert not np.array_equal(boosting.RoundGenerator(12345, 8).random(4), boosting.RoundGenerator(12345, 7).random(4))
+
+
 def test_colsample_bytree_limits_each_trees_features():
     X, y = load_breast_cancer(return_X_y=True)
     m = GradientBoostingClassifier(n_estimators=10, colsample_bytree=0.1, random_state=0, early_stopping=False)

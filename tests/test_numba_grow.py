@@ -206,6 +206,20 @@ def test_uncovered_inputs_go_to_the_generic_grower(change):
     assert _numba_grow.grow_tree(NP, inputs, p) is None
 
 
+def test_a_count_channel_known_to_be_one_is_not_checked():
+    """``unit_count_channel``: the caller's word that every count is 1 replaces the check of the rows, in the
+    compiled tree's cover test and in the generic grower (the same tree either way)."""
+    inputs = _inputs(4, n=800)
+    p = _params()
+    told = dataclasses.replace(inputs, unit_count_channel=True)
+    _assert_same_batch(grow(NP, told, p), grow(NP, inputs, p))
+    _assert_same_batch(grow(NP, _generic(told), p), grow(NP, _generic(inputs), p))
+    table = inputs.channels.copy()
+    table[0, 0, 0] = 2.0  # a count of 2, hidden by the caller's word: the check is skipped
+    assert not _numba_grow.covered(NP, dataclasses.replace(inputs, channels=table), p)
+    assert _numba_grow.covered(NP, dataclasses.replace(told, channels=table), p)
+
+
 def test_used_bins_histograms_equal_the_full_ones():
     """``_run_histograms`` with ``used`` writes each feature's first used bins and the missing bin as the
     full kernel does, and leaves the others as they were."""

@@ -563,7 +563,7 @@ def covered(xp, inputs, params) -> bool:
         return False
     # the count-free form takes the children's counts from their rows, which
     # is their count channel's sum only where that channel is 1 on every row
-    return not count_free or bool(np.all(chan[:, 0] == 1.0))
+    return not count_free or inputs.unit_count_channel or bool(np.all(chan[:, 0] == 1.0))
 
 
 def _channels(inputs):
