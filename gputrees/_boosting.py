@@ -85,6 +85,8 @@ class RoundGenerator:
         self._generator = None
 
     def __getattr__(self, name):
+        if name in RoundGenerator.__slots__:  # not set yet (a copy being made): no generator to ask
+            raise AttributeError(name)
         generator = self._generator
         if generator is None:
             generator = self._generator = np.random.default_rng(self._key)

@@ -225,6 +225,11 @@ def test_a_rounds_generator_made_on_first_use_draws_the_seeded_stream():
     np.testing.assert_array_equal(lazy.choice(1000, size=50, replace=False), eager.choice(1000, size=50, replace=False))
     np.testing.assert_array_equal(lazy.integers(0, 2**62, size=4), eager.integers(0, 2**62, size=4))
     assert not np.array_equal(boosting.RoundGenerator(12345, 8).random(4), boosting.RoundGenerator(12345, 7).random(4))
+    import copy
+    import pickle
+
+    twin = pickle.loads(pickle.dumps(boosting.RoundGenerator(12345, 9)))
+    np.testing.assert_array_equal(copy.deepcopy(twin).random(3), np.random.default_rng([12345, 9]).random(3))
 
 
 def test_colsample_bytree_limits_each_trees_features():
