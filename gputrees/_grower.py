@@ -78,7 +78,7 @@ from . import _node_draws
 from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._splitting import SplitConstraints, SubtreeParams, find_best_splits
-from ._rows import LeafLayout, LocalRows
+from ._rows import LeafLayout, LocalRows, batch_trees, unit_counts
 from .kernels._records import TreeRows
 from .kernels._reference import children_slot_table, sibling_histograms, take_features
 
@@ -479,19 +479,15 @@ class Grower:
             # the record has no count: the children's counts are their rows'
             # (LocalRows.counts), which is their count channel's sum only where
             # that channel is 1 on every row (no row subsample)
-            self.stats_from_split = inputs.multiplicity is None and (
-                inputs.unit_count_channel or bool(xp.all(self.rows.chan[:, 0] == 1.0))
+            self.stats_from_split = inputs.multiplicity is None and unit_counts(
+                xp, self.rows.chan, inputs.unit_count_channel
             )
         self.n_features = int(inputs.bin_mapper.is_categorical.shape[0])
         if rows is not None:
             self.n_trees, self.n_channels = rows.n_trees, rows.n_channels
         else:  # as LocalRows counts them
-            ch = inputs.channels
-            self.n_trees = int(
-                inputs.multiplicity.shape[0] if inputs.multiplicity is not None
-                else (ch.shape[0] if ch.ndim == 3 else 1)
-            )
-            self.n_channels = int(ch.shape[-1])
+            self.n_trees = batch_trees(inputs.channels, inputs.multiplicity)
+            self.n_channels = int(inputs.channels.shape[-1])
         self.n_bins = inputs.bin_mapper.n_bins
         self.missing = self.n_bins - 1
         self.record_leaves = inputs.record_leaves
@@ -1253,23 +1249,23 @@ class Grower:
             st = xp.take(stats, idx, axis=0)
             ids = xp.take(roots, idx)
             dp = xp.take(depth, idx)
-            bd = None if bounds is None else xp.take(bounds, idx, axis=0)
-            draws = self._draw(ids, ids)
-            drawn = self._drawn_features(draws)
             if tree_rows is not None:
+                # every splittable root's tree grown whole in the subtree kernel
                 self._finish_subtrees(ids, st, dp, ids, tree_rows)
-                idx = idx[:0]
-        if int(idx.shape[0]):
-            if drawn is not None:
-                # over the roots' drawn features only, as the next levels build
-                # theirs (both children from their rows): no histogram kept
-                h = self._build(ids, drawn)
-                kept = None
             else:
-                h = kept = self._build(ids)
-            rec, imp, ok = self._split(h, st, dp, ids, draws, bd, drawn)
-            front = self._part(ids, st, dp, ids, rec, imp, ok, kept, bd)
-            del h, kept
+                bd = None if bounds is None else xp.take(bounds, idx, axis=0)
+                draws = self._draw(ids, ids)
+                drawn = self._drawn_features(draws)
+                if drawn is not None:
+                    # over the roots' drawn features only, as the next levels build
+                    # theirs (both children from their rows): no histogram kept
+                    h = self._build(ids, drawn)
+                    kept = None
+                else:
+                    h = kept = self._build(ids)
+                rec, imp, ok = self._split(h, st, dp, ids, draws, bd, drawn)
+                front = self._part(ids, st, dp, ids, rec, imp, ok, kept, bd)
+                del h, kept
         best_first = self.params.max_leaf_nodes is not None
         root_list = list(range(t))
         if best_first:

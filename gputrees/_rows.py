@@ -63,6 +63,25 @@ class LeafLayout:
     n_rounds: int
 
 
+def batch_trees(channels, multiplicity) -> int:
+    """Trees of a batch as its row set counts them: the multiplicities' rows, else the per-tree channels' (3-D), else 1."""
+    if multiplicity is not None:
+        return int(multiplicity.shape[0])
+    return int(channels.shape[0]) if channels.ndim == 3 else 1
+
+
+def unit_counts(xp, chan, known: bool = False) -> bool:
+    """Whether channel 0 (the count) of the channel table ``chan`` (rows, C) is 1 on every row.
+
+    ``known``: the caller's word (``GrowerInputs.unit_count_channel``), taken
+    without reading the rows; else one pass over them (a host
+    synchronisation on a GPU). Count-free histograms take the children's
+    counts from their rows (:meth:`LocalRows.counts`), which is their count
+    channel's sum only then.
+    """
+    return bool(known) or bool(xp.all(chan[:, 0] == 1.0))
+
+
 class LocalRows:
     """The active (tree, row) pairs of one fit, as device arrays beside the data.
 
@@ -113,8 +132,8 @@ class LocalRows:
         self.bounds = None
         self._child_sums = None
         self.wmult = None
+        self.n_trees = batch_trees(channels, multiplicity)
         if multiplicity is None and self.per_tree_channels:
-            self.n_trees = int(channels.shape[0])
             self.key = xp.arange(self.n_trees * self.n, dtype=xp.int64)
             # one tree: key == row, and one array (not two equal ones) moves
             # through the routing passes
@@ -124,13 +143,11 @@ class LocalRows:
             self.node = xp.zeros(self.n, dtype=xp.int64) if self.n_trees == 1 else self.key // self.n
             self.mult = None
         elif multiplicity is None:
-            self.n_trees = 1
             self.row = xp.arange(self.n, dtype=xp.int64)
             self.key = self.row
             self.node = xp.zeros(self.n, dtype=xp.int64)
             self.mult = None
         else:
-            self.n_trees = int(multiplicity.shape[0])
             flat = xp.reshape(multiplicity, (-1,))
             sel = xp.astype(xp.nonzero(flat > 0)[0], xp.int64)
             self.key = sel

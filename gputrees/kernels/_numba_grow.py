@@ -45,6 +45,7 @@ import numpy as np
 from numba import prange
 
 from .._criteria import NEWTON_GAIN_RTOL, Newton
+from .._rows import unit_counts
 from .._splitting import TIE_RTOL
 from ._numba import (
     _JIT,
@@ -563,7 +564,7 @@ def covered(xp, inputs, params) -> bool:
         return False
     # the count-free form takes the children's counts from their rows, which
     # is their count channel's sum only where that channel is 1 on every row
-    return not count_free or inputs.unit_count_channel or bool(np.all(chan[:, 0] == 1.0))
+    return not count_free or unit_counts(xp, chan, inputs.unit_count_channel)
 
 
 def _channels(inputs):
