@@ -69,6 +69,7 @@ def _estimator(args, n_estimators):
 def child(args):
     """The fit under perf: warm up (compile), enable the recording, fit, disable, list the symbols."""
     import numpy as np
+    import sklearn.base
 
     sys.path.insert(0, str(HERE))
     from bench_boost import make_synthetic
@@ -79,22 +80,22 @@ def child(args):
         X, y = make_synthetic(args.rows, 28, np.float32, 0)
         n_train = int(0.8 * args.rows)
         X, y = X[:n_train], y[:n_train]
-        estimator = lambda n: _estimator(args, n)  # noqa: E731
+        model = _estimator(args, n)
         warm = 20_000
     else:
         import bench_boost
 
         opts = argparse.Namespace(rounds=n, threads=args.n_jobs, device="cpu", rows=args.rows, data_dir=args.data_dir)
         task, (X, _, y, _) = bench_boost.load(args.data, opts)
-        estimator = lambda n: bench_boost.make_model("gputrees", task, argparse.Namespace(**{**vars(opts), "rounds": n}))  # noqa: E731
+        model = bench_boost.make_model("gputrees", task, opts)
         warm = X.shape[0]  # a part of a real dataset may miss a case (missing values) and leave a kernel to compile
-    estimator(n).fit(X[:warm], y[:warm])  # every kernel compiled (and its code kept)
+    sklearn.base.clone(model).fit(X[:warm], y[:warm])  # every kernel compiled (and its code kept)
     with open(ctl_path, "w") as ctl, open(ack_path) as ack:
         ctl.write("enable\n")
         ctl.flush()
         ack.readline()
         t0 = time.perf_counter()
-        estimator(n).fit(X, y)
+        model.fit(X, y)
         elapsed = time.perf_counter() - t0
         ctl.write("disable\n")
         ctl.flush()
@@ -211,6 +212,8 @@ def report(data, symbols_path, top):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.data != "synthetic" and args.model != "boost":
+        sys.exit(f"--data {args.data} is bench_boost.py's boosting model: use it with --model boost")
     if args.child:
         child(args)
         return
