@@ -35,6 +35,7 @@ from ._predictor import apply_trees, gather_node_values
 from ._progress import _Monitor, _Step
 from ._state import transactional_fit
 from ._validation import (
+    encode_classes,
     check_finite_x,
     holdout_split,
     check_target_scale,
@@ -828,7 +829,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     def _encode_y(self, y, sw, fit):
         check_classification_targets(y)
         if fit:
-            classes, y_enc = np.unique(y, return_inverse=True)
+            classes, y_enc = encode_classes(y)
             if classes.shape[0] < 2:
                 raise ValueError(
                     f"GradientBoostingClassifier needs at least 2 classes in y, got {classes.shape[0]} class"

@@ -24,6 +24,7 @@ from ._pruning import ccp_path, prune_ccp, prune_reduced_error
 from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import (
+    encode_classes,
     check_finite_x,
     drop_zero_weight_rows,
     holdout_split,
@@ -629,7 +630,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
 
     def _encode_target(self, y, sw):
         check_classification_targets(y)
-        classes, y_enc = np.unique(y, return_inverse=True)
+        classes, y_enc = encode_classes(y)
         self.classes_ = classes
         self.n_classes_ = int(classes.shape[0])
         if self.class_weight is not None:

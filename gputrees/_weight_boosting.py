@@ -66,7 +66,7 @@ from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._predictor import apply_trees, gather_node_values
 from ._progress import _Monitor, _Step
 from ._state import transactional_fit
-from ._validation import sample_weight_to_host, y_to_host
+from ._validation import encode_classes, sample_weight_to_host, y_to_host
 
 __all__ = ["AdaBoostClassifier", "AdaBoostRegressor"]
 
@@ -476,8 +476,8 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             y_codes = data.y
         else:
             check_classification_targets(data.y_host)
-            self.classes_ = np.unique(data.y_host)
-            y_codes = xp.asarray(np.searchsorted(self.classes_, data.y_host).astype(np.int64))
+            self.classes_, codes = encode_classes(data.y_host)
+            y_codes = xp.asarray(codes)
         self.n_classes_ = k = int(self.classes_.shape[0])
         self.estimators_ = []
         weights, errors = [], []

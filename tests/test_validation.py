@@ -502,3 +502,25 @@ def test_regressor_multi_output(n_outputs):
     np.testing.assert_allclose(pred, Y, rtol=1e-5, atol=1e-5)
     X_test = rng.normal(size=(7, 4))
     assert est.predict(X_test).shape == (7, n_outputs)
+
+
+@pytest.mark.parametrize(
+    "y",
+    [
+        np.array([3, 1, 3, 2, 1, 1, 7]),
+        np.array([0.5, -1.0, 0.5, 2.25]),
+        np.array(["b", "a", "c", "a", "b"]),
+        np.array(["yes", "no", "no"], dtype=object),
+        np.array([True, False, True]),
+        np.array([4, 4, 4]),
+    ],
+    ids=["int", "float", "str", "object", "bool", "one-class"],
+)
+def test_encode_classes_is_numpys_unique_with_inverse(y):
+    from gputrees._validation import encode_classes
+
+    classes, codes = encode_classes(y)
+    want_classes, want_codes = np.unique(y, return_inverse=True)
+    assert classes.dtype == want_classes.dtype and np.array_equal(classes, want_classes)
+    assert codes.dtype == np.int64 and np.array_equal(codes, want_codes.reshape(-1))
+    assert np.array_equal(classes[codes], y)
