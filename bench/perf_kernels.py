@@ -16,7 +16,11 @@ page faults)::
     python bench/perf_kernels.py --model forest --trees 40
     python bench/perf_kernels.py --model boost --rounds 30 --rows 800000
     python bench/perf_kernels.py --model boost --data flights --rounds 100
+    python bench/perf_kernels.py --model forest --trees 20 --event page-faults
 
+``--event page-faults`` records every page fault instead of the CPU clock:
+the functions that first touch fresh memory (a buffer allocated anew each
+call, whose pages the kernel maps on first write).
 ``--data flights`` or ``bank`` fits ``bench_boost.py``'s model (its
 parameters, its training split) on that dataset.
 
@@ -53,6 +57,9 @@ def parse_args(argv=None):
                    help="boosting: bench_boost.py's dataset and model")
     p.add_argument("--data-dir", default=str(HERE.parent.parent / "shared" / "data"))
     p.add_argument("--top", type=int, default=25, help="functions listed")
+    p.add_argument("--event", choices=["cpu-clock", "page-faults"], default="cpu-clock",
+                   help="what a sample is: 999 a second of CPU time, or every page fault (where fresh memory is "
+                        "first touched)")
     p.add_argument("--child", nargs=3, metavar=("CTL", "ACK", "SYMBOLS"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -226,7 +233,8 @@ def main(argv=None):
         os.mkfifo(ack)
         data, symbols = os.path.join(tmp, "perf.data"), os.path.join(tmp, "symbols.txt")
         env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "numba_cache"))
-        cmd = ["perf", "record", "-D", "-1", "--control", f"fifo:{ctl},{ack}", "-F", "999", "-o", data, "--",
+        sampling = ["-F", "999"] if args.event == "cpu-clock" else ["-e", "page-faults", "-c", "1"]
+        cmd = ["perf", "record", "-D", "-1", "--control", f"fifo:{ctl},{ack}", *sampling, "-o", data, "--",
                sys.executable, str(Path(__file__).resolve()), "--model", args.model, "--rows", str(args.rows),
                "--trees", str(args.trees), "--rounds", str(args.rounds), "--n-jobs", str(args.n_jobs),
                "--data", args.data, "--data-dir", args.data_dir, "--child", ctl, ack, symbols]
