@@ -162,6 +162,38 @@ def test_trees_of_a_workspace_share_their_work_buffers(monkeypatch):
     assert len(made) == 4
 
 
+def test_a_fits_fixed_inputs_are_checked_and_converted_once_in_its_workspace(monkeypatch):
+    """The codes, mapper and parameters' checks and arrays (``_Fixed``) are made once for every round of a
+    workspace, anew for other codes or another mapper (an uncovered one then goes to the generic grower), and
+    for every tree outside a workspace."""
+    inputs = _inputs(3, missing=0.02)
+    p = _params()
+    new = _numba_grow._Fixed.new.__func__
+    made = []
+
+    def counting(cls, *a):
+        made.append(a)
+        return new(cls, *a)
+
+    monkeypatch.setattr(_numba_grow._Fixed, "new", classmethod(counting))
+    round_two = dataclasses.replace(inputs, channels=inputs.channels * 0.5)
+    want = [grow(NP, _generic(x), p) for x in (inputs, round_two)]
+    with _numba.workspace():
+        got = [grow(NP, x, p) for x in (inputs, round_two)]
+        assert len(made) == 1
+        other = _inputs(4, missing=0.02)
+        _assert_same_batch(grow(NP, other, p), grow(NP, _generic(other), p))
+        assert len(made) == 2
+        mapper = dataclasses.replace(other.bin_mapper, is_categorical=np.array([False, True, False, False, False]))
+        assert _numba_grow.grow_tree(NP, dataclasses.replace(other, bin_mapper=mapper), p) is None
+        assert len(made) == 3
+    for a, b in zip(got, want, strict=True):
+        _assert_same_batch(a, b)
+    grow(NP, inputs, p)
+    grow(NP, inputs, p)
+    assert len(made) == 5
+
+
 @pytest.mark.parametrize(
     "change",
     ["categorical", "two_trees", "multiplicity", "best_first", "max_features", "local_thresholds", "no_depth",
@@ -300,8 +332,10 @@ def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypa
     monkeypatch.setattr(_numba_grow, "grow_tree", counting)
     compiled = cls(**kw).fit(X, y)
     assert calls == [True] * 12
-    monkeypatch.setattr(_numba_grow, "covered", lambda *a: False)
+    calls.clear()
+    monkeypatch.setattr(_numba_grow, "grow_tree", lambda *a, **k: calls.append(False))
     generic = cls(**kw).fit(X, y)
+    assert calls == [False] * 12
     for ra, rb in zip(compiled._rounds, generic._rounds, strict=True):
         _assert_same_batch(ra.batch, rb.batch)
         np.testing.assert_array_equal(np.asarray(ra.values), np.asarray(rb.values))
