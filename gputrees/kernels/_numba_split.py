@@ -541,6 +541,13 @@ def _scratch(nb, C):
 
 
 @numba.njit(**_JIT_SPLIT)
+def _block_scratch(n_blocks, nb, C):
+    """:func:`_scratch` for each of ``n_blocks`` blocks, as arrays with a leading block axis (six allocations)."""
+    return (np.empty((n_blocks, C)), np.empty((n_blocks, C)), np.empty((n_blocks, C)), np.empty((n_blocks, C)),
+            np.empty((n_blocks, nb, C)), np.empty((n_blocks, nb)))
+
+
+@numba.njit(**_JIT_SPLIT)
 def _outputs(m, C, threshold):
     """The record's arrays (found, proxy, feature, bin, missing_left, left, threshold) as for no split."""
     return (np.zeros(m, dtype=np.bool_), np.full(m, _NEG_INF), np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
@@ -565,6 +572,12 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
     rec_bin = np.zeros(n_rec, dtype=np.int64)
     rec_p = np.zeros(n_rec)
     rec_left = np.zeros((n_rec, C))
+    # each block's work space, made once for both phases (made in each block
+    # of each phase, they were 16 of the 21 allocations a call: 850 a
+    # boosting tree of Bank marketing)
+    s_cum, s_r, s_tmp, s_res, s_l, s_out = _block_scratch(n_blocks, nb, C)
+    f_l = np.empty((n_blocks, 2 if fused else 0, nb, C))
+    f_out = np.empty((n_blocks, 2 if fused else 0, nb))
     # phase 0: every (node, feature)'s best proxy; phase 1: every node's first
     # near-best feature, replayed for its first near-best candidate (one call
     # site of the scan for both: less machine code to compile).
@@ -572,9 +585,9 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
         n_items = m * F if phase == 0 else m
         per = (n_items + n_blocks - 1) // n_blocks
         for blk in prange(n_blocks):
-            scratch = _scratch(nb, C)
-            fL = np.empty((2 if fused else 0, nb, C))
-            fout = np.empty((2 if fused else 0, nb))
+            scratch = (s_cum[blk], s_r[blk], s_tmp[blk], s_res[blk], s_l[blk], s_out[blk])
+            fL = f_l[blk]
+            fout = f_out[blk]
             for item in range(blk * per, min(n_items, (blk + 1) * per)):
                 i, f0, f1, target = item // F, item % F, item % F + 1, _NEG_INF
                 best = _NEG_INF
