@@ -583,8 +583,9 @@ class _Fixed:
     """What :func:`_grow` reads of a fit's codes, mapper and parameters, made once for all of its rounds.
 
     Inside a fit's workspace (:func:`kept`) every round's tree reuses it
-    instead of checking and converting them again (Bank marketing: about 40
-    us a round of Python, where a tree takes about 1 ms).
+    instead of checking and converting them again (Bank marketing:
+    ``grow_tree``'s Python around ``_grow`` 73 -> 65 us a round, against
+    about 1 ms a tree).
 
     Attributes
     ----------
