@@ -664,8 +664,12 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
     """
     from .._grower import TreeBatch
 
+    # the round's checks first: they turn away forests and single trees
+    # (other criteria, multiplicities) without making a _Fixed for them
+    if not _round_covered(xp, inputs, params):
+        return None
     fixed = _fixed(inputs, params)
-    if not (fixed.covered and _round_covered(xp, inputs, params)):
+    if not fixed.covered:
         return None
     codes = fixed.codes
     mapper = inputs.bin_mapper
