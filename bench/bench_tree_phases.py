@@ -32,12 +32,12 @@ sys.path.insert(0, str(HERE))
 
 #: (the statement a phase starts at, the phase's name); each phase runs to the next mark
 PHASES = [
-    ("    rs = _run_sums(", "root sums"),
-    ("    hist = _run_histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1]", "root histogram"),
+    ("    rs = _run_sums_serial(", "root sums"),
+    ("    workers = _workers(n * F, n_threads)", "root histogram"),
     ("    ok = _scan_nodes(hist, stats, root", "root scan"),
     ("        last = depth[front[0]] + 1 >= max_depth", "partition / leaf pass"),
     ("        can = np.zeros(2 * k", "children's statistics, plan"),
-    ("            small_hist = _run_histograms(", "smaller children's histograms"),
+    ("            s_b = seg_b[small]", "smaller children's histograms"),
     ("            level = hist_b[:n_can]", "siblings by subtraction"),
     ("            ok = _scan_nodes(hist, stats, cand", "split scans"),
     ("        if not last:", "leaves marked"),
@@ -115,6 +115,8 @@ def main(argv=None):
     p.add_argument("--data", choices=["synthetic", "flights", "bank"], default="synthetic")
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows before the 75%% training split")
+    p.add_argument("--first", type=int, default=None,
+                   help="fit on the first this many training rows only (a tree's fixed costs on small data)")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--data-dir", default=str(HERE.parent.parent / "shared" / "data"))
     args = p.parse_args(argv)
@@ -126,6 +128,8 @@ def main(argv=None):
     clock = Clock()
     instrument(clock)
     X, y, name = load_data(args.data, args.data_dir, args.rows)
+    if args.first is not None:
+        X, y = X[: args.first], y[: args.first]
     est = getattr(gputrees, name)(n_estimators=args.rounds, n_jobs=args.n_jobs, **BOOST_PARAMS)
     est.fit(X[:2000], y[:2000])  # compiles
     n_features = X.shape[1]

@@ -55,6 +55,8 @@ def parse_args(argv=None):
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--data", choices=["synthetic", "flights", "bank"], default="synthetic",
                    help="boosting: bench_boost.py's dataset and model")
+    p.add_argument("--first", type=int, default=None,
+                   help="with --data flights or bank: fit on the first this many training rows only")
     p.add_argument("--data-dir", default=str(HERE.parent.parent / "shared" / "data"))
     p.add_argument("--top", type=int, default=25, help="functions listed")
     p.add_argument("--event", choices=["cpu-clock", "page-faults"], default="cpu-clock",
@@ -94,6 +96,8 @@ def child(args):
 
         opts = argparse.Namespace(rounds=n, threads=args.n_jobs, device="cpu", rows=args.rows, data_dir=args.data_dir)
         task, (X, _, y, _) = bench_boost.load(args.data, opts)
+        if args.first is not None:
+            X, y = X[: args.first], y[: args.first]
         model = bench_boost.make_model("gputrees", task, opts)
         warm = X.shape[0]  # a part of a real dataset may miss a case (missing values) and leave a kernel to compile
     sklearn.base.clone(model).fit(X[:warm], y[:warm])  # every kernel compiled (and its code kept)
@@ -237,7 +241,8 @@ def main(argv=None):
         cmd = ["perf", "record", "-D", "-1", "--control", f"fifo:{ctl},{ack}", *sampling, "-o", data, "--",
                sys.executable, str(Path(__file__).resolve()), "--model", args.model, "--rows", str(args.rows),
                "--trees", str(args.trees), "--rounds", str(args.rounds), "--n-jobs", str(args.n_jobs),
-               "--data", args.data, "--data-dir", args.data_dir, "--child", ctl, ack, symbols]
+               "--data", args.data, "--data-dir", args.data_dir,
+               *(["--first", str(args.first)] if args.first is not None else []), "--child", ctl, ack, symbols]
         subprocess.run(cmd, env=env, check=True)
         report(data, symbols, args.top)
 

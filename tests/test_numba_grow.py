@@ -14,7 +14,7 @@ from gputrees._criteria import Newton
 from gputrees._grower import GrowerInputs, GrowerParams, grow
 
 pytest.importorskip("numba")
-from gputrees.kernels import _numba, _numba_grow, get_kernels  # noqa: E402
+from gputrees.kernels import _numba, _numba_grow, _numba_split, get_kernels  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 BATCH_FIELDS = ("node_count", "left", "right", "feature", "bin", "missing_left", "is_categorical", "cat_left",
@@ -303,6 +303,74 @@ def test_scratch_histograms_equal_row_order_sums():
             written = list(range(used[f])) + [nb - 1]
             np.testing.assert_array_equal(got[s, f, written], want[f, written])
             assert np.all(np.isnan(np.delete(got[s, f], written, axis=0)))
+
+
+def test_serial_twins_equal_their_parallel_kernels():
+    """Each kernel the compiled tree runs without threads on small work (``_numba.serial_twin``) gives what its
+    parallel kernel gives on two threads, bit for bit: nodes of many rows, of one row and of none; the twins
+    are cached under names of their own."""
+    rng = np.random.default_rng(8)
+    n, p, nb = 40_000, 4, 16
+    missing_bin = nb - 1
+    codes = rng.integers(0, nb, (n, p)).astype(np.uint8)
+    codes_t = np.ascontiguousarray(codes.T)
+    chan = rng.standard_normal((n, 3))
+    chan[:, 2] = rng.random(n) + 0.1  # hessians
+    order = rng.permutation(n).astype(np.int64)
+    # nodes: 20,000 rows (two partition blocks), 19,999, one row, none
+    seg_a = np.array([0, 20_000, 39_999, 40_000], dtype=np.int64)
+    seg_b = np.array([20_000, 39_999, 40_000, 40_000], dtype=np.int64)
+    sel = np.arange(4, dtype=np.int64)
+    feature = np.array([0, 3, 1, 2], dtype=np.int64)
+    bin_ = np.array([5, 0, 9, 3], dtype=np.int64)
+    missing_left = np.array([True, False, True, False])
+    used = np.array([nb - 1, 3, 7, nb - 1], dtype=np.int64)
+    empty = np.empty(0)
+    hist_start = np.where(seg_b > seg_a, seg_a, -1)
+
+    def both(name, *args):
+        par = getattr(_numba_grow, name, None) or getattr(_numba, name)
+        ser = getattr(_numba_grow, name + "_serial", None) or getattr(_numba, name + "_serial")
+        assert ser.py_func.__qualname__ == par.py_func.__qualname__ + "_serial"
+        outs = []
+        for kernel, threads in ((par, 2), (ser, 1)):
+            copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            with _numba._Threads(threads):
+                ret = kernel(*copies)
+            outs.append((ret, [c for c in copies if isinstance(c, np.ndarray)]))
+        (r1, a1), (r2, a2) = outs
+        for u, v in zip(r1 if isinstance(r1, tuple) else (r1,), r2 if isinstance(r2, tuple) else (r2,)):
+            np.testing.assert_array_equal(np.asarray(u), np.asarray(v), err_msg=name)
+        for u, v in zip(a1, a2):  # outputs written in place
+            np.testing.assert_array_equal(u, v, err_msg=name)
+
+    both("_start_rows", np.full(n, -1, dtype=np.int64))
+    both("_partition", codes_t, order, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.bool_), seg_a, seg_b,
+         sel, feature, bin_, missing_left, missing_bin)
+    both("_leaf_pass", codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin,
+         np.full(n, -1, dtype=np.int64), 10)
+    both("_mark_leaves", order, seg_a, seg_b, sel, np.full(n, -1, dtype=np.int64))
+    both("_run_sums", order, empty, empty, 0, chan, hist_start, seg_b)
+    both("_run_histograms", codes, order, order, empty, empty, 0, chan, hist_start, seg_b, nb, 2, p,
+         np.full((4, p, nb, 2), np.nan), 1, used)
+    small = _numba._run_histograms(codes, order, order, empty, empty, 0, chan, hist_start[:2], seg_b[:2], nb, 2, p,
+                                   np.zeros((2, p, nb, 2)), 1, None)
+    parent = small[:1] + small[1:]
+    both("_siblings", parent, np.zeros(1, dtype=np.int64), small[:1], np.array([False]),
+         np.array([0, 1], dtype=np.int64), np.full((2, p, nb, 2), np.nan), used)
+    # the split scan: eight blocks on two threads against one block without threads
+    hist = np.concatenate([small, parent])
+    stats = hist[:, 0].sum(axis=1)
+    d1 = np.zeros((1, 1))
+    mapper = _numba_split._mapper_arrays(None)
+    args = (hist, stats, (float(_numba_split._NEWTON_GH), 1.0, 1.0, 1.0, 1.0), np.ones((1, 1), dtype=np.bool_),
+            False, d1, False, np.zeros((1, 1), dtype=np.int64), False, d1, d1, False, *mapper, False, False, 1e-9)
+    with _numba._Threads(2):
+        want = _numba_split._best_splits(*args, 8)
+    got = _numba_split._best_splits_serial(*args, 1)
+    for u, v in zip(want, got):
+        np.testing.assert_array_equal(u, v)
+    assert want[0].all()  # every node found a split
 
 
 @pytest.mark.parametrize("case", ["binary", "regression", "missing"])

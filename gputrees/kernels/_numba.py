@@ -20,6 +20,7 @@ import contextlib
 import math
 import sys
 import threading
+from types import FunctionType
 
 import numba
 import numpy as np
@@ -93,6 +94,36 @@ class _Threads:
     def __exit__(self, *exc):
         if self.before != self.n:
             numba.set_num_threads(self.before)
+
+
+def serial_twin(kernel):
+    """``kernel`` (a ``parallel=True`` dispatcher) compiled again without threads: its ``prange`` loops run as
+    ``range`` on the calling thread, in the same order, with no parallel region.
+
+    A parallel region costs its launch even when one thread does the work
+    (the OpenMP layer's team, schedule and barrier: 0.7 us a region with
+    one thread, 1.2 us with two, hot; more when the workers have gone to
+    sleep): a boosting tree of a small data set runs about 40 of them, whose
+    passes are too small for a second thread (:data:`MIN_WORK_PER_THREAD`).
+    Callers take the twin where the work is that small, or where one
+    thread is all they have. The kernels' results do not depend on the
+    thread count, so the twin's are the same bit for bit.
+
+    The twin is a copy of the Python function under its own name
+    (``<name>_serial``), so that its on-disk cache entry is not the
+    parallel kernel's.
+    """
+    f = kernel.py_func
+    twin = FunctionType(f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__, f.__closure__)
+    twin.__qualname__ = f.__qualname__ + "_serial"
+    twin.__doc__ = f.__doc__
+    options = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython", "boundscheck")}
+    # Numba compiles a prange loop's body with NumPy's error model (a division
+    # by zero gives inf, not an exception); the twin's loops get the same, or
+    # its divisions would carry a zero test that keeps them from being
+    # vectorised (log-loss's log term, one thread, 31k rows: 157 us against 30)
+    options["error_model"] = "numpy"
+    return numba.njit(cache=True, **options)(twin)
 
 
 # -- software prefetch -----------------------------------------------------------
@@ -1620,7 +1651,8 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     if grouped:
         with _Threads(threads):
             out = _output((int(n_slots), int(codes.shape[1]), int(n_bins), n_channels))
-            return _run_histograms(
+            run = _run_histograms if _threaded_histograms(start, end, threads, threads) else _run_histograms_serial
+            return run(
                 codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode, chan_table, start, end,
                 int(n_bins), threads, _row_bytes(codes), out, first,
             )
@@ -1724,8 +1756,9 @@ def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, n_threads: int = 
     if grouped:
         # no more threads than nodes: an idle thread would only wait (OpenMP
         # spins while it waits, slowing the busy thread on a shared machine)
-        with _Threads(min(_threads_for(n_threads, int(active.node.shape[0])), max(1, int((start >= 0).sum())))):
-            return np.ascontiguousarray(_run_sums(
+        threads = min(_threads_for(n_threads, int(active.node.shape[0])), max(1, int((start >= 0).sum())))
+        with _Threads(threads):
+            return np.ascontiguousarray((_run_sums if threads > 1 else _run_sums_serial)(
                 _i64(active.chan_index), mult, wmult, mode, np.ascontiguousarray(chan, dtype=np.float64), start, end
             ))
     return _node_sums(
@@ -2236,6 +2269,24 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
     return out
 
 
+_run_histograms_serial = serial_twin(_run_histograms)
+
+
+@numba.njit(**_JIT)
+def _threaded_histograms(start, end, n_workers, n_threads):
+    """Whether :func:`_run_histograms` needs threads: more than one worker, or a slot it sums by blocks of rows
+    (at least ``2 * ROW_BLOCK`` rows) on more than one thread (``n_threads``: Numba's count for the call);
+    else its serial twin does the same work."""
+    if n_workers > 1:
+        return True
+    if n_threads <= 1:
+        return False
+    for s in range(start.shape[0]):
+        if start[s] >= 0 and end[s] - start[s] >= 2 * ROW_BLOCK:
+            return True
+    return False
+
+
 #: Rows of a block of a large slot's histogram (see :func:`_row_blocks`): large
 #: enough that a block's partial histogram (features x bins x channels, up to
 #: 115 KB for 28 features) is a small share of its updates to merge.
@@ -2403,6 +2454,9 @@ def _run_sums(chan_index, mult, wmult, mode, chan, start, end):
         if start[s] >= 0:
             _sum_run(out, s, chan, chan_index, start[s], end[s], mult, wmult, mode)
     return out[:, :n_channels]
+
+
+_run_sums_serial = serial_twin(_run_sums)
 
 
 @numba.njit(**_JIT)

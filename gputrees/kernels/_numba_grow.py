@@ -55,11 +55,22 @@ from ._numba import (
     _at1,
     _put1,
     _run_histograms,
+    _run_histograms_serial,
+    _run_sums_serial,
+    _threaded_histograms,
     kept,
-    _run_sums,
+    serial_twin,
     _Threads,
 )
-from ._numba_split import _BLOCKS_PER_THREAD, _NEWTON, _NEWTON_GH, _best_splits, _has_values, _mapper_arrays
+from ._numba_split import (
+    _BLOCKS_PER_THREAD,
+    _NEWTON,
+    _NEWTON_GH,
+    _best_splits,
+    _best_splits_serial,
+    _has_values,
+    _mapper_arrays,
+)
 
 __all__ = ["grow_tree", "MAX_DEPTH"]
 
@@ -240,6 +251,13 @@ def _siblings(parent_hist, parent_index, small, small_is_right, children, out, u
                     out[j, f, b, k] = small[p, f, b, k] if built else parent_hist[q, f, b, k] - small[p, f, b, k]
 
 
+_start_rows_serial = serial_twin(_start_rows)
+_partition_serial = serial_twin(_partition)
+_leaf_pass_serial = serial_twin(_leaf_pass)
+_mark_leaves_serial = serial_twin(_mark_leaves)
+_siblings_serial = serial_twin(_siblings)
+
+
 @numba.njit(**_JIT_GROW)
 def _score(s, gi, l2):
     """Newton's ``G^2 / (H + l2)`` (``Newton.score``), G at channel ``gi``, H after it."""
@@ -270,8 +288,13 @@ def _workers(work, n_threads):
 
 
 @numba.njit(**_JIT_GROW)
-def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, out):
+def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out):
     """Best splits of the nodes ``cand`` (histograms ``hist``, one per node in order) and whether each is kept.
+
+    ``filled``: the bins a node's scan reads, over all features (each
+    feature's value bins and the missing one): its threads are chosen by
+    ``len(cand) * filled * Ch`` (a feature of few values is scanned over its
+    few bins, not ``n_bins``).
 
     Writes the kept nodes' records to ``out`` (feature, bin, missing_left,
     threshold, left (nodes, Ch)) at the nodes' ids; returns the kept mask
@@ -284,11 +307,13 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
         for c in range(Ch):
             parent[i, c] = node_stats[cand[i], first + c]
     d1 = np.zeros((1, 1))
-    found, proxy, feature, bin_, missing_left, left, threshold = _best_splits(
-        hist, parent, crit, np.ones((1, 1), dtype=np.bool_), False, d1, False, np.zeros((1, 1), dtype=np.int64),
-        False, d1, d1, False, thresholds, bin_values, is_exact, n_value_bins, True, False, tie_rtol,
-        _n_blocks(m, F, m * F * nb * Ch, n_threads),
-    )
+    n_blocks = _n_blocks(m, F, m * filled * Ch, n_threads)
+    args = (hist, parent, crit, np.ones((1, 1), dtype=np.bool_), False, d1, False, np.zeros((1, 1), dtype=np.int64),
+            False, d1, d1, False, thresholds, bin_values, is_exact, n_value_bins, True, False, tie_rtol, n_blocks)
+    if n_blocks > 1:
+        found, proxy, feature, bin_, missing_left, left, threshold = _best_splits(*args)
+    else:
+        found, proxy, feature, bin_, missing_left, left, threshold = _best_splits_serial(*args)
     o_feature, o_bin, o_missing_left, o_threshold, o_left = out
     kind, l2 = crit[0], crit[2]
     gi = 1 if kind == _NEWTON else 0
@@ -339,17 +364,23 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     seg_a = np.zeros(cap, dtype=np.int64)
     seg_b = np.zeros(cap, dtype=np.int64)
     out = (feature, bin_, missing_left, threshold, left)
-    _start_rows(order)
+    if _workers(n, n_threads) > 1:
+        _start_rows(order)
+    else:
+        _start_rows_serial(order)
     empty = np.empty(0)
     seg_b[0] = n
     # the bins a feature's codes can fill besides the missing one: histograms
     # are written (and read by the scan) there only
     n_value_bins = mapper[3]
     used = np.empty(F, dtype=np.int64)
+    filled = 0  # the bins a node's histograms hold over all features
     for f in range(F):
         used[f] = min(n_bins - 1, n_value_bins[f])
+        filled += used[f] + 1
     root = np.zeros(1, dtype=np.int64)
-    rs = _run_sums(order, empty, empty, 0, chan, seg_a[:1], seg_b[:1])
+    # (one slot: one thread sums it either way)
+    rs = _run_sums_serial(order, empty, empty, 0, chan, seg_a[:1], seg_b[:1])
     for c in range(C):
         stats[0, c] = rs[0, c]
     n_nodes = 1
@@ -358,10 +389,15 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold
     # a level's histograms are written over the level before the last
     # (the parents' stay for the subtraction): two buffers in turn
-    hist = _run_histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins,
-                           _workers(n * F, n_threads), row_bytes, hist_a[:1], first, used)
+    workers = _workers(n * F, n_threads)
+    if _threaded_histograms(seg_a[:1], seg_b[:1], workers, n_threads):
+        hist = _run_histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins, workers,
+                               row_bytes, hist_a[:1], first, used)
+    else:
+        hist = _run_histograms_serial(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins,
+                                      workers, row_bytes, hist_a[:1], first, used)
     next_in_b = True
-    ok = _scan_nodes(hist, stats, root, first, crit, min_dec, mapper, tie_rtol, n_threads, out)
+    ok = _scan_nodes(hist, stats, root, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out)
     front = root[ok]
     if front.shape[0] == 0:  # no split kept: every row in the root
         row_leaf[:] = 0
@@ -372,12 +408,24 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         # the last level's children are leaves: their rows' leaves written
         # in one pass, the rows not moved
         last = depth[front[0]] + 1 >= max_depth
-        if last:
-            n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, feature[front], bin_[front],
-                                missing_left[front], missing_bin, row_leaf, base)
+        rows = 0
+        for node in front:
+            rows += seg_b[node] - seg_a[node]
+        threaded = n_threads > 1 and rows >= PARTITION_ROWS
+        f_feature, f_bin, f_missing_left = feature[front], bin_[front], missing_left[front]
+        if last and threaded:
+            n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
+                                row_leaf, base)
+        elif last:
+            n_left = _leaf_pass_serial(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
+                                       missing_bin, row_leaf, base)
         else:
-            n_left = _partition(codes_t, order, spare, go, seg_a, seg_b, front, feature[front], bin_[front],
-                                missing_left[front], missing_bin)
+            if threaded:
+                n_left = _partition(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
+                                    f_missing_left, missing_bin)
+            else:
+                n_left = _partition_serial(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
+                                           f_missing_left, missing_bin)
             order, spare = spare, order
         can = np.zeros(2 * k, dtype=np.bool_)
         for j in range(k):
@@ -439,14 +487,22 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             for i in range(n_pairs):
                 if seg_b[small[i]] == s_a[i]:
                     s_a[i] = -1  # no rows (the kernels' mark of an empty run)
-            small_hist = _run_histograms(codes, order, order, empty, empty, 0, chan, s_a, seg_b[small], n_bins,
-                                         _workers(built * F, n_threads), row_bytes,
-                                         small_buf[:n_pairs], first, used)
+            s_b = seg_b[small]
+            workers = _workers(built * F, n_threads)
+            if _threaded_histograms(s_a, s_b, workers, n_threads):
+                small_hist = _run_histograms(codes, order, order, empty, empty, 0, chan, s_a, s_b, n_bins, workers,
+                                             row_bytes, small_buf[:n_pairs], first, used)
+            else:
+                small_hist = _run_histograms_serial(codes, order, order, empty, empty, 0, chan, s_a, s_b, n_bins,
+                                                    workers, row_bytes, small_buf[:n_pairs], first, used)
             level = hist_b[:n_can] if next_in_b else hist_a[:n_can]
-            _siblings(hist, parent_index, small_hist, small_is_right, children, level, used)
+            if _workers(n_can * filled * Ch, n_threads) > 1:
+                _siblings(hist, parent_index, small_hist, small_is_right, children, level, used)
+            else:
+                _siblings_serial(hist, parent_index, small_hist, small_is_right, children, level, used)
             next_in_b = not next_in_b
             hist = level
-            ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, out)
+            ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out)
             new_front = cand[ok]
             new_slot = np.arange(n_can, dtype=np.int64)[ok]
         if not last:
@@ -461,7 +517,13 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                 if not is_front[i]:
                     leaves[q] = base + i
                     q += 1
-            _mark_leaves(order, seg_a, seg_b, leaves, row_leaf)
+            rows = 0
+            for node in leaves:
+                rows += seg_b[node] - seg_a[node]
+            if n_threads > 1 and rows >= PARTITION_ROWS:
+                _mark_leaves(order, seg_a, seg_b, leaves, row_leaf)
+            else:
+                _mark_leaves_serial(order, seg_a, seg_b, leaves, row_leaf)
         front, front_slot = new_front, new_slot
     return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold
 

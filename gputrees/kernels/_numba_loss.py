@@ -30,12 +30,18 @@ import numpy as np
 from numba import prange
 
 from .._loss import MIN_HESSIAN, BinaryLogLoss, SquaredError
-from ._numba import _JIT, _Threads, _threads_for
+from ._numba import _JIT, _Threads, _threads_for, serial_twin
 
 __all__ = ["round_end", "LOSS_KINDS"]
 
 #: Losses (their exact classes) with a compiled round end, and their kernel code
 LOSS_KINDS = {SquaredError: 0, BinaryLogLoss: 1}
+#: Elementary updates (see ``_numba.MIN_WORK_PER_THREAD``) a row of one of
+#: these passes counts for when choosing their threads: a row of log-loss's
+#: channel pass takes 1.6 ns on one thread, of its other passes 0.6-0.9 ns,
+#: against about 1 ns an update (31k rows, one / two threads: the three
+#: passes 96 / 58 us; with one update a row they had run on one thread)
+ROW_WORK = 2
 #: Rows per block: a block's loss sums are one thread's, and the blocks' are
 #: added in block order, so the result does not depend on the thread count
 _BLOCK = 1 << 14
@@ -184,6 +190,10 @@ def _logistic_channels(raw, e, y, w, table, n_blocks):
     return part
 
 
+#: Each pass's serial twin, for data too small for a second thread (see serial_twin)
+_SERIAL = {k: serial_twin(k) for k in (_squared_error_end, _add_leaf_values, _log1p_sums, _logistic_channels)}
+
+
 def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 1):
     """Same contract as :func:`gputrees._boosting.round_end`, or None for a loss it does not carry.
 
@@ -197,27 +207,30 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 
         table = np.empty((1, n, 3), dtype=np.float64)
     if not (raw.flags.c_contiguous and raw.dtype == np.float64):
         raw = np.ascontiguousarray(raw, dtype=np.float64)
-    threads = _threads_for(n_threads, n)
+    threads = _threads_for(n_threads, ROW_WORK * n)
     n_blocks = max(1, -(-n // _BLOCK))
     r = raw[:, 0]
     v = np.ascontiguousarray(values[0], dtype=np.float64)
     leaf = np.ascontiguousarray(row_leaf[0], dtype=np.int64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     w = np.ascontiguousarray(w, dtype=np.float64)
+    def run(kernel):
+        return kernel if threads > 1 else _SERIAL[kernel]
+
     with _Threads(threads):
         if kind == 0:
-            part = _squared_error_end(r, v, leaf, y, w, table[0], n_blocks)
+            part = run(_squared_error_end)(r, v, leaf, y, w, table[0], n_blocks)
             total_l = _in_order(part[:, 0])
         else:
             # the exponential by NumPy's vectorised loop, as the generic
             # gradients take it (one thread, 5x faster than two threads of
             # scalar calls here)
             e = np.empty(n)
-            _add_leaf_values(r, v, leaf, e, n_blocks)  # e = -raw
+            run(_add_leaf_values)(r, v, leaf, e, n_blocks)  # e = -raw
             with np.errstate(over="ignore"):  # exp(-raw) = inf past raw = -709: p = 0, as intended
                 np.exp(e, out=e)
-            part = _logistic_channels(r, e, y, w, table[0], n_blocks)
-            total_l = _in_order(part[:, 0]) + _in_order(_log1p_sums(r, e, w, n_blocks))
+            part = run(_logistic_channels)(r, e, y, w, table[0], n_blocks)
+            total_l = _in_order(part[:, 0]) + _in_order(run(_log1p_sums)(r, e, w, n_blocks))
     return raw, total_l / _in_order(part[:, 1]), table
 
 

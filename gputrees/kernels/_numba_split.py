@@ -67,7 +67,7 @@ from .._criteria import (
     SquaredError,
 )
 from .._splitting import TIE_RTOL, SplitRecord
-from ._numba import _JIT, _at, _at1, _put1, _threads_for, _Threads
+from ._numba import _JIT, _at, _at1, _put1, _threads_for, _Threads, serial_twin
 
 try:  # LLVM's cttz, as Numba exposes it (an internal module: a plain loop where it is missing)
     from numba.cpython.unsafe.numbers import trailing_zeros
@@ -637,6 +637,9 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
                             bin_values, is_exact, n_value_bins, has_mapper, local,
                             (feature, bin_, missing_left, left, threshold), crit[0])
     return found, proxy, feature, bin_, missing_left, left, threshold
+
+
+_best_splits_serial = serial_twin(_best_splits)
 
 
 @numba.njit(**_JIT_LEAF)
@@ -1374,7 +1377,7 @@ def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=
     threads = _threads_for(n_threads, m * n_cols * nb * c)
     n_blocks = min(m * n_cols, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
     with _Threads(threads):
-        out = _best_splits(
+        out = (_best_splits if n_blocks > 1 else _best_splits_serial)(
             hist,
             parent,
             _crit(criterion, cons),
