@@ -24,11 +24,15 @@ Data sets:
   ordinal codes; ``boost_accuracy.py``'s loader), 75/25 split.
 
 gputrees first fits ``WARMUP_ROWS`` rows untimed (its Numba kernels compile
-on first use, or load from the disk cache). For each library: fit time
-(median of ``--repeats``), predict time on the
-test rows, test metric (ROC AUC or RMSE), extra peak RSS of the fit
-(``VmHWM`` after ``clear_refs``, see ``bench_forest.PeakRSS``), and the
-ratios gputrees / peer of the fit and predict times.
+on first use, or load from the disk cache). The repeats are interleaved:
+each fits every library once, in turn, so that a slow phase of a shared
+machine (its speed moves by up to 2x) slows every library alike. For each
+library: fit time (median of ``--repeats``), predict time on the test rows
+(of the last fit), test metric (ROC AUC or RMSE), extra peak RSS of the
+last fit (``VmHWM`` after ``clear_refs``, see ``bench_forest.PeakRSS``),
+and the ratios gputrees / peer: of the median fit times (``fit gt/x``), the
+median of the repeats' ratios (``pairs gt/x``: each repeat's fits ran side
+by side) and of the predict times.
 """
 
 from __future__ import annotations
@@ -105,36 +109,77 @@ def load(data, args):
     return "regression", train_test_split(X, y, test_size=0.25, random_state=0)
 
 
-def run_one(library, task, split, args):
-    from threadpoolctl import threadpool_limits
-
+def prepare(library, task, split, args):
+    """The training and test rows as ``library`` takes them (CuPy for gputrees on ``--device cuda``); gputrees'
+    kernels compiled (or loaded from the disk cache) by an untimed fit of ``WARMUP_ROWS`` rows."""
+    if library == "xgboost":
+        import xgboost  # noqa: F401  (not installed: ImportError here, before any fit)
+    elif library == "lightgbm":
+        import lightgbm  # noqa: F401
     Xtr, Xte, ytr, yte = split
     if args.device == "cuda" and library == "gputrees":
         import cupy as cp
 
         Xtr, ytr, Xte = cp.asarray(Xtr), cp.asarray(ytr), cp.asarray(Xte)
-    fits, mem = [], None
-    with threadpool_limits(args.threads):
-        if library == "gputrees":
-            # untimed: compiles (or loads from the disk cache) the Numba kernels this fit uses
+    if library == "gputrees":
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(args.threads):
             warm = make_model(library, task, args).fit(Xtr[:WARMUP_ROWS], ytr[:WARMUP_ROWS])
             warm.predict(Xte[:WARMUP_ROWS])
-        for _ in range(args.repeats):
-            model = make_model(library, task, args)
-            peak = PeakRSS()
-            t0 = time.perf_counter()
-            model.fit(Xtr, ytr)
-            fits.append(time.perf_counter() - t0)
-            mem = peak.delta()
+    return Xtr, ytr, Xte, yte
+
+
+def fit_once(library, task, data, args):
+    """(fitted model, fit seconds, extra peak RSS bytes) of one fit."""
+    from threadpoolctl import threadpool_limits
+
+    Xtr, ytr = data[0], data[1]
+    with threadpool_limits(args.threads):
+        model = make_model(library, task, args)
+        peak = PeakRSS()
+        t0 = time.perf_counter()
+        model.fit(Xtr, ytr)
+        seconds = time.perf_counter() - t0
+        mem = peak.delta()
+    return model, seconds, mem
+
+
+def evaluate(library, task, model, data, args):
+    """(predict seconds, test metric) of a fitted model."""
+    from threadpoolctl import threadpool_limits
+
+    Xte, yte = data[2], data[3]
+    with threadpool_limits(args.threads):
         t0 = time.perf_counter()
         pred = model.predict_proba(Xte)[:, 1] if task == "classification" else model.predict(Xte)
         predict_s = time.perf_counter() - t0
     pred = pred.get() if hasattr(pred, "get") else np.asarray(pred)
     if task == "classification":
-        metric = roc_auc_score(yte, pred)
-    else:
-        metric = float(np.sqrt(mean_squared_error(yte, pred)))
-    return {"fit": statistics.median(fits), "fits": fits, "predict": predict_s, "metric": metric, "mem": mem}
+        return predict_s, roc_auc_score(yte, pred)
+    return predict_s, float(np.sqrt(mean_squared_error(yte, pred)))
+
+
+def run_all(libraries, task, split, args):
+    """Every library's results, their repeats interleaved: each repeat fits every library once, in turn."""
+    data, fits, mems, models = {}, {}, {}, {}
+    for lib in libraries:
+        try:
+            data[lib] = prepare(lib, task, split, args)
+        except ImportError as exc:
+            print(f"  {lib:10s} not installed ({exc})")
+            continue
+        fits[lib] = []
+    for _ in range(args.repeats):
+        for lib in fits:
+            models[lib], seconds, mems[lib] = fit_once(lib, task, data[lib], args)
+            fits[lib].append(seconds)
+    rows = {}
+    for lib in fits:
+        predict_s, metric = evaluate(lib, task, models[lib], data[lib], args)
+        rows[lib] = {"fit": statistics.median(fits[lib]), "fits": fits[lib], "predict": predict_s,
+                     "metric": metric, "mem": mems[lib]}
+    return rows
 
 
 def main(argv=None):
@@ -159,19 +204,15 @@ def main(argv=None):
               f"{args.threads} threads, device {args.device}", flush=True)  # fmt: skip
         metric = "AUC" if task == "classification" else "RMSE"
         print(f"  {'library':10s} {'fit s':>8s} {'predict s':>10s} {metric:>9s} {'peak MiB':>9s}"
-              f" {'fit gt/x':>9s} {'pred gt/x':>10s}")  # fmt: skip
-        rows = {}
-        for lib in args.libraries:
-            try:
-                rows[lib] = run_one(lib, task, split, args)
-            except ImportError as exc:
-                print(f"  {lib:10s} not installed ({exc})")
+              f" {'fit gt/x':>9s} {'pairs gt/x':>11s} {'pred gt/x':>10s}")  # fmt: skip
+        rows = run_all(args.libraries, task, split, args)
         gt = rows.get("gputrees")
         for lib, r in rows.items():
             fr = f"{gt['fit'] / r['fit']:9.2f}" if gt else ""
+            pairs = f"{statistics.median(a / b for a, b in zip(gt['fits'], r['fits'])):11.2f}" if gt else ""
             pr = f"{gt['predict'] / r['predict']:10.2f}" if gt else ""
             mem = f"{r['mem'] / 2**20:9.0f}" if r["mem"] is not None else f"{'-':>9s}"
-            print(f"  {lib:10s} {r['fit']:8.2f} {r['predict']:10.3f} {r['metric']:9.5f} {mem} {fr} {pr}",
+            print(f"  {lib:10s} {r['fit']:8.2f} {r['predict']:10.3f} {r['metric']:9.5f} {mem} {fr} {pairs} {pr}",
                   flush=True)  # fmt: skip
         results[data] = rows
     return results
