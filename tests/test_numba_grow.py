@@ -93,7 +93,7 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_compiled_tree_equals_the_generic_grower(case):
     """The same tree, node statistics and rows' leaves bit for bit; every partition block and level size met
-    (40k rows: several 16k-row blocks per node)."""
+    (40k rows: several partition blocks per node)."""
     data, params = CASES[case]
     inputs = _inputs(3, **data)
     if case == "all_missing_feature":
@@ -317,7 +317,7 @@ def test_serial_twins_equal_their_parallel_kernels():
     chan = rng.standard_normal((n, 3))
     chan[:, 2] = rng.random(n) + 0.1  # hessians
     order = rng.permutation(n).astype(np.int64)
-    # nodes: 20,000 rows (two partition blocks), 19,999, one row, none
+    # nodes: 20,000 rows (several partition blocks), 19,999, one row, none
     seg_a = np.array([0, 20_000, 39_999, 40_000], dtype=np.int64)
     seg_b = np.array([20_000, 39_999, 40_000, 40_000], dtype=np.int64)
     sel = np.arange(4, dtype=np.int64)

@@ -79,8 +79,19 @@ __all__ = ["grow_tree", "MAX_DEPTH"]
 MAX_DEPTH = 16
 #: Rows one task of the partition (and of the leaf recording) handles: large
 #: enough that a task's start-up is negligible, small enough that a level of a
-#: few nodes still splits into a task per thread and more.
-PARTITION_ROWS = 1 << 14
+#: few nodes splits into several tasks per thread (the tasks go to the threads
+#: in equal counts, not equal rows: with 16,384-row tasks a level of nodes of
+#: 28k and 3k rows gave one thread 28k rows, the other 3k)
+PARTITION_ROWS = 1 << 12
+#: Rows of a level (or of its leaves) from which its partition or leaf pass
+#: runs on several threads (below, the serial twin): 8k rows took 12 us on one
+#: thread, 14-24 us on two; 31k rows 41 / 38 us
+PARTITION_THREAD_ROWS = 1 << 14
+#: Histogram updates (``_numba.MIN_WORK_PER_THREAD``) one bin and channel of
+#: the split scan counts for when choosing its threads: a node's Newton scan
+#: takes about 6 ns a bin of two channels (Bank marketing's 616 bins: 16 nodes
+#: 54 us on one thread, 40 us on two; 8 nodes 30 / 39 us)
+SCAN_WORK_PER_BIN = 3
 _JIT_GROW = dict(_JIT, error_model="numpy")
 
 
@@ -293,8 +304,8 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
 
     ``filled``: the bins a node's scan reads, over all features (each
     feature's value bins and the missing one): its threads are chosen by
-    ``len(cand) * filled * Ch`` (a feature of few values is scanned over its
-    few bins, not ``n_bins``).
+    ``len(cand) * filled * Ch * SCAN_WORK_PER_BIN`` (a feature of few values
+    is scanned over its few bins, not ``n_bins``).
 
     Writes the kept nodes' records to ``out`` (feature, bin, missing_left,
     threshold, left (nodes, Ch)) at the nodes' ids; returns the kept mask
@@ -307,7 +318,7 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
         for c in range(Ch):
             parent[i, c] = node_stats[cand[i], first + c]
     d1 = np.zeros((1, 1))
-    n_blocks = _n_blocks(m, F, m * filled * Ch, n_threads)
+    n_blocks = _n_blocks(m, F, m * filled * Ch * SCAN_WORK_PER_BIN, n_threads)
     args = (hist, parent, crit, np.ones((1, 1), dtype=np.bool_), False, d1, False, np.zeros((1, 1), dtype=np.int64),
             False, d1, d1, False, thresholds, bin_values, is_exact, n_value_bins, True, False, tie_rtol, n_blocks)
     if n_blocks > 1:
@@ -411,7 +422,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         rows = 0
         for node in front:
             rows += seg_b[node] - seg_a[node]
-        threaded = n_threads > 1 and rows >= PARTITION_ROWS
+        threaded = n_threads > 1 and rows >= PARTITION_THREAD_ROWS
         f_feature, f_bin, f_missing_left = feature[front], bin_[front], missing_left[front]
         if last and threaded:
             n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
@@ -520,7 +531,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             rows = 0
             for node in leaves:
                 rows += seg_b[node] - seg_a[node]
-            if n_threads > 1 and rows >= PARTITION_ROWS:
+            if n_threads > 1 and rows >= PARTITION_THREAD_ROWS:
                 _mark_leaves(order, seg_a, seg_b, leaves, row_leaf)
             else:
                 _mark_leaves_serial(order, seg_a, seg_b, leaves, row_leaf)
