@@ -38,6 +38,7 @@ by side) and of the predict times.
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
 import sys
 import time
@@ -112,10 +113,8 @@ def load(data, args):
 def prepare(library, task, split, args):
     """The training and test rows as ``library`` takes them (CuPy for gputrees on ``--device cuda``); gputrees'
     kernels compiled (or loaded from the disk cache) by an untimed fit of ``WARMUP_ROWS`` rows."""
-    if library == "xgboost":
-        import xgboost  # noqa: F401  (not installed: ImportError here, before any fit)
-    elif library == "lightgbm":
-        import lightgbm  # noqa: F401
+    if library in ("xgboost", "lightgbm"):
+        importlib.import_module(library)  # not installed: ImportError here, before any fit
     Xtr, Xte, ytr, yte = split
     if args.device == "cuda" and library == "gputrees":
         import cupy as cp
