@@ -102,9 +102,10 @@ def serial_twin(kernel):
 
     A parallel region costs its launch even when one thread does the work
     (the OpenMP layer's team, schedule and barrier: 0.7 us a region with
-    one thread, 1.2 us with two, hot; more when the workers have gone to
-    sleep): a boosting tree of a small data set runs about 40 of them, whose
-    passes are too small for a second thread (:data:`MIN_WORK_PER_THREAD`).
+    one thread, 1.2 us with two, hot, in a loop of empty regions; a split
+    scan's two regions about 4 us each): a boosting tree of a small data
+    set runs about 40 of them, whose passes are too small for a second
+    thread (:data:`MIN_WORK_PER_THREAD`).
     Callers take the twin where the work is that small, or where one
     thread is all they have. The kernels' results do not depend on the
     thread count, so the twin's are the same bit for bit.

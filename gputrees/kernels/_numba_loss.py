@@ -214,6 +214,7 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 
     leaf = np.ascontiguousarray(row_leaf[0], dtype=np.int64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     w = np.ascontiguousarray(w, dtype=np.float64)
+
     def run(kernel):
         return kernel if threads > 1 else _SERIAL[kernel]
 
