@@ -33,11 +33,11 @@ sys.path.insert(0, str(HERE))
 #: (the statement a phase starts at, the phase's name); each phase runs to the next mark
 PHASES = [
     ("    rs = _run_sums_serial(", "root sums"),
-    ("    workers = _workers(n * F, n_threads)", "root histogram"),
+    ("    hist = _histograms(", "root histogram"),
     ("    ok = _scan_nodes(hist, stats, root", "root scan"),
     ("        last = depth[front[0]] + 1 >= max_depth", "partition / leaf pass"),
     ("        can = np.zeros(2 * k", "children's statistics, plan"),
-    ("            s_b = seg_b[small]", "smaller children's histograms"),
+    ("            small_hist = _histograms(", "smaller children's histograms"),
     ("            level = hist_b[:n_can]", "siblings by subtraction"),
     ("            ok = _scan_nodes(hist, stats, cand", "split scans"),
     ("        if not last:", "leaves marked"),

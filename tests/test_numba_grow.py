@@ -136,19 +136,25 @@ def test_compiled_tree_writes_its_work_buffers_before_reading_them(case, monkeyp
     _assert_same_batch(grow(NP, inputs, p), want)
 
 
+def _counted_new(monkeypatch, cls):
+    """``cls.new`` replaced by a wrapper that records each call's arguments in the returned list."""
+    made, new = [], cls.new
+
+    def counting(*args):
+        made.append(args)
+        return new(*args)
+
+    monkeypatch.setattr(cls, "new", staticmethod(counting))
+    return made
+
+
 def test_trees_of_a_workspace_share_their_work_buffers(monkeypatch):
     """Inside a workspace every tree of the same shape gets the same buffers (a new shape new ones), and
     trees grown one after the other on them equal the generic grower's."""
     first, second = _inputs(3, missing=0.02), _inputs(4, missing=0.02)
     p = _params()
     want = [grow(NP, _generic(x), p) for x in (first, second, first)]
-    made = []
-
-    def counting(shape):
-        made.append(shape)
-        return _NEW_WORK(shape)
-
-    monkeypatch.setattr(_numba_grow._Work, "new", staticmethod(counting))
+    made = _counted_new(monkeypatch, _numba_grow._Work)
     with _numba.workspace():
         got = [grow(NP, x, p) for x in (first, second, first)]
         assert len(made) == 1
@@ -168,14 +174,7 @@ def test_a_fits_fixed_inputs_are_checked_and_converted_once_in_its_workspace(mon
     for every tree outside a workspace."""
     inputs = _inputs(3, missing=0.02)
     p = _params()
-    new = _numba_grow._Fixed.new.__func__
-    made = []
-
-    def counting(cls, *a):
-        made.append(a)
-        return new(cls, *a)
-
-    monkeypatch.setattr(_numba_grow._Fixed, "new", classmethod(counting))
+    made = _counted_new(monkeypatch, _numba_grow._Fixed)
     round_two = dataclasses.replace(inputs, channels=inputs.channels * 0.5)
     want = [grow(NP, _generic(x), p) for x in (inputs, round_two)]
     with _numba.workspace():

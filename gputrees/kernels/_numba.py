@@ -1652,10 +1652,9 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     if grouped:
         with _Threads(threads):
             out = _output((int(n_slots), int(codes.shape[1]), int(n_bins), n_channels))
-            run = _run_histograms if _threaded_histograms(start, end, threads, threads) else _run_histograms_serial
-            return run(
+            return _histograms(
                 codes, _i64(active.row), _i64(active.chan_index), mult, wmult, mode, chan_table, start, end,
-                int(n_bins), threads, _row_bytes(codes), out, first,
+                int(n_bins), threads, _row_bytes(codes), out, first, None, threads,
             )
     blocks = max(1, min(threads, codes.shape[1]))
     with _Threads(threads):
@@ -2286,6 +2285,17 @@ def _threaded_histograms(start, end, n_workers, n_threads):
         if start[s] >= 0 and end[s] - start[s] >= 2 * ROW_BLOCK:
             return True
     return False
+
+
+@numba.njit(**_JIT)
+def _histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers, row_bytes, out,
+                c_first, used, n_threads):
+    """:func:`_run_histograms`, or its serial twin where it needs no threads (:func:`_threaded_histograms`)."""
+    if _threaded_histograms(start, end, n_workers, n_threads):
+        return _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers,
+                               row_bytes, out, c_first, used)
+    return _run_histograms_serial(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers,
+                                  row_bytes, out, c_first, used)
 
 
 #: Rows of a block of a large slot's histogram (see :func:`_row_blocks`): large

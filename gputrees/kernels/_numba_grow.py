@@ -54,10 +54,8 @@ from ._numba import (
     _at,
     _at1,
     _put1,
-    _run_histograms,
-    _run_histograms_serial,
+    _histograms,
     _run_sums_serial,
-    _threaded_histograms,
     kept,
     serial_twin,
     _Threads,
@@ -270,6 +268,16 @@ _siblings_serial = serial_twin(_siblings)
 
 
 @numba.njit(**_JIT_GROW)
+def _threaded_rows(seg_a, seg_b, sel, n_threads):
+    """Whether a pass over the rows of the nodes ``sel`` runs on threads (:data:`PARTITION_THREAD_ROWS` rows or
+    more), else on its serial twin."""
+    rows = 0
+    for node in sel:
+        rows += seg_b[node] - seg_a[node]
+    return n_threads > 1 and rows >= PARTITION_THREAD_ROWS
+
+
+@numba.njit(**_JIT_GROW)
 def _score(s, gi, l2):
     """Newton's ``G^2 / (H + l2)`` (``Newton.score``), G at channel ``gi``, H after it."""
     d = s[gi + 1] + l2
@@ -312,7 +320,7 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
     (len(cand),).
     """
     thresholds, bin_values, is_exact, n_value_bins = mapper
-    m, F, nb, Ch = hist.shape
+    m, F, _, Ch = hist.shape
     parent = np.empty((m, Ch))
     for i in range(m):
         for c in range(Ch):
@@ -400,13 +408,8 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold
     # a level's histograms are written over the level before the last
     # (the parents' stay for the subtraction): two buffers in turn
-    workers = _workers(n * F, n_threads)
-    if _threaded_histograms(seg_a[:1], seg_b[:1], workers, n_threads):
-        hist = _run_histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins, workers,
-                               row_bytes, hist_a[:1], first, used)
-    else:
-        hist = _run_histograms_serial(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins,
-                                      workers, row_bytes, hist_a[:1], first, used)
+    hist = _histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins,
+                       _workers(n * F, n_threads), row_bytes, hist_a[:1], first, used, n_threads)
     next_in_b = True
     ok = _scan_nodes(hist, stats, root, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out)
     front = root[ok]
@@ -419,10 +422,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         # the last level's children are leaves: their rows' leaves written
         # in one pass, the rows not moved
         last = depth[front[0]] + 1 >= max_depth
-        rows = 0
-        for node in front:
-            rows += seg_b[node] - seg_a[node]
-        threaded = n_threads > 1 and rows >= PARTITION_THREAD_ROWS
+        threaded = _threaded_rows(seg_a, seg_b, front, n_threads)
         f_feature, f_bin, f_missing_left = feature[front], bin_[front], missing_left[front]
         if last and threaded:
             n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
@@ -498,14 +498,9 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             for i in range(n_pairs):
                 if seg_b[small[i]] == s_a[i]:
                     s_a[i] = -1  # no rows (the kernels' mark of an empty run)
-            s_b = seg_b[small]
-            workers = _workers(built * F, n_threads)
-            if _threaded_histograms(s_a, s_b, workers, n_threads):
-                small_hist = _run_histograms(codes, order, order, empty, empty, 0, chan, s_a, s_b, n_bins, workers,
-                                             row_bytes, small_buf[:n_pairs], first, used)
-            else:
-                small_hist = _run_histograms_serial(codes, order, order, empty, empty, 0, chan, s_a, s_b, n_bins,
-                                                    workers, row_bytes, small_buf[:n_pairs], first, used)
+            small_hist = _histograms(codes, order, order, empty, empty, 0, chan, s_a, seg_b[small], n_bins,
+                                     _workers(built * F, n_threads), row_bytes, small_buf[:n_pairs], first, used,
+                                     n_threads)
             level = hist_b[:n_can] if next_in_b else hist_a[:n_can]
             if _workers(n_can * filled * Ch, n_threads) > 1:
                 _siblings(hist, parent_index, small_hist, small_is_right, children, level, used)
@@ -528,10 +523,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                 if not is_front[i]:
                     leaves[q] = base + i
                     q += 1
-            rows = 0
-            for node in leaves:
-                rows += seg_b[node] - seg_a[node]
-            if n_threads > 1 and rows >= PARTITION_THREAD_ROWS:
+            if _threaded_rows(seg_a, seg_b, leaves, n_threads):
                 _mark_leaves(order, seg_a, seg_b, leaves, row_leaf)
             else:
                 _mark_leaves_serial(order, seg_a, seg_b, leaves, row_leaf)
