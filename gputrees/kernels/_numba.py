@@ -2400,56 +2400,87 @@ def _merge_blocks(out, partial, b_slot, n_bins, used):
 
 
 @numba.njit(inline="always")
+def _bin_runs(h, t, f, n_bins, used):
+    """The flat positions of ``h[t, f]``'s bins that :func:`_zero_bins` zeroes, as two runs ``[a, b)``, ``[c, d)``.
+
+    ``h`` (T, F, nb, C), C-contiguous, with ``nb >= n_bins`` (a scratch
+    histogram's odd count): the feature's first ``used[f]`` bins (all
+    ``n_bins`` without ``used``), then bin ``n_bins - 1`` unless the first
+    run holds it. Unsigned, so that loops over them are vectorised: a
+    position Numba must map when negative kept these copies from it (16
+    slots of Bank marketing's bins: see :func:`_copy_bins`).
+    """
+    F, nb, C = h.shape[1], h.shape[2], h.shape[3]
+    base = np.uint64(((t * F + f) * nb) * C)
+    top = n_bins if used is None else used[f]
+    a = base + np.uint64(top * C)
+    if top < n_bins:
+        return base, a, base + np.uint64((n_bins - 1) * C), base + np.uint64(n_bins * C)
+    return base, a, a, a
+
+
+@numba.njit(inline="always")
 def _zero_bins(h, t, f0, f1, n_bins, used):
     """Zero ``h[t, f0:f1]``'s bins ``0 .. n_bins - 1`` (with ``used``: each feature's first ``used[f]`` and bin ``n_bins - 1``)."""
+    flat = h.reshape(-1)
     for f in range(f0, f1):
-        top = n_bins if used is None else used[f]
-        for b in range(top):
-            for c in range(h.shape[3]):
-                h[t, f, b, c] = 0.0
-        if top < n_bins:
-            for c in range(h.shape[3]):
-                h[t, f, n_bins - 1, c] = 0.0
+        a, b, c, d = _bin_runs(h, t, f, n_bins, used)
+        for x in range(a, b):
+            flat[x] = 0.0
+        for x in range(c, d):
+            flat[x] = 0.0
 
 
 @numba.njit(inline="always")
 def _copy_bins(out, s, h, t, f0, f1, n_bins, used):
-    """``out[s, f0:f1] = h[t, f0:f1]`` over the bins :func:`_zero_bins` zeroes."""
+    """``out[s, f0:f1] = h[t, f0:f1]`` over the bins :func:`_zero_bins` zeroes.
+
+    Over flat runs (:func:`_bin_runs`): 16 slots of 260 Bank marketing rows
+    (its 20 features fill 633 bins), zeroed, summed and copied from a
+    scratch histogram, with their rows' updates: one thread 94.3 -> 82.1 us,
+    two 52.9 -> 45.0 (alternated in one process).
+    """
+    dst = out.reshape(-1)
+    src = h.reshape(-1)
     for f in range(f0, f1):
-        top = n_bins if used is None else used[f]
-        for b in range(top):
-            for c in range(h.shape[3]):
-                out[s, f, b, c] = h[t, f, b, c]
-        if top < n_bins:
-            for c in range(h.shape[3]):
-                out[s, f, n_bins - 1, c] = h[t, f, n_bins - 1, c]
+        a, b, c, d = _bin_runs(out, s, f, n_bins, used)
+        a2, _, c2, _ = _bin_runs(h, t, f, n_bins, used)
+        for x in range(b - a):
+            dst[a + x] = src[a2 + x]
+        for x in range(d - c):
+            dst[c + x] = src[c2 + x]
 
 
 @numba.njit(inline="always")
 def _add_bins(out, s, h, t, f, n_bins, used):
-    """``out[s, f] += h[t, f]`` over the bins :func:`_zero_bins` zeroes."""
-    top = n_bins if used is None else used[f]
-    for b in range(top):
-        for c in range(h.shape[3]):
-            out[s, f, b, c] += h[t, f, b, c]
-    if top < n_bins:
-        for c in range(h.shape[3]):
-            out[s, f, n_bins - 1, c] += h[t, f, n_bins - 1, c]
+    """``out[s, f] += h[t, f]`` over the bins :func:`_zero_bins` zeroes (flat runs, as :func:`_copy_bins`)."""
+    dst = out.reshape(-1)
+    src = h.reshape(-1)
+    a, b, c, d = _bin_runs(out, s, f, n_bins, used)
+    a2, _, c2, _ = _bin_runs(h, t, f, n_bins, used)
+    for x in range(b - a):
+        dst[a + x] += src[a2 + x]
+    for x in range(d - c):
+        dst[c + x] += src[c2 + x]
 
 
 @numba.njit(inline="always")
 def _zero_features(flat, s, f0, f1, n_features, n_bins, n_channels, used):
-    """Zero slot ``s``'s histograms of features ``f0:f1`` (with ``used``: their first ``used[f]`` bins and the last)."""
+    """Zero slot ``s``'s histograms of features ``f0:f1`` (with ``used``: their first ``used[f]`` bins and the last).
+
+    ``flat``: the histograms (slots, n_features, n_bins, n_channels) as one
+    array; positions unsigned (:func:`_bin_runs`).
+    """
     per_feature = n_bins * n_channels
     if used is None:
-        for x in range((s * n_features + f0) * per_feature, (s * n_features + f1) * per_feature):
+        for x in range(np.uint64((s * n_features + f0) * per_feature), np.uint64((s * n_features + f1) * per_feature)):
             flat[x] = 0.0
         return
     for f in range(f0, f1):
-        x0 = (s * n_features + f) * per_feature
-        for x in range(x0, x0 + used[f] * n_channels):
+        x0 = np.uint64((s * n_features + f) * per_feature)
+        for x in range(x0, x0 + np.uint64(used[f] * n_channels)):
             flat[x] = 0.0
-        for x in range(x0 + per_feature - n_channels, x0 + per_feature):
+        for x in range(x0 + np.uint64(per_feature - n_channels), x0 + np.uint64(per_feature)):
             flat[x] = 0.0
 
 
