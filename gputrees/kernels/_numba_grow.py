@@ -243,12 +243,13 @@ def _siblings(parent_hist, parent_index, small, small_is_right, children, out, u
     built histogram or its parent's minus it. The split scan reads no other
     bin (a feature's codes are below its ``n_value_bins`` or the missing
     bin), so the others are neither copied nor subtracted: Bank marketing's
-    20 features fill 616 of their 20 x 256 bins.
+    20 features fill 633 of their 20 x 255 bins.
 
     Each feature's bins are one run of a node's flat histogram, walked by
     unsigned positions (``_numba_loss._block``'s reason: an index Numba must
     map when negative kept the loop from being vectorised): 16 parents'
-    32 children of Bank marketing's bins, one thread, 64 -> 21 us.
+    32 children of Bank marketing's bins 53.1 -> 12.4 us on one thread,
+    29.3 -> 7.6 us on two (alternated in one process).
     """
     F, nb, C = out.shape[1], out.shape[2], out.shape[3]
     width = F * nb * C
