@@ -4,8 +4,8 @@ The row-level passes of the grower (node histograms, node sums, routing) and
 the prediction walk must equal the reference compositions exactly: integer
 outputs always, float sums bit for bit because both sum in row order (the
 bincount composition) and the Numba kernels give every output to one thread
-(a node of at least ``2 * ROW_BLOCK`` pairs: the composition of each block,
-the blocks added in order).
+(a node of at least two blocks of pairs, see ``_numba._block_rows``: the
+composition of each block, the blocks added in order).
 """
 
 from __future__ import annotations
@@ -415,21 +415,26 @@ def test_histogram_prefetching_pass_equals_plain_pass(mult):
 
 
 @pytest.mark.parametrize("mult", MULTS)
-def test_large_nodes_are_summed_by_row_blocks(mult):
-    """A node of at least 2 * ROW_BLOCK pairs: its histogram is the sum, in block order, of its blocks of
-    ROW_BLOCK pairs, each summed in pair order (the composition block by block, bit for bit), whatever the
-    thread count; smaller nodes in the same call as before (in pair order)."""
+@pytest.mark.parametrize(("n_features", "n_bins", "small"), [(3, 12, True), (20, 255, False)])
+def test_large_nodes_are_summed_by_row_blocks(mult, n_features, n_bins, small):
+    """A node of at least two blocks of pairs: its histogram is the sum, in block order, of its blocks, each
+    summed in pair order (the composition block by block, bit for bit), whatever the thread count; smaller
+    nodes in the same call as before (in pair order). Blocks of SMALL_ROW_BLOCK pairs where the call's partial
+    histograms stay within SMALL_BLOCKS_BYTES (3 features of 12 bins), else of ROW_BLOCK (20 of 255: ten
+    small blocks of 20 x 255 x 3 floats would take 1.2 MB)."""
     rb = _numba.ROW_BLOCK
-    n, n_bins = 2 * rb + rb // 2 + 7, 12
+    n = 2 * rb + rb // 2 + 7
     active, n_chan = _active(41, n=n, m=n + 900, n_nodes=3, mult=mult)
     u = np.random.default_rng(44).random(n + 900)
     active = dataclasses.replace(active, node=np.where(u < 0.9, 0, np.where(u < 0.95, 1, 2)).astype(np.int64))
     grouped = _grouped(active)
-    codes = _codes(42, n, n_features=3, n_bins=n_bins)
+    codes = _codes(42, n, n_features=n_features, n_bins=n_bins)
     chan = _chan(43, n_chan, "float")
     table = np.array([1, 2, 0], dtype=np.int64)
     start, end, ok = _numba._runs(grouped.node, table, 3)
-    assert ok and (end - start).max() >= 2 * rb and (end - start).min() < 2 * rb
+    block = _numba._block_rows(start, end, n_features * (n_bins | 1) * chan.shape[1])
+    assert block == (_numba.SMALL_ROW_BLOCK if small else rb)
+    assert ok and (end - start).max() >= 2 * block and (end - start).min() < 2 * block
     outs = [_numba.node_histograms(NP, codes, grouped, chan, table, 3, n_bins, n_threads=t) for t in (1, 2, 3)]
     assert all(np.array_equal(o, outs[0]) for o in outs[1:])
 
@@ -441,7 +446,7 @@ def test_large_nodes_are_summed_by_row_blocks(mult):
     want = np.zeros_like(outs[0])
     for s in range(3):
         a, b = int(start[s]), int(end[s])
-        step = rb if b - a >= 2 * rb else b - a
+        step = block if b - a >= 2 * block else b - a
         for i in range(a, b, step):
             want[s] += part(i, min(i + step, b))[s]
     assert np.array_equal(outs[0], want)

@@ -80,7 +80,10 @@ CASES = {
     "few_bins": ({"max_bins": 4, "missing": 0.05}, {}),
     "depth_one": ({}, {"max_depth": 1}),
     "deep": ({"n": 40_000, "p": 3}, {"max_depth": 11, "min_weight_leaf": 0.01}),
-    "row_blocks": ({"n": 80_000, "p": 3}, {"max_depth": 3}),  # nodes of 2 * ROW_BLOCK rows and more
+    # nodes summed by blocks of rows (_numba._block_rows): SMALL_ROW_BLOCK rows (3 features), ROW_BLOCK at
+    # the root of 30 features (ten small blocks' partial histograms would take 1.2 MB), small below
+    "row_blocks": ({"n": 80_000, "p": 3}, {"max_depth": 3}),
+    "wide_row_blocks": ({"n": 80_000, "p": 30}, {"max_depth": 3}),
     "many_rows": ({"n": 136_000, "p": 3, "missing": 0.02}, {"max_depth": 5}),
     "many_rows_uint16_codes": ({"n": 134_000, "p": 2, "max_bins": 600, "missing": 0.01}, {"max_depth": 4}),
     "one_thread": ({"threads": 1, "missing": 0.02}, {}),
