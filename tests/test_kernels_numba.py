@@ -417,8 +417,8 @@ def test_histogram_prefetching_pass_equals_plain_pass(mult):
 @pytest.mark.parametrize("mult", MULTS)
 @pytest.mark.parametrize(("n_features", "n_bins", "small"), [(3, 12, True), (20, 255, False)])
 def test_large_nodes_are_summed_by_row_blocks(mult, n_features, n_bins, small):
-    """A node of at least two blocks of pairs: its histogram is the sum, in block order, of its blocks, each
-    summed in pair order (the composition block by block, bit for bit), whatever the thread count; smaller
+    """A node of at least two blocks of pairs: its histogram is the sum, in block order, of its blocks (an even
+    count, of equal size), each summed in pair order (the composition block by block, bit for bit), whatever the thread count; smaller
     nodes in the same call as before (in pair order). Blocks of SMALL_ROW_BLOCK pairs where the call's partial
     histograms stay within SMALL_BLOCKS_BYTES (3 features of 12 bins), else of ROW_BLOCK (20 of 255: ten
     small blocks of 20 x 255 x 3 floats would take 1.2 MB)."""
@@ -446,9 +446,13 @@ def test_large_nodes_are_summed_by_row_blocks(mult, n_features, n_bins, small):
     want = np.zeros_like(outs[0])
     for s in range(3):
         a, b = int(start[s]), int(end[s])
-        step = block if b - a >= 2 * block else b - a
-        for i in range(a, b, step):
-            want[s] += part(i, min(i + step, b))[s]
+        rows = b - a
+        nb = 1
+        if rows >= 2 * block:  # an even count of blocks of equal size, at most `block` pairs each
+            nb = -(-rows // block)
+            nb += nb % 2
+        for j in range(nb):
+            want[s] += part(a + j * rows // nb, a + (j + 1) * rows // nb)[s]
     assert np.array_equal(outs[0], want)
     # and to rounding the one-pass sums
     one = _reference.node_histograms(NP, codes, grouped, chan, table, 3, n_bins, build=_bincount.build_histograms)

@@ -2333,7 +2333,7 @@ def _block_rows(start, end, width):
     n = 0
     for s in range(start.shape[0]):
         if start[s] >= 0 and end[s] - start[s] >= 2 * SMALL_ROW_BLOCK:
-            n += (end[s] - start[s] + SMALL_ROW_BLOCK - 1) // SMALL_ROW_BLOCK
+            n += _n_blocks(end[s] - start[s], SMALL_ROW_BLOCK)
     if n * width * 8 <= SMALL_BLOCKS_BYTES:
         return SMALL_ROW_BLOCK
     return ROW_BLOCK
@@ -2376,12 +2376,21 @@ def _worth_scratch(rows, f0, f1, n_bins, used):
     return rows * (f1 - f0) >= SCRATCH_UPDATES_PER_BIN * bins
 
 
+@numba.njit(inline="always")
+def _n_blocks(rows, block):
+    """Blocks of a slot of ``rows`` rows (at least ``2 * block``): ``rows / block`` rounded up to an even count,
+    so that two threads get as many each (the blocks are of equal size, see :func:`_row_blocks`)."""
+    n = (rows + block - 1) // block
+    return n + (n & 1)
+
+
 @numba.njit(**_JIT)
 def _row_blocks(start, end, block):
     """Blocks of the slots with at least ``2 * block`` rows: (slot, i0, i1, plan_start).
 
-    Such a slot's histogram is summed by blocks of ``block`` consecutive
-    pairs (:func:`_block_rows`), each in pair order by one thread, over every feature, into a
+    Such a slot's histogram is summed by :func:`_n_blocks` blocks of
+    consecutive pairs, of equal size (up to one pair) and at most ``block``
+    (:func:`_block_rows`), each in pair order by one thread, over every feature, into a
     partial histogram of its own (block ``k``'s is partial ``k``); the
     slot's histogram is its first block's partial plus the others in block
     order (:func:`_merge_blocks`). The
@@ -2399,7 +2408,7 @@ def _row_blocks(start, end, block):
     n = 0
     for s in range(start.shape[0]):
         if start[s] >= 0 and end[s] - start[s] >= 2 * block:
-            n += (end[s] - start[s] + block - 1) // block
+            n += _n_blocks(end[s] - start[s], block)
     b_slot = np.empty(n, dtype=np.int64)
     b_i0 = np.empty(n, dtype=np.int64)
     b_i1 = np.empty(n, dtype=np.int64)
@@ -2407,12 +2416,12 @@ def _row_blocks(start, end, block):
     for s in range(start.shape[0]):
         if start[s] >= 0 and end[s] - start[s] >= 2 * block:
             plan_start[s] = -2
-            i = start[s]
-            while i < end[s]:
+            rows = end[s] - start[s]
+            nb = _n_blocks(rows, block)
+            for j in range(nb):
                 b_slot[k] = s
-                b_i0[k] = i
-                b_i1[k] = min(i + block, end[s])
-                i = b_i1[k]
+                b_i0[k] = start[s] + j * rows // nb
+                b_i1[k] = start[s] + (j + 1) * rows // nb
                 k += 1
     return b_slot, b_i0, b_i1, plan_start
 
