@@ -418,8 +418,8 @@ def test_histogram_prefetching_pass_equals_plain_pass(mult):
 @pytest.mark.parametrize(("n_features", "n_bins", "small"), [(3, 12, True), (20, 255, False)])
 def test_large_nodes_are_summed_by_row_blocks(mult, n_features, n_bins, small):
     """A node of at least two blocks of pairs: its histogram is the sum, in block order, of its blocks (an even
-    count, of equal size), each summed in pair order (the composition block by block, bit for bit), whatever the thread count; smaller
-    nodes in the same call as before (in pair order). Blocks of SMALL_ROW_BLOCK pairs where the call's partial
+    count, of equal size), each summed in pair order (the composition block by block, bit for bit), whatever
+    the thread count; smaller nodes in the same call as before (in pair order). Blocks of SMALL_ROW_BLOCK pairs where the call's partial
     histograms stay within SMALL_BLOCKS_BYTES (3 features of 12 bins), else of ROW_BLOCK (20 of 255: ten
     small blocks of 20 x 255 x 3 floats would take 1.2 MB)."""
     rb = _numba.ROW_BLOCK

@@ -2284,7 +2284,7 @@ def _threaded_histograms(start, end, n_workers, n_threads, width):
         return False
     block = _block_rows(start, end, width)
     for s in range(start.shape[0]):
-        if start[s] >= 0 and end[s] - start[s] >= 2 * block:
+        if _by_blocks(start, end, s, block):
             return True
     return False
 
@@ -2332,7 +2332,7 @@ def _block_rows(start, end, width):
     """
     n = 0
     for s in range(start.shape[0]):
-        if start[s] >= 0 and end[s] - start[s] >= 2 * SMALL_ROW_BLOCK:
+        if _by_blocks(start, end, s, SMALL_ROW_BLOCK):
             n += _n_blocks(end[s] - start[s], SMALL_ROW_BLOCK)
     if n * width * 8 <= SMALL_BLOCKS_BYTES:
         return SMALL_ROW_BLOCK
@@ -2377,6 +2377,12 @@ def _worth_scratch(rows, f0, f1, n_bins, used):
 
 
 @numba.njit(inline="always")
+def _by_blocks(start, end, s, block):
+    """Whether slot ``s`` is summed by blocks of rows: it has rows, at least ``2 * block`` of them."""
+    return start[s] >= 0 and end[s] - start[s] >= 2 * block
+
+
+@numba.njit(inline="always")
 def _n_blocks(rows, block):
     """Blocks of a slot of ``rows`` rows (at least ``2 * block``): ``rows / block`` rounded up to an even count,
     so that two threads get as many each (the blocks are of equal size, see :func:`_row_blocks`)."""
@@ -2407,14 +2413,14 @@ def _row_blocks(start, end, block):
     plan_start = start.copy()
     n = 0
     for s in range(start.shape[0]):
-        if start[s] >= 0 and end[s] - start[s] >= 2 * block:
+        if _by_blocks(start, end, s, block):
             n += _n_blocks(end[s] - start[s], block)
     b_slot = np.empty(n, dtype=np.int64)
     b_i0 = np.empty(n, dtype=np.int64)
     b_i1 = np.empty(n, dtype=np.int64)
     k = 0
     for s in range(start.shape[0]):
-        if start[s] >= 0 and end[s] - start[s] >= 2 * block:
+        if _by_blocks(start, end, s, block):
             plan_start[s] = -2
             rows = end[s] - start[s]
             nb = _n_blocks(rows, block)
