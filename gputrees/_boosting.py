@@ -18,7 +18,7 @@ import functools
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _backend
 from ._model_io import ModelFileMixin
+from ._scoring import ClassifierMixin, RegressorMixin
 from ._xgboost import XGBoostExportMixin
 from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._criteria import Newton

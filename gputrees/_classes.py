@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
@@ -21,6 +21,7 @@ from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, grow
 from ._predictor import apply_trees, gather_node_values
 from ._pruning import ccp_path, prune_ccp, prune_reduced_error
+from ._scoring import ClassifierMixin, RegressorMixin
 from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import (

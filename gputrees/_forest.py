@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -33,6 +33,7 @@ from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, grow
 from ._predictor import apply_trees, gather_node_values
 from ._progress import _Monitor, _Step
+from ._scoring import ClassifierMixin, RegressorMixin
 from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import drop_zero_weight_rows, sample_weight_to_host, y_to_host

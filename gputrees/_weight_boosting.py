@@ -53,7 +53,7 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import _safe_indexing, check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -65,6 +65,7 @@ from ._model_io import ModelFileMixin
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._predictor import apply_trees, gather_node_values
 from ._progress import _Monitor, _Step
+from ._scoring import ClassifierMixin, RegressorMixin, to_host
 from ._state import transactional_fit
 from ._validation import encode_classes, sample_weight_to_host, y_to_host
 
@@ -124,11 +125,6 @@ def _normalised(xp, w, t: int):
     return w / total
 
 
-def _host(a):
-    """Array-API arrays (CuPy, ...) to NumPy; anything else unchanged."""
-    return _backend.to_numpy(a) if _backend.is_array_api_array(a) else a
-
-
 class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "predict"]), None],
@@ -167,7 +163,7 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
         self.estimator_ = template
         rs = check_random_state(self.random_state)
         if self._binned_path(template):
-            y_host = y_to_host(_host(y), _n_rows(X), multi_output=False)
+            y_host = y_to_host(to_host(y), _n_rows(X), multi_output=False)
             first = _seeded_clone(template, rs)
             binned = first._bin_once(X, y_host, sample_weight)
             for name in ("n_features_in_", "feature_names_in_"):
@@ -185,8 +181,8 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
             return rs, data
         X_host = self._check_host_X(X, template, reset=True)
         n = int(X_host.shape[0])
-        y_host = y_to_host(_host(y), n, multi_output=False)
-        sw = sample_weight_to_host(_host(sample_weight), n)
+        y_host = y_to_host(to_host(y), n, multi_output=False)
+        sw = sample_weight_to_host(to_host(sample_weight), n)
         xp = _backend.namespace_for(np.empty(0), "cpu")
         data = SimpleNamespace(
             xp=xp, y=None, w=sw / sw.sum(), zero=sw == 0, binned=None, first=None, n_draw=n, X=X_host, y_host=y_host
@@ -201,7 +197,7 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
         allow_nan = get_tags(template).input_tags.allow_nan
         return validate_data(
             self,
-            _host(X),
+            to_host(X),
             reset=reset,
             accept_sparse=["csr", "csc"],
             ensure_2d=True,
@@ -268,7 +264,7 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
         """
         check_is_fitted(self, "estimators_")
         try:
-            fis = [np.asarray(_host(est.feature_importances_), dtype=np.float64) for est in self.estimators_]
+            fis = [np.asarray(to_host(est.feature_importances_), dtype=np.float64) for est in self.estimators_]
         except AttributeError as exc:
             raise AttributeError(
                 "Unable to compute feature importances since estimator does not have a "
@@ -276,23 +272,6 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
             ) from exc
         w = self.estimator_weights_
         return sum(wt * fi for wt, fi in zip(w, fis)) / w.sum()
-
-    def score(self, X, y, sample_weight=None):
-        """Accuracy (classifier) or R^2 (regressor) of :meth:`predict` on (X, y), computed on the host.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            NumPy, pandas, CuPy or any array-API array.
-        y : array-like of shape (n_samples,)
-            True labels (classifier) or targets (regressor).
-        sample_weight : array-like of shape (n_samples,), default=None
-        """
-        return self._metric(
-            np.asarray(_host(y)),
-            _backend.to_numpy(self.predict(X)),
-            sample_weight=None if sample_weight is None else np.asarray(_host(sample_weight)),
-        )
 
     def staged_score(self, X, y, sample_weight=None):
         """Accuracy (classifier) or R^2 (regressor) after each round.
@@ -331,8 +310,8 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
 
 
 def _staged_host_scores(metric, y, preds, sample_weight):
-    y = np.asarray(_host(y))
-    sw = None if sample_weight is None else np.asarray(_host(sample_weight))
+    y = np.asarray(to_host(y))
+    sw = None if sample_weight is None else np.asarray(to_host(sample_weight))
     for pred in preds:
         yield metric(y, _backend.to_numpy(pred), sample_weight=sw)
 
@@ -702,10 +681,10 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             One per learner, summing to 1.
         """
         xp, outputs = self._learner_outputs(X)
-        y_host = np.asarray(_host(y))
+        y_host = np.asarray(to_host(y))
         n = int(outputs[0].shape[0])
         y_codes = self._host_output(y_host)
-        sw = sample_weight_to_host(_host(sample_weight), n)
+        sw = sample_weight_to_host(to_host(sample_weight), n)
         w = sw / sw.sum()
         for codes, w_t in zip(outputs, self.estimator_weights_):
             yield w.copy()

@@ -10,6 +10,7 @@ import pytest
 
 import gputrees
 from conftest import to_numpy
+from estimator_zoo import ESTIMATORS as ZOO
 
 # ---------------------------------------------------------------------------
 # data and settings
@@ -217,3 +218,20 @@ def test_float_targets_and_weights_same_tree_on_every_backend(backend, task, cas
     _assert_same_tree(est.tree_, ref.tree_, task)
     Xt = _test_X()
     np.testing.assert_allclose(to_numpy(est.predict(conv(Xt))), ref.predict(Xt), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(ZOO))
+def test_score_takes_every_backend_and_equals_scikit_learns(backend, name):
+    """``score`` on (X, y, sample_weight) of the input's namespace: CuPy refuses
+    the ``numpy.asarray`` that scikit-learn's mixins call, so ours copy to the
+    host first; the value is the mixin's on the same NumPy data."""
+    from sklearn.base import ClassifierMixin, RegressorMixin
+
+    _, _, conv = backend
+    X, y, w = _data("classification" if name.endswith("_clf") else "regression")
+    est = ZOO[name]().fit(conv(X), conv(y))
+    score = est.score(conv(X), conv(y), sample_weight=conv(w))
+    assert isinstance(score, float)
+    mixin = ClassifierMixin if name.endswith("_clf") else RegressorMixin
+    on_numpy = ZOO[name]().fit(X, y)
+    assert score == pytest.approx(mixin.score(on_numpy, X, y, sample_weight=w), rel=1e-12)
