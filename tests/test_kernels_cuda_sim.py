@@ -31,6 +31,29 @@ NP = namespace_of(np.empty(0))
 TESTS = Path(__file__).resolve().parent
 
 
+def test_numpy_too_new_for_numba_cuda_is_named():
+    # numba-cuda 0.30's first compile under NumPy 2.5 (seen on an H100): the
+    # AttributeError from inside numba-cuda becomes an error naming both versions
+    pytest.importorskip("numba.cuda")
+    from gputrees.kernels import _cuda
+
+    def too_new(*args):
+        raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+
+    with pytest.raises(RuntimeError, match=r"numba-cuda .* cannot compile gputrees' GPU kernels with NumPy 2\.") as err:
+        _cuda._run(too_new, ())
+    assert "row_stack" in str(err.value) and isinstance(err.value.__cause__, AttributeError)
+
+    def other(*args):
+        raise AttributeError("'NoneType' object has no attribute 'shape'")
+
+    with pytest.raises(AttributeError, match="shape"):  # any other AttributeError goes through as it is
+        _cuda._run(other, ())
+    calls = []
+    _cuda._run(lambda *a: calls.append(a), (1, 2))
+    assert calls == [(1, 2)]
+
+
 def test_cuda_kernels_in_the_simulator():
     pytest.importorskip("numba.cuda")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}

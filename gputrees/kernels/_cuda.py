@@ -111,7 +111,7 @@ def _launch(kernel, blocks: int, threads: int, *args):
     that produced its inputs and before the CuPy work that reads its outputs.
     """
     if _simulated():
-        kernel[blocks, threads](*args)
+        _run(kernel[blocks, threads], args)
         return
     import cupy
 
@@ -122,7 +122,36 @@ def _launch(kernel, blocks: int, threads: int, *args):
     ]
     ptr = cupy.cuda.get_current_stream().ptr
     stream = cuda.external_stream(ptr) if ptr else cuda.default_stream()
-    kernel[blocks, threads, stream](*views)
+    _run(kernel[blocks, threads, stream], views)
+
+
+def _run(configured, args) -> None:
+    """Call a configured kernel; a NumPy too new for the installed numba-cuda gets an error that says so.
+
+    numba-cuda 0.30 registers an overload of ``np.row_stack`` when it first
+    compiles a kernel, and NumPy 2.5 removed that function: the first launch
+    then raised ``AttributeError: module 'numpy' has no attribute
+    'row_stack'`` from deep inside numba-cuda (seen on an H100 with NumPy
+    2.5.2 and numba-cuda 0.30.4).
+    """
+    try:
+        configured(*args)
+    except AttributeError as exc:
+        if "module 'numpy' has no attribute" not in str(exc):
+            raise
+        import importlib.metadata
+
+        import numpy
+
+        try:
+            version = importlib.metadata.version("numba-cuda")
+        except importlib.metadata.PackageNotFoundError:
+            version = "(version unknown)"
+        raise RuntimeError(
+            f"numba-cuda {version} cannot compile gputrees' GPU kernels with NumPy {numpy.__version__} "
+            f"({exc}): install a NumPy that this numba-cuda supports (numba-cuda 0.30 works with "
+            f"NumPy 2.4, not 2.5), or a numba-cuda release made for NumPy {numpy.__version__}"
+        ) from exc
 
 
 # -- kernels (compiled at first launch) -----------------------------------------
