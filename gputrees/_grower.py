@@ -77,7 +77,7 @@ import numpy as np
 from . import _node_draws
 from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
-from ._splitting import SplitConstraints, SubtreeParams, find_best_splits
+from ._splitting import SplitConstraints, SubtreeParams, _clamp, find_best_splits
 from ._rows import LeafLayout, LocalRows, batch_trees, unit_counts
 from .kernels._records import TreeRows
 from .kernels._reference import children_slot_table, sibling_histograms, take_features
@@ -331,11 +331,6 @@ def _lookup(xp, sorted_ids, query):
     # array-api-compat's clip: 1 against 20 microseconds a call, thousands a fit)
     pos = xp.minimum(pos, xp.asarray(sorted_ids.shape[0] - 1, dtype=xp.int64))
     return pos, xp.take(sorted_ids, pos) == query
-
-
-def _non_negative(xp, i):
-    """``max(i, 0)`` of an integer array (``xp.clip(i, 0, None)`` without array-api-compat's checks)."""
-    return xp.maximum(i, xp.zeros_like(i))
 
 
 def _slot_table(xp, sorted_ids, n_ids: int):
@@ -632,7 +627,7 @@ class Grower:
         vl = xp.clip(crit.leaf_value(xp, rec.left), lo, up)
         vr = xp.clip(crit.leaf_value(xp, rec.right), lo, up)
         mid = (vl + vr) / 2.0
-        c = xp.take(self.mono, _non_negative(xp, rec.feature))
+        c = xp.take(self.mono, _clamp(xp, rec.feature, 0))
         left = xp.stack([xp.where(c < 0, mid, lo), xp.where(c > 0, mid, up)], axis=1)
         right = xp.stack([xp.where(c > 0, mid, lo), xp.where(c < 0, mid, up)], axis=1)
         return xp.reshape(xp.stack([left, right], axis=1), (-1, 2))
@@ -972,7 +967,7 @@ class Grower:
         new_of = xp.argsort(old_of)
 
         def renumber(ids):
-            return xp.where(ids >= 0, xp.take(new_of, _non_negative(xp, ids)), ids)
+            return xp.where(ids >= 0, xp.take(new_of, _clamp(xp, ids, 0)), ids)
 
         self._parent = [renumber(xp.take(parent, old_of))]
         self._depth = [xp.take(depth, old_of)]
@@ -1454,7 +1449,7 @@ class Grower:
             left_old = xp.where(is_split, fc, xp.asarray(-1, dtype=xp.int64))
         else:
             left_old = xp.full((n_nodes,), -1, dtype=xp.int64)
-        left_new = xp.where(left_old >= 0, xp.take(new_id, _non_negative(xp, left_old)), left_old)
+        left_new = xp.where(left_old >= 0, xp.take(new_id, _clamp(xp, left_old, 0)), left_old)
         right_new = xp.where(left_old >= 0, left_new + 1, left_old)
         threshold = field("threshold", -2.0, xp.float64)
         # keep, then lay out per tree (creation order within a tree), padded
@@ -1478,7 +1473,7 @@ class Grower:
         local_of_new = xp.take(local, inv)
 
         def remap(child):
-            return xp.where(child >= 0, xp.take(local_of_new, _non_negative(xp, child)), child)
+            return xp.where(child >= 0, xp.take(local_of_new, _clamp(xp, child, 0)), child)
 
         slot = xp.reshape(
             from_numpy(xp, offsets)[:, None] + xp.arange(width, dtype=xp.int64)[None, :], (-1,)
@@ -1486,7 +1481,7 @@ class Grower:
         valid = xp.reshape(
             xp.arange(width, dtype=xp.int64)[None, :] < from_numpy(xp, counts)[:, None], (-1,)
         )
-        src = xp.take(kidx, xp.minimum(_non_negative(xp, slot), xp.asarray(kidx.shape[0] - 1, dtype=slot.dtype)))
+        src = xp.take(kidx, _clamp(xp, slot, 0, kidx.shape[0] - 1))
 
         def pad(a, fill, dtype):
             v = xp.take(a, src, axis=0)

@@ -110,6 +110,19 @@ class SplitRecord:
     threshold: object
 
 
+def _clamp(xp, i, low, high=None):
+    """``i`` (an integer array) limited to ``[low, high]`` (``high`` None: no top).
+
+    ``xp.maximum`` / ``xp.minimum`` with Python scalars (the standard's
+    2024.12 revision allows them), not ``xp.clip``: array-api-compat's
+    ``clip`` for CuPy broadcasts its bounds, copies and reads a flag back to
+    the host on every call (0.5 ms a call on an H100, four calls a level of
+    every tree), and a 0-d bound made by ``xp.asarray`` is a copy to the device.
+    """
+    out = xp.maximum(i, int(low))
+    return out if high is None else xp.minimum(out, int(high))
+
+
 def _gather_rows(xp, a, idx):
     """``a[i, idx[i]]`` for a 2-D or 3-D ``a`` (leading axis = nodes)."""
     m = a.shape[0]
@@ -422,9 +435,7 @@ def find_best_splits(
         slot = xp.take(xp.asarray(_cat_slot(is_categorical), dtype=xp.int64), column)
         n_orders = rank.shape[2]
         rank_flat = xp.reshape(rank, (m * n_cat * n_orders, nb - 1))
-        sel = (xp.arange(m, dtype=xp.int64) * n_cat + xp.clip(slot, 0, None)) * n_orders + xp.clip(
-            ordering, 0, n_orders - 1
-        )
+        sel = (xp.arange(m, dtype=xp.int64) * n_cat + _clamp(xp, slot, 0)) * n_orders + _clamp(xp, ordering, 0, n_orders - 1)
         node_rank = xp.take(rank_flat, sel, axis=0)  # (m, nb-1)
         present = _gather_rows(xp, hist[:, :, : nb - 1, 0], column) > 0
         cat_left = (node_rank <= position[:, None]) & present & split_is_cat[:, None]
@@ -458,11 +469,11 @@ def split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next):
     All arguments but ``bin_mapper`` are (m,) arrays; returns (m,) float64.
     """
     width = bin_mapper.thresholds.shape[1]
-    base = xp.clip(feature, 0, None) * width
+    base = _clamp(xp, feature, 0) * width
     # ``position`` / ``next_bin`` may be the missing-value bin (== width) where
     # no value bin follows (``has_next`` False, threshold inf): clip the lookups
-    position = xp.clip(position, 0, width - 1)
-    next_bin = xp.clip(next_bin, 0, width - 1)
+    position = _clamp(xp, position, 0, width - 1)
+    next_bin = _clamp(xp, next_bin, 0, width - 1)
     edge = xp.take(xp.reshape(bin_mapper.thresholds, (-1,)), base + position)
     values = xp.reshape(bin_mapper.bin_values, (-1,))
     lo = xp.take(values, base + position)
@@ -480,7 +491,7 @@ def _thresholds(xp, hist, column, feature, position, split_is_cat, bin_mapper, l
     if bin_mapper is None:
         return nan
     if not local:
-        n_value = xp.take(_ix(xp, bin_mapper.n_value_bins), xp.clip(feature, 0, None))
+        n_value = xp.take(_ix(xp, bin_mapper.n_value_bins), _clamp(xp, feature, 0))
         has_next = position + 1 < n_value
         next_bin = xp.where(has_next, position + 1, position)
         thr = split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next)
