@@ -5,9 +5,9 @@ and ``predict(X)`` to :func:`~sklearn.metrics.accuracy_score` and
 :func:`~sklearn.metrics.r2_score`, which call ``numpy.asarray`` on them unless
 scikit-learn's array-API dispatch is on. CuPy refuses that implicit
 device-to-host copy, so ``est.score(X_gpu, y_gpu)`` raised ``TypeError`` on a
-GPU. These mixins copy ``y``, the predictions and ``sample_weight`` to NumPy
-first (explicitly: a vector of ``n_samples`` values) and return what the
-scikit-learn mixin returns for the same NumPy inputs.
+GPU. These mixins copy ``y``, the predictions and ``sample_weight`` (vectors
+of ``n_samples`` values) to NumPy explicitly first, and return what the
+scikit-learn mixin returns for the same NumPy inputs, as a Python float.
 """
 
 from __future__ import annotations

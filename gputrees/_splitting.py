@@ -435,7 +435,8 @@ def find_best_splits(
         slot = xp.take(xp.asarray(_cat_slot(is_categorical), dtype=xp.int64), column)
         n_orders = rank.shape[2]
         rank_flat = xp.reshape(rank, (m * n_cat * n_orders, nb - 1))
-        sel = (xp.arange(m, dtype=xp.int64) * n_cat + _clamp(xp, slot, 0)) * n_orders + _clamp(xp, ordering, 0, n_orders - 1)
+        cat_row = xp.arange(m, dtype=xp.int64) * n_cat + _clamp(xp, slot, 0)
+        sel = cat_row * n_orders + _clamp(xp, ordering, 0, n_orders - 1)
         node_rank = xp.take(rank_flat, sel, axis=0)  # (m, nb-1)
         present = _gather_rows(xp, hist[:, :, : nb - 1, 0], column) > 0
         cat_left = (node_rank <= position[:, None]) & present & split_is_cat[:, None]
