@@ -59,6 +59,9 @@ def parse_args(argv=None):
                    help="with --data flights or bank: fit on the first this many training rows only")
     p.add_argument("--data-dir", default=str(HERE.parent.parent / "shared" / "data"))
     p.add_argument("--top", type=int, default=25, help="functions listed")
+    p.add_argument("--by-thread", action="store_true",
+                   help="also the samples of the main thread and of the other (kernel) threads apart: what runs "
+                        "on the main thread while the others wait in libgomp is the fit's serial work")
     p.add_argument("--event", choices=["cpu-clock", "page-faults"], default="cpu-clock",
                    help="what a sample is: 999 a second of CPU time, or every page fault (where fresh memory is "
                         "first touched)")
@@ -189,36 +192,55 @@ def _short(symbol):
     return ".".join(names[-2:]) if names else symbol
 
 
-def report(data, symbols_path, top):
+def report(data, symbols_path, top, by_thread=False):
     rows = []
     with open(symbols_path) as f:
         for line in f:
             addr, size, name = line.rstrip("\n").split(" ", 2)
             rows.append((int(addr, 16), int(size), name))
     starts = [r[0] for r in rows]
-    out = subprocess.run(["perf", "script", "-i", data, "-F", "ip,dso"], capture_output=True, text=True).stdout
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "pid,tid,ip,dso"], capture_output=True,
+                         text=True).stdout
     counts, total = collections.Counter(), 0
+    # (main thread?, name): samples, for --by-thread
+    threads = collections.Counter()
     for line in out.splitlines():
         parts = line.split(None, 1)
-        if not parts:
+        if len(parts) < 2:
             continue
+        main_thread = _is_main(parts[0])
+        parts = parts[1].split(None, 1)
         total += 1
         dso = parts[1] if len(parts) > 1 else ""
         if "kallsyms" in dso:
-            counts["[kernel]"] += 1
-            continue
-        if ".so" in dso:
-            counts[Path(dso.strip("()")).name] += 1
-            continue
-        ip = int(parts[0], 16)
-        i = bisect.bisect_right(starts, ip) - 1
-        if i >= 0 and ip < rows[i][0] + max(rows[i][1], 1):
-            counts[_short(rows[i][2])] += 1
+            name = "[kernel]"
+        elif ".so" in dso:
+            name = Path(dso.strip("()")).name
         else:
-            counts["[compiled, unnamed]"] += 1
+            ip = int(parts[0], 16)
+            i = bisect.bisect_right(starts, ip) - 1
+            if i >= 0 and ip < rows[i][0] + max(rows[i][1], 1):
+                name = _short(rows[i][2])
+            else:
+                name = "[compiled, unnamed]"
+        counts[name] += 1
+        threads[main_thread, name] += 1
     print(f"{total:,} samples")
     for name, k in counts.most_common(top):
         print(f"  {100 * k / max(total, 1):5.1f}%  {name}")
+    if by_thread:
+        for main_thread, title in ((True, "the main thread"), (False, "the other threads")):
+            sub = collections.Counter({n: k for (m, n), k in threads.items() if m == main_thread})
+            n_sub = sum(sub.values())
+            print(f"{title}: {n_sub:,} samples ({100 * n_sub / max(total, 1):.1f}%)")
+            for name, k in sub.most_common(top):
+                print(f"  {100 * k / max(total, 1):5.1f}%  {name}")
+
+
+def _is_main(pid_tid):
+    """Whether a ``perf script`` sample's ``pid/tid`` is its process's main thread."""
+    pid, _, tid = pid_tid.partition("/")
+    return pid == tid
 
 
 def main(argv=None):
@@ -244,7 +266,7 @@ def main(argv=None):
                "--data", args.data, "--data-dir", args.data_dir,
                *(["--first", str(args.first)] if args.first is not None else []), "--child", ctl, ack, symbols]
         subprocess.run(cmd, env=env, check=True)
-        report(data, symbols, args.top)
+        report(data, symbols, args.top, args.by_thread)
 
 
 if __name__ == "__main__":
