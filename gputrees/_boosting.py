@@ -156,10 +156,14 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table):
     table : array of shape (K, n, 3), float64
         ``[1, g, h]`` of the new raw predictions: the next round's channels
         when it draws no row subsample.
+    sums : array of shape (3,), float64, or None
+        The table's column sums where the pass made them (a compiled round
+        end, one tree a round: ``GrowerInputs.channel_sums``); None here, the
+        grower then sums the rows.
     """
     raw = raw + gather_node_values(xp, values, xp.permute_dims(row_leaf, (1, 0)))
     g, h = loss.gradients(xp, raw, y, w)
-    return raw, loss.loss(xp, raw, y, w), round_channels(xp, g, h, None, table)
+    return raw, loss.loss(xp, raw, y, w), round_channels(xp, g, h, None, table), None
 
 
 def round_tree_features(round_rng, k: int, n_features: int, n_col: int):
@@ -419,6 +423,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         # training value is missing; quantised kernels scale every channel
         count_free = not quantised and not bool(xp.any(codes == bin_mapper.missing_bin))
         table = None  # the channel table, written over every round (round_channels)
+        table_sums = None  # its column sums, where the round end made them
         # without a row subsample, a round ends by writing the next round's
         # channels (round_end, one compiled pass where the kernels have one)
         ahead = False  # whether ``table`` holds the channels of ``raw``
@@ -432,6 +437,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                 if not ahead:
                     g, h = loss.gradients(xp, raw, y_dev, w_dev)
                     table = round_channels(xp, g, h, count, table)
+                    table_sums = None
                 channels = table
                 round_kernels = kernels
                 if quantised:
@@ -455,6 +461,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                     codes_by_feature=codes_by_feature,
                     count_free_histograms=count_free,
                     unit_count_channel=count is None and not quantised,
+                    channel_sums=None if quantised else table_sums,
                 )
                 batch = grow(xp, inputs, params)
                 w_round = w_dev if count is None else w_dev * count
@@ -466,7 +473,8 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                     # NumPy's (a compiled round end sums the loss in another order)
                     compiled = kernels.round_end is not None and not quantised
                     end = kernels.round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table) if compiled else None
-                    raw, score, table = end or round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table)
+                    raw, score, table, table_sums = end or round_end(xp, loss, raw, values, batch.row_leaf, y_dev,
+                                                                     w_dev, table)
                     ahead = True
                 else:
                     leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)

@@ -190,6 +190,12 @@ class GrowerInputs:
         (boosting's rounds without a row subsample): the grower takes it
         as given instead of checking the rows (a pass over the channel
         table every tree, and a host synchronisation on a GPU).
+    channel_sums : array of shape (n_channels,), float64, or None
+        The sums of ``channels`` over every row, where the caller made them
+        (boosting's compiled round end, in an order of its own): the root's
+        statistics of a batch of one tree with every row once
+        (``multiplicity`` None), taken as given instead of summing the rows
+        in row order (a serial pass). None: the grower sums the rows.
     """
 
     codes: object
@@ -207,6 +213,7 @@ class GrowerInputs:
     codes_by_feature: object = None
     count_free_histograms: bool = False
     unit_count_channel: bool = False
+    channel_sums: object = None
 
 
 @dataclass(frozen=True)
@@ -577,6 +584,19 @@ class Grower:
         """
         table = children_slot_table(self.xp, max(self._n_created, self.n_trees, first + count), first, count)
         return self.rows.sums(table, count)
+
+    def _root_sums(self, t: int):
+        """The roots' channel sums (t, n_channels): ``GrowerInputs.channel_sums`` where given, else from the rows."""
+        sums = self.inp.channel_sums
+        if sums is None:
+            return self._node_sums(0, t)
+        c = int(self.inp.channels.shape[-1])
+        if t != 1 or self.inp.multiplicity is not None or tuple(sums.shape) != (c,):
+            raise ValueError(
+                f"channel_sums of shape {tuple(sums.shape)} needs one tree with every row once and one sum a "
+                f"channel ({c}); got {t} trees, multiplicity {'given' if self.inp.multiplicity is not None else None}"
+            )
+        return self.xp.reshape(self.xp.asarray(sums, dtype=self.xp.float64), (1, c))
 
     def _split_stats(self, rec, first: int):
         """Statistics (2k, n_channels) of the children ``first ..`` of k split nodes, from their records.
@@ -1226,7 +1246,10 @@ class Grower:
         t = self.n_trees
         roots = xp.arange(t, dtype=xp.int64)
         tree_rows = self._whole_trees()
-        stats = self._node_sums(0, t) if tree_rows is None else self._grow_subtrees.tree_sums(tree_rows)
+        if tree_rows is None:
+            stats = self._root_sums(t)
+        else:
+            stats = self._grow_subtrees.tree_sums(tree_rows)
         self.total_weight = self.inp.criterion.weight(xp, stats)
         depth = xp.zeros(t, dtype=xp.int64)
         bounds = None

@@ -112,6 +112,37 @@ def test_compiled_tree_equals_the_generic_grower(case):
         assert int(got.node_count[0]) > 2
 
 
+@pytest.mark.parametrize("case", ["two_channels", "missing_values", "regression", "many_rows", "unsplittable_root"])
+def test_given_channel_sums_are_the_root_statistics_of_both_growers(case):
+    """``channel_sums`` (boosting's compiled round end makes them) are the root's statistics as given: the
+    compiled tree and the generic grower take them alike, bit for bit; the tree's splits are the row-order
+    sums' tree's when the sums differ from them by rounding only."""
+    data, params = CASES[case]
+    inputs = _inputs(3, **data)
+    p = _params(**params)
+    table = inputs.channels[0]
+    # the column sums in another order than the rows' (pairwise), then nudged by an ulp: the root takes them
+    sums = np.nextafter(table.sum(axis=0), np.inf)
+    given = dataclasses.replace(inputs, channel_sums=sums)
+    assert _numba_grow.covered(NP, given, p)
+    got = grow(NP, given, p)
+    _assert_same_batch(got, grow(NP, _generic(given), p))
+    assert np.array_equal(np.asarray(got.stats)[0, 0], sums)
+    plain = grow(NP, inputs, p)
+    for name in ("node_count", "left", "feature", "bin", "missing_left", "row_leaf"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(plain, name), err_msg=name)
+    np.testing.assert_allclose(got.stats, plain.stats, rtol=1e-9, atol=1e-9)
+
+
+def test_channel_sums_of_the_wrong_shape_are_refused():
+    inputs = _inputs(3)
+    bad = dataclasses.replace(inputs, channel_sums=np.zeros(2))
+    with pytest.raises(ValueError, match="channel_sums"):
+        grow(NP, bad, _params())
+    with pytest.raises(ValueError, match="channel_sums"):
+        grow(NP, _generic(bad), _params())
+
+
 _NEW_WORK = _numba_grow._Work.new
 
 

@@ -34,14 +34,33 @@ def test_round_end_equals_the_generic_passes(case, n, threads):
     # saturated: |raw| up to hundreds, where p is 0 or 1 and the hessian floor applies
     raw, values, leaf, y, w = _inputs(n, n, 300.0 if case == "log_loss_saturated" else 1.0,
                                       binary=case != "squared_error")
-    want_raw, want_loss, want_table = _boosting.round_end(NP, loss, raw.copy(), values, leaf, y, w, None)
-    got_raw, got_loss, got_table = _numba_loss.round_end(
+    want_raw, want_loss, want_table, want_sums = _boosting.round_end(NP, loss, raw.copy(), values, leaf, y, w, None)
+    got_raw, got_loss, got_table, got_sums = _numba_loss.round_end(
         NP, loss, raw.copy(), values, leaf, y, w, np.full((1, n, 3), np.nan), n_threads=threads
     )
     assert np.array_equal(got_raw, want_raw)
     np.testing.assert_allclose(got_loss, want_loss, rtol=1e-13, atol=1e-300)
     assert got_table.shape == (1, n, 3) and np.all(got_table[0, :, 0] == 1.0)
     assert np.array_equal(got_table, want_table)
+    # the generic passes leave the sums to the grower; the compiled ones are the
+    # table's blocks summed row by row, added in block order
+    assert want_sums is None
+    assert got_sums.shape == (3,) and got_sums.dtype == np.float64
+    assert np.array_equal(got_sums, _block_sums(got_table[0]))
+    np.testing.assert_allclose(got_sums, got_table[0].sum(axis=0), rtol=1e-12, atol=1e-12)
+
+
+def _block_sums(table):
+    """Column sums of ``table`` (n, C) as the round end composes them: blocks of rows in order, then the blocks."""
+    n = table.shape[0]
+    n_blocks = max(1, -(-n // _numba_loss._BLOCK))
+    total = np.zeros(table.shape[1])
+    for b in range(n_blocks):
+        block = np.zeros(table.shape[1])
+        for row in table[b * n // n_blocks : (b + 1) * n // n_blocks]:
+            block = block + row
+        total = total + block
+    return total
 
 
 def test_round_end_updates_raw_in_place_and_reuses_the_table():
@@ -49,7 +68,7 @@ def test_round_end_updates_raw_in_place_and_reuses_the_table():
     raw, values, leaf, y, w = _inputs(1000, 3)
     table = np.empty((1, 1000, 3))
     before = raw.copy()
-    out_raw, _, out_table = _numba_loss.round_end(NP, loss, raw, values, leaf, y, w, table)
+    out_raw, _, out_table, _ = _numba_loss.round_end(NP, loss, raw, values, leaf, y, w, table)
     assert out_raw is raw and out_table is table
     assert np.array_equal(raw[:, 0], before[:, 0] + values[0, leaf[0]])
 
@@ -61,6 +80,7 @@ def test_round_end_results_do_not_depend_on_the_thread_count():
     for o in outs[1:]:
         assert o[1] == outs[0][1]
         assert np.array_equal(o[2], outs[0][2])
+        assert np.array_equal(o[3], outs[0][3])
 
 
 def test_round_end_leaves_other_losses_to_the_generic_passes():

@@ -370,11 +370,13 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
 
 @numba.njit(**_JIT_GROW)
 def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, max_depth, min_split, mapper,
-          tie_rtol, n_threads, row_bytes, work, row_leaf):
+          tie_rtol, n_threads, row_bytes, work, row_leaf, root_sums):
     """The tree's node arrays and every row's leaf (see :func:`grow_tree`).
 
     ``work``: the row and histogram buffers (:class:`_Work`'s arrays, in its
-    field order), written before they are read; ``row_leaf`` (n,) int64 out.
+    field order), written before they are read; ``row_leaf`` (n,) int64 out;
+    ``root_sums`` (C,) float64, the root's statistics as given, or empty (the
+    rows summed in row order).
     """
     order, spare, go, hist_a, hist_b, small_buf = work
     n, F = codes.shape
@@ -410,10 +412,14 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         used[f] = min(n_bins - 1, n_value_bins[f])
         filled += used[f] + 1
     root = np.zeros(1, dtype=np.int64)
-    # (one slot: one thread sums it either way)
-    rs = _run_sums_serial(order, empty, empty, 0, chan, seg_a[:1], seg_b[:1])
-    for c in range(C):
-        stats[0, c] = rs[0, c]
+    if root_sums.shape[0] == C:  # the caller's (GrowerInputs.channel_sums)
+        for c in range(C):
+            stats[0, c] = root_sums[c]
+    else:
+        # (one slot: one thread sums it either way)
+        rs = _run_sums_serial(order, empty, empty, 0, chan, seg_a[:1], seg_b[:1])
+        for c in range(C):
+            stats[0, c] = rs[0, c]
     n_nodes = 1
     if not _can_split(stats[0], 0, max_depth, min_split, msl, mwl):
         row_leaf[:] = 0
@@ -713,6 +719,21 @@ def _channels(inputs):
     return chan
 
 
+_NO_SUMS = np.empty(0)
+
+
+def _root_sums(inputs):
+    """``inputs.channel_sums`` as a (C,) float64 array for :func:`_grow`, or an empty one where not given."""
+    sums = inputs.channel_sums
+    if sums is None:
+        return _NO_SUMS
+    sums = np.ascontiguousarray(sums, dtype=np.float64)
+    c = int(_channels(inputs).shape[1])
+    if sums.shape != (c,):
+        raise ValueError(f"channel_sums has shape {sums.shape}, the channels {c} columns")
+    return sums
+
+
 def _count_free(inputs, params) -> bool:
     """The generic grower's choice of two-channel histograms (``Grower.__init__``), for the covered case."""
     return bool(inputs.count_free_histograms and params.min_samples_leaf <= 1)
@@ -727,7 +748,8 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
     inputs : GrowerInputs
         One tree: ``channels`` (n, 3) or (1, n, 3) float64 ``[1, g, h]``, ``multiplicity``
         None, the :class:`~gputrees._criteria.Newton` criterion,
-        ``record_leaves``; numerical features only.
+        ``record_leaves``; numerical features only. Its ``channel_sums``,
+        where given, are the root's statistics (as the generic grower takes them).
     params : GrowerParams
         Depth-wise (``max_leaf_nodes`` None) to a ``max_depth`` of at most
         :data:`MAX_DEPTH`, ``min_weight_leaf > 0``, thresholds at the next
@@ -768,7 +790,7 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
         n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold = _grow(
             codes, fixed.codes_t, np.ascontiguousarray(_channels(inputs)), count_free, int(mapper.n_bins),
             int(mapper.missing_bin), crit, float(params.min_impurity_decrease), int(params.max_depth), float(params.min_samples_split),
-            fixed.mapper_arrays, TIE_RTOL, threads, _row_bytes(codes), work.arrays(), row_leaf,
+            fixed.mapper_arrays, TIE_RTOL, threads, _row_bytes(codes), work.arrays(), row_leaf, _root_sums(inputs),
         )
     k = int(n_nodes)
     left = first_child[:k]

@@ -19,6 +19,14 @@ The loss (``train_score_``) equals it to rounding: the weighted sums are
 per-block sums added in block order (NumPy's are pairwise), and log-loss's
 ``log1p(exp(-|raw|))`` term is a compiled series within 3 ulps of NumPy's
 ``log1p`` (:func:`_log1p_unit`), with ``exp(r) = 1 / exp(-r)`` for ``r < 0``.
+
+The same passes sum the new channels by blocks, in block order: the next
+tree's root statistics (``GrowerInputs.channel_sums``), which the tree then
+takes instead of summing every row in row order, a serial chain of
+additions (about 0.2 ms a tree on NYC flights' 245k rows) while the other
+threads wait. They equal the row-order sums to rounding, so a tree's
+statistics equal the generic path's to rounding and its splits are the same
+wherever no two candidates' gains lie within rounding of each other.
 """
 
 from __future__ import annotations
@@ -64,25 +72,32 @@ def _block(b, n, n_blocks):
 def _squared_error_end(raw, values, leaf, y, w, table, n_blocks):
     """Half squared error: ``raw`` (n,) updated in place, ``table`` (n, 3) = [1, g, h]; returns the blocks' sums.
 
-    Returns (n_blocks, 2): sum of ``w * loss`` and of ``w`` per block.
+    Returns (n_blocks, 4): sums of ``w * loss``, of ``w`` and of the new ``g`` and ``h`` per block.
     """
     n = raw.shape[0]
-    part = np.zeros((n_blocks, 2))
+    part = np.zeros((n_blocks, 4))
     for b in prange(n_blocks):
         sl = 0.0
         sw = 0.0
+        sg = 0.0
+        sh = 0.0
         for i in range(*_block(b, n, n_blocks)):
             r = raw[i] + values[leaf[i]]
             raw[i] = r
             d = r - y[i]
             wi = w[i]
+            g = d * wi
             sl += 0.5 * d * d * wi
             sw += wi
+            sg += g
+            sh += wi
             table[i, 0] = 1.0
-            table[i, 1] = d * wi
+            table[i, 1] = g
             table[i, 2] = wi
         part[b, 0] = sl
         part[b, 1] = sw
+        part[b, 2] = sg
+        part[b, 3] = sh
     return part
 
 
@@ -167,26 +182,34 @@ def _logistic_channels(raw, e, y, w, table, n_blocks):
     MIN_HESSIAN) w`` are the generic loss's operations on the same numbers
     (bit for bit). Returns (n_blocks, 2): the sums of ``w * (max(raw, 0) -
     y raw)`` (the loss but its ``log1p(exp(-|raw|))`` term,
-    :func:`_log1p_sums`) and of ``w`` per block.
+    :func:`_log1p_sums`), of ``w``, of ``g`` and of ``h`` per block (n_blocks, 4).
     """
     n = raw.shape[0]
-    part = np.zeros((n_blocks, 2))
+    part = np.zeros((n_blocks, 4))
     for b in prange(n_blocks):
         sl = 0.0
         sw = 0.0
+        sg = 0.0
+        sh = 0.0
         for i in range(*_block(b, n, n_blocks)):
             r = raw[i]
             ei = e[i]
             wi = w[i]
             yi = y[i]
             p = 1.0 / (1.0 + ei)
+            g = (p - yi) * wi
+            hi = max(p * (1.0 - p), MIN_HESSIAN) * wi
             sl += (max(r, 0.0) - yi * r) * wi
             sw += wi
+            sg += g
+            sh += hi
             table[i, 0] = 1.0
-            table[i, 1] = (p - yi) * wi
-            table[i, 2] = max(p * (1.0 - p), MIN_HESSIAN) * wi
+            table[i, 1] = g
+            table[i, 2] = hi
         part[b, 0] = sl
         part[b, 1] = sw
+        part[b, 2] = sg
+        part[b, 3] = sh
     return part
 
 
@@ -197,7 +220,10 @@ _SERIAL = {k: serial_twin(k) for k in (_squared_error_end, _add_leaf_values, _lo
 def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 1):
     """Same contract as :func:`gputrees._boosting.round_end`, or None for a loss it does not carry.
 
-    ``raw`` is updated in place (the caller's array, returned).
+    ``raw`` is updated in place (the caller's array, returned). The fourth
+    result, the channel table's column sums (3,) float64 ``[n, sum g, sum
+    h]``, is each block's rows summed in order and the blocks in block order
+    (the generic path returns None there: the grower then sums the rows).
     """
     kind = LOSS_KINDS.get(type(loss))
     if kind is None or int(raw.shape[1]) != 1:
@@ -232,7 +258,11 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 
                 np.exp(e, out=e)
             part = run(_logistic_channels)(r, e, y, w, table[0], n_blocks)
             total_l = _in_order(part[:, 0]) + _in_order(run(_log1p_sums)(r, e, w, n_blocks))
-    return raw, total_l / _in_order(part[:, 1]), table
+    # the table's column sums (the next tree's root statistics): each
+    # block's rows in order, the blocks in block order (the count column is
+    # 1 on every row: its sum is n, exactly)
+    sums = np.array([float(n), _in_order(part[:, 2]), _in_order(part[:, 3])])
+    return raw, total_l / _in_order(part[:, 1]), table, sums
 
 
 def _in_order(a):
