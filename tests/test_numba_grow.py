@@ -143,6 +143,62 @@ def test_channel_sums_of_the_wrong_shape_are_refused():
         grow(NP, _generic(bad), _params())
 
 
+def _grouped_rows(rng, n, k, clustered):
+    """``order`` (n,) of k nodes' runs, each node's rows increasing (as the partitions keep them), and the runs."""
+    if clustered:  # each node a block of consecutive rows (data sorted by the split feature)
+        node_of = np.sort(rng.integers(0, k, n))
+    else:
+        node_of = rng.integers(0, k, n)
+    order = np.argsort(node_of, kind="stable").astype(np.int64)
+    counts = np.bincount(node_of, minlength=k)
+    seg_b = np.cumsum(counts).astype(np.int64)
+    return order, seg_b - counts, seg_b
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("n, clustered", [(1, False), (13, False), (5_000, False), (40_003, True)])
+def test_leaf_passes_by_ranges_of_rows_equal_a_plain_pass(n, clustered, threads):
+    """The leaf pass and the leaf marking (threads by ranges of rows) write every row's leaf and count the left
+    rows as a pass over each node's rows does; every range starts on an 8-row boundary (a cache line)."""
+    rng = np.random.default_rng(n)
+    k, F = 7, 3
+    order, seg_a, seg_b = _grouped_rows(rng, n, k, clustered)
+    sel = np.arange(k, dtype=np.int64)
+    codes_t = rng.integers(0, 6, (F, n)).astype(np.uint8)
+    codes_t[rng.random((F, n)) < 0.1] = 9  # the missing bin
+    feature = rng.integers(0, F, k).astype(np.int64)
+    bin_ = rng.integers(0, 6, k).astype(np.int64)
+    missing_left = rng.random(k) < 0.5
+    want_leaf = np.full(n, -1, dtype=np.int64)
+    want_left = np.zeros(k, dtype=np.int64)
+    for i in range(k):
+        for r in order[seg_a[i]:seg_b[i]]:
+            code = codes_t[feature[i], r]
+            goes_left = missing_left[i] if code == 9 else code <= bin_[i]
+            want_leaf[r] = 100 + 2 * i + (0 if goes_left else 1)
+            want_left[i] += goes_left
+    kernels = (_numba_grow._leaf_pass, _numba_grow._leaf_pass_serial)
+    for kernel in kernels:
+        got = np.full(n, -1, dtype=np.int64)
+        n_left = kernel(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, 9, got, 100, threads)
+        np.testing.assert_array_equal(got, want_leaf)
+        np.testing.assert_array_equal(n_left, want_left)
+    marked = np.full(n, -1, dtype=np.int64)
+    leaves = sel[::2]
+    _numba_grow._mark_leaves(order, seg_a, seg_b, leaves, marked, threads)
+    want_marked = np.full(n, -1, dtype=np.int64)
+    for node in leaves:
+        want_marked[order[seg_a[node]:seg_b[node]]] = node
+    np.testing.assert_array_equal(marked, want_marked)
+    n_ranges = _numba_grow._n_ranges(threads)
+    bounds = _numba_grow._row_range_bounds(order, seg_a, seg_b, sel, n_ranges)
+    for r in range(1, n_ranges):
+        start = r * n // n_ranges // 8 * 8
+        for i in range(k):
+            rows = order[bounds[r - 1, i]:bounds[r, i]]
+            assert np.all(rows < start) and (rows.size == 0 or rows.min() >= (r - 1) * n // n_ranges // 8 * 8)
+
+
 _NEW_WORK = _numba_grow._Work.new
 
 
@@ -380,9 +436,11 @@ def test_serial_twins_equal_their_parallel_kernels():
     both("_start_rows", np.full(n, -1, dtype=np.int64))
     both("_partition", codes_t, order, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.bool_), seg_a, seg_b,
          sel, feature, bin_, missing_left, missing_bin)
-    both("_leaf_pass", codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin,
-         np.full(n, -1, dtype=np.int64), 10)
-    both("_mark_leaves", order, seg_a, seg_b, sel, np.full(n, -1, dtype=np.int64))
+    # the leaf passes take each node's rows in row order (as the partitions keep them), by ranges of rows
+    in_order = np.concatenate([np.sort(order[a:b]) for a, b in zip(seg_a, seg_b)])
+    both("_leaf_pass", codes_t, in_order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin,
+         np.full(n, -1, dtype=np.int64), 10, 2)
+    both("_mark_leaves", in_order, seg_a, seg_b, sel, np.full(n, -1, dtype=np.int64), 2)
     both("_run_sums", order, empty, empty, 0, chan, hist_start, seg_b)
     both("_run_histograms", codes, order, order, empty, empty, 0, chan, hist_start, seg_b, nb, 2, p,
          np.full((4, p, nb, 2), np.nan), 1, used)
