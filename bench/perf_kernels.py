@@ -17,10 +17,14 @@ page faults)::
     python bench/perf_kernels.py --model boost --rounds 30 --rows 800000
     python bench/perf_kernels.py --model boost --data flights --rounds 100
     python bench/perf_kernels.py --model forest --trees 20 --event page-faults
+    python bench/perf_kernels.py --model boost --data bank --rounds 1000 --by-thread
 
 ``--event page-faults`` records every page fault instead of the CPU clock:
 the functions that first touch fresh memory (a buffer allocated anew each
 call, whose pages the kernel maps on first write).
+``--by-thread`` also lists the main thread's samples and the other
+threads' apart: what the main thread runs while the kernel threads wait in
+libgomp is the fit's serial work.
 ``--data flights`` or ``bank`` fits ``bench_boost.py``'s model (its
 parameters, its training split) on that dataset.
 
