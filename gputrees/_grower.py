@@ -78,7 +78,7 @@ from . import _node_draws
 from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._splitting import SplitConstraints, SubtreeParams, _clamp, find_best_splits
-from ._rows import LeafLayout, LocalRows, batch_trees, unit_counts
+from ._rows import LeafLayout, LocalRows, batch_trees, given_root_sums, unit_counts
 from .kernels._records import TreeRows
 from .kernels._reference import children_slot_table, sibling_histograms, take_features
 
@@ -587,16 +587,9 @@ class Grower:
 
     def _root_sums(self, t: int):
         """The roots' channel sums (t, n_channels): ``GrowerInputs.channel_sums`` where given, else from the rows."""
-        sums = self.inp.channel_sums
-        if sums is None:
-            return self._node_sums(0, t)
-        c = int(self.inp.channels.shape[-1])
-        if t != 1 or self.inp.multiplicity is not None or tuple(sums.shape) != (c,):
-            raise ValueError(
-                f"channel_sums of shape {tuple(sums.shape)} needs one tree with every row once and one sum a "
-                f"channel ({c}); got {t} trees, multiplicity {'given' if self.inp.multiplicity is not None else None}"
-            )
-        return self.xp.reshape(self.xp.asarray(sums, dtype=self.xp.float64), (1, c))
+        inp = self.inp
+        sums = given_root_sums(self.xp, inp.channels, inp.multiplicity, inp.channel_sums)
+        return self._node_sums(0, t) if sums is None else sums
 
     def _split_stats(self, rec, first: int):
         """Statistics (2k, n_channels) of the children ``first ..`` of k split nodes, from their records.

@@ -70,6 +70,24 @@ def batch_trees(channels, multiplicity) -> int:
     return int(channels.shape[0]) if channels.ndim == 3 else 1
 
 
+def given_root_sums(xp, channels, multiplicity, sums):
+    """``GrowerInputs.channel_sums`` as the root's statistics (1, n_channels) float64, or None where not given.
+
+    Raises ValueError where they cannot be the root's: a batch of more than
+    one tree, multiplicities, or not one sum a channel.
+    """
+    if sums is None:
+        return None
+    c = int(channels.shape[-1])
+    t = batch_trees(channels, multiplicity)
+    if t != 1 or multiplicity is not None or tuple(sums.shape) != (c,):
+        raise ValueError(
+            f"channel_sums of shape {tuple(sums.shape)} needs one tree with every row once and one sum a "
+            f"channel ({c}); got {t} trees, multiplicity {'given' if multiplicity is not None else None}"
+        )
+    return xp.reshape(xp.asarray(sums, dtype=xp.float64), (1, c))
+
+
 def unit_counts(xp, chan, known: bool = False) -> bool:
     """Whether channel 0 (the count) of the channel table ``chan`` (rows, C) is 1 on every row.
 

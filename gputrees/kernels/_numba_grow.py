@@ -47,7 +47,7 @@ import numpy as np
 from numba import prange
 
 from .._criteria import NEWTON_GAIN_RTOL, Newton
-from .._rows import unit_counts
+from .._rows import given_root_sums, unit_counts
 from .._splitting import TIE_RTOL
 from ._numba import (
     _JIT,
@@ -58,6 +58,7 @@ from ._numba import (
     _put1,
     _histograms,
     _run_sums_serial,
+    _search_range,
     kept,
     serial_twin,
     _Threads,
@@ -206,18 +207,6 @@ def _partition(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missin
 
 
 @numba.njit(**_JIT_GROW)
-def _first_at_or_after(order, a, b, row):
-    """The first position of ``order[a:b]`` (rows increasing) whose row is ``row`` or later (``b`` if none)."""
-    while a < b:
-        mid = (a + b) // 2
-        if order[mid] < row:
-            a = mid + 1
-        else:
-            b = mid
-    return a
-
-
-@numba.njit(**_JIT_GROW)
 def _row_range_bounds(order, seg_a, seg_b, sel, n_ranges):
     """Each node's positions cut by ranges of rows: (n_ranges + 1, len(sel)) positions.
 
@@ -234,7 +223,7 @@ def _row_range_bounds(order, seg_a, seg_b, sel, n_ranges):
         bounds[0, i] = a
         bounds[n_ranges, i] = b
         for k in range(1, n_ranges):
-            a = _first_at_or_after(order, a, b, _range_start(k, n, n_ranges))
+            a = _search_range(order, a, b, _range_start(k, n, n_ranges))
             bounds[k, i] = a
     return bounds
 
@@ -287,11 +276,7 @@ def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, m
                     _put1(row_leaf, r, left + 1 - g)
                     c += g
                 lefts[k, i] = c
-    n_left = np.zeros(m, dtype=np.int64)
-    for k in range(n_ranges):
-        for i in range(m):
-            n_left[i] += lefts[k, i]
-    return n_left
+    return lefts.sum(axis=0)
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
@@ -797,15 +782,10 @@ _NO_SUMS = np.empty(0)
 
 
 def _root_sums(inputs):
-    """``inputs.channel_sums`` as a (C,) float64 array for :func:`_grow`, or an empty one where not given."""
-    sums = inputs.channel_sums
-    if sums is None:
-        return _NO_SUMS
-    sums = np.ascontiguousarray(sums, dtype=np.float64)
-    c = int(_channels(inputs).shape[1])
-    if sums.shape != (c,):
-        raise ValueError(f"channel_sums has shape {sums.shape}, the channels {c} columns")
-    return sums
+    """``inputs.channel_sums`` as a (C,) float64 array for :func:`_grow` (checked as the generic grower checks
+    them, :func:`gputrees._rows.given_root_sums`), or an empty one where not given."""
+    sums = given_root_sums(np, inputs.channels, inputs.multiplicity, inputs.channel_sums)
+    return _NO_SUMS if sums is None else np.ascontiguousarray(sums[0])
 
 
 def _count_free(inputs, params) -> bool:
