@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 
 #: (the statement a phase starts at, the phase's name); each phase runs to the next mark
 PHASES = [
-    ("    rs = _run_sums_serial(", "root sums"),
+    ("    if root_sums.shape[0] == C:", "root sums"),
     ("    hist = _histograms(", "root histogram"),
     ("    ok = _scan_nodes(hist, stats, root", "root scan"),
     ("        last = depth[front[0]] + 1 >= max_depth", "partition / leaf pass"),

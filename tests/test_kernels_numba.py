@@ -529,6 +529,34 @@ def test_bin_codes_lookup_grid_edge_cases():
     assert np.array_equal(_numba.bin_codes(NP, x32, mapper), _reference.bin_codes(NP, x32.astype(np.float64), mapper))
 
 
+def test_bin_codes_by_counting_edges_equal_the_search():
+    """Features of up to BIN_COUNT_EDGES edges (binned by counting the edges below a value) and one past it
+    (the lookup grid): values at, just below and just above every edge, infinities, NaN, float32 input."""
+    from gputrees._binning import fit_bin_mapper
+
+    limit = _numba.BIN_COUNT_EDGES
+    rng = np.random.default_rng(45)
+    n = 3000
+    # k distinct values give k - 1 edges (exact bins): 0, 1, 2, limit and limit + 1 edges
+    X = np.column_stack([rng.integers(0, k, n).astype(np.float64) * 1.5 - 7 for k in (1, 2, 3, limit + 1, limit + 2)])
+    mapper = fit_bin_mapper(NP, X, np.zeros(X.shape[1], dtype=bool), 255)
+    assert list(mapper.n_value_bins - 1) == [0, 1, 2, limit, limit + 1]
+    probes = [X]
+    for f in range(X.shape[1]):
+        edges = mapper.thresholds[f, : mapper.n_value_bins[f] - 1]
+        around = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf),
+                                 [np.inf, -np.inf, np.nan, 0.0]])
+        probe = X.copy()
+        probe[:, f] = np.resize(around, n)
+        probes.append(probe)
+    for data in probes:
+        want = _reference.bin_codes(NP, data, mapper)
+        for threads in (1, 2):
+            assert np.array_equal(_numba.bin_codes(NP, data, mapper, n_threads=threads), want)
+    x32 = probes[-2].astype(np.float32)
+    assert np.array_equal(_numba.bin_codes(NP, x32, mapper), _reference.bin_codes(NP, x32.astype(np.float64), mapper))
+
+
 def test_bin_codes_wrong_grid_cell_is_corrected():
     """A value the grid puts in the wrong cell (rounding at a border) is found by the full search."""
     edges = np.sort(np.random.default_rng(44).standard_normal(200))
