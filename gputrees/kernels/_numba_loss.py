@@ -72,7 +72,8 @@ def _block(b, n, n_blocks):
 def _squared_error_end(raw, values, leaf, y, w, table, n_blocks):
     """Half squared error: ``raw`` (n,) updated in place, ``table`` (n, 3) = [1, g, h]; returns the blocks' sums.
 
-    Returns (n_blocks, 4): sums of ``w * loss``, of ``w`` and of the new ``g`` and ``h`` per block.
+    Returns (n_blocks, 4): sums of ``w * loss``, of ``w`` and of the new ``g`` and ``h`` per block (``h`` is
+    ``w``: its sum is the same sum).
     """
     n = raw.shape[0]
     part = np.zeros((n_blocks, 4))
@@ -80,7 +81,6 @@ def _squared_error_end(raw, values, leaf, y, w, table, n_blocks):
         sl = 0.0
         sw = 0.0
         sg = 0.0
-        sh = 0.0
         for i in range(*_block(b, n, n_blocks)):
             r = raw[i] + values[leaf[i]]
             raw[i] = r
@@ -90,14 +90,13 @@ def _squared_error_end(raw, values, leaf, y, w, table, n_blocks):
             sl += 0.5 * d * d * wi
             sw += wi
             sg += g
-            sh += wi
             table[i, 0] = 1.0
             table[i, 1] = g
             table[i, 2] = wi
         part[b, 0] = sl
         part[b, 1] = sw
         part[b, 2] = sg
-        part[b, 3] = sh
+        part[b, 3] = sw
     return part
 
 
