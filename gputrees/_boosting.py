@@ -429,58 +429,72 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         ahead = False  # whether ``table`` holds the channels of ``raw``
         # the kernels may keep work buffers for every round's tree (Kernels.workspace)
         reuse = kernels.workspace
+        # every round in a few compiled calls where the kernels cover the fit
+        # (Kernels.boost_rounds: the same trees, values and losses as the
+        # steps below); made at the fit's first round, from its inputs
+        runner = None
+        may_run = (kernels.boost_rounds is not None and n_sub >= n and n_col >= n_features and not quantised
+                   and k == 1)
         with reuse() if reuse is not None else contextlib.nullcontext():
             for it in range(start, self.n_estimators):
                 round_rng = RoundGenerator(seed, it)
-                inbag = round_inbag(round_rng, n, n_sub)
-                count = None if inbag is None else _backend.from_numpy(xp, inbag)
-                if not ahead:
-                    g, h = loss.gradients(xp, raw, y_dev, w_dev)
-                    table = round_channels(xp, g, h, count, table)
-                    table_sums = None
-                channels = table
-                round_kernels = kernels
-                if quantised:
-                    # one host synchronisation per round (not per level): the
-                    # scale is a host value, see gputrees.kernels._quantise
-                    scale = quantisation_scale(xp, channels, n)
-                    channels = quantise(xp, channels, scale)
-                    round_kernels = kernels.quantised(scale)
-                tree_features = round_tree_features(round_rng, k, n_features, n_col)
-                inputs = GrowerInputs(
-                    codes=codes,
-                    channels=channels,
-                    multiplicity=None,
-                    bin_mapper=bin_mapper,
-                    criterion=criterion,
-                    kernels=round_kernels,
-                    rng=round_rng,
-                    tree_features=tree_features,
-                    record_leaves=True,
-                    monotonic_cst=mono,
-                    codes_by_feature=codes_by_feature,
-                    count_free_histograms=count_free,
-                    unit_count_channel=count is None and not quantised,
-                    channel_sums=None if quantised else table_sums,
-                )
-                batch = grow(xp, inputs, params)
-                w_round = w_dev if count is None else w_dev * count
-                values = self._leaf_values(xp, kernels, loss, criterion, batch, raw, y_dev, w_round)
-                values = self.learning_rate * values
-                if count is None:
-                    # quantised fits promise the same model, train_score_ included,
-                    # on every kernel set: the generic passes, whose loss sums are
-                    # NumPy's (a compiled round end sums the loss in another order)
-                    compiled = kernels.round_end is not None and not quantised
-                    end = kernels.round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table) if compiled else None
-                    raw, score, table, table_sums = end or round_end(xp, loss, raw, values, batch.row_leaf, y_dev,
-                                                                     w_dev, table)
+                if runner is None:
+                    inbag = round_inbag(round_rng, n, n_sub)
+                    count = None if inbag is None else _backend.from_numpy(xp, inbag)
+                    if not ahead:
+                        g, h = loss.gradients(xp, raw, y_dev, w_dev)
+                        table = round_channels(xp, g, h, count, table)
+                        table_sums = None
+                    channels = table
+                    round_kernels = kernels
+                    if quantised:
+                        # one host synchronisation per round (not per level): the
+                        # scale is a host value, see gputrees.kernels._quantise
+                        scale = quantisation_scale(xp, channels, n)
+                        channels = quantise(xp, channels, scale)
+                        round_kernels = kernels.quantised(scale)
+                    tree_features = round_tree_features(round_rng, k, n_features, n_col)
+                    inputs = GrowerInputs(
+                        codes=codes,
+                        channels=channels,
+                        multiplicity=None,
+                        bin_mapper=bin_mapper,
+                        criterion=criterion,
+                        kernels=round_kernels,
+                        rng=round_rng,
+                        tree_features=tree_features,
+                        record_leaves=True,
+                        monotonic_cst=mono,
+                        codes_by_feature=codes_by_feature,
+                        count_free_histograms=count_free,
+                        unit_count_channel=count is None and not quantised,
+                        channel_sums=None if quantised else table_sums,
+                    )
+                    if may_run and it == start:
+                        runner = kernels.boost_rounds(xp, inputs, params, loss, self.learning_rate, y_dev, w_dev)
+                if runner is not None:
+                    batch, values, raw, score, table, table_sums = runner(raw, table, table_sums)
                     ahead = True
                 else:
-                    leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)
-                    raw = raw + gather_node_values(xp, values, leaves)
-                    score = loss.loss(xp, raw, y_dev, w_dev)
-                batch = dataclasses.replace(batch, row_leaf=None)
+                    batch = grow(xp, inputs, params)
+                    w_round = w_dev if count is None else w_dev * count
+                    values = self._leaf_values(xp, kernels, loss, criterion, batch, raw, y_dev, w_round)
+                    values = self.learning_rate * values
+                    if count is None:
+                        # quantised fits promise the same model, train_score_ included,
+                        # on every kernel set: the generic passes, whose loss sums are
+                        # NumPy's (a compiled round end sums the loss in another order)
+                        compiled = kernels.round_end is not None and not quantised
+                        end = (kernels.round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table)
+                               if compiled else None)
+                        raw, score, table, table_sums = end or round_end(xp, loss, raw, values, batch.row_leaf,
+                                                                         y_dev, w_dev, table)
+                        ahead = True
+                    else:
+                        leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)
+                        raw = raw + gather_node_values(xp, values, leaves)
+                        score = loss.loss(xp, raw, y_dev, w_dev)
+                    batch = dataclasses.replace(batch, row_leaf=None)
                 rounds.append(_Round(batch=batch, values=values))
                 train_scores.append(-score)
                 for i, (Xvp, yv, wv, rv) in enumerate(val):

@@ -1,14 +1,17 @@
 """KeyboardInterrupt during fit leaves the estimator in its previous state.
 
 The hook: every module's ``grow`` (the grower entry point each fit calls once
-per tree batch or boosting round) is wrapped to raise ``KeyboardInterrupt`` on
-its k-th call. After the interrupted fit an unfitted estimator is still
+per tree batch or boosting round), and the Numba set's runner of boosting
+rounds (``BoostRounds.__call__``, which a covered fit calls once a round in
+place of ``grow``), are wrapped to raise ``KeyboardInterrupt`` on their k-th
+call, counted together. After the interrupted fit an unfitted estimator is still
 unfitted, a fitted one (also with ``warm_start``) predicts as before, no thread
 was left behind, and the estimator fits normally afterwards.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 
 import numpy as np
@@ -40,6 +43,10 @@ class _Interrupt:
         self.calls, self.at = 0, at
         for mod in GROW_SITES:
             monkeypatch.setattr(mod, "grow", self._wrap(mod.grow))
+        if importlib.util.find_spec("numba") is not None:
+            from gputrees.kernels._numba_boost import BoostRounds
+
+            monkeypatch.setattr(BoostRounds, "__call__", self._wrap(BoostRounds.__call__))
 
     def _wrap(self, grow):
         def hooked(*args, **kwargs):

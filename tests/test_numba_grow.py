@@ -14,7 +14,7 @@ from gputrees._criteria import Newton
 from gputrees._grower import GrowerInputs, GrowerParams, grow
 
 pytest.importorskip("numba")
-from gputrees.kernels import _numba, _numba_grow, _numba_split, get_kernels  # noqa: E402
+from gputrees.kernels import _numba, _numba_boost, _numba_grow, _numba_split, get_kernels  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 BATCH_FIELDS = ("node_count", "left", "right", "feature", "bin", "missing_left", "is_categorical", "cat_left",
@@ -467,8 +467,10 @@ def test_serial_twins_equal_their_parallel_kernels():
 @pytest.mark.parametrize("case", ["binary", "regression", "missing"])
 def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypatch):
     """Whole models: every round's tree and leaf values, and the predictions, with and without the compiled
-    grower (the Numba set either way)."""
+    grower (the Numba set either way; its rounds one step at a time, without the runner of
+    gputrees.kernels._numba_boost, which tests/test_numba_boost.py compares with these steps)."""
     monkeypatch.setenv("GPUTREES_KERNELS", "numba")
+    monkeypatch.setattr(_numba_boost, "boost_rounds", lambda *a, **k: None)
     rng = np.random.default_rng(12)
     n = 2500
     X = rng.standard_normal((n, 6))

@@ -142,6 +142,15 @@ class Kernels:
         does not carry; see :func:`gputrees._boosting.round_end` (the generic passes,
         which ``None`` means) and :func:`gputrees.kernels._numba_loss.round_end`.
         It may update ``raw`` in place.
+    boost_rounds : callable or None
+        ``boost_rounds(xp, inputs, params, loss, learning_rate, y, w)``: a
+        runner of a boosting fit's rounds (made at its first round, inside
+        its workspace; ``runner(raw, table, sums)`` grows a round's tree
+        and ends the round, returning ``(batch, values, raw, loss, table,
+        sums)``), the round-by-round path's results bit for bit, or None
+        for the fits it does not cover; see
+        :func:`gputrees.kernels._numba_boost.boost_rounds`. None: every
+        round runs its steps one by one.
     covered_values : callable or None
         ``covered_values(xp, X, features, values)``: whether every
         non-missing value of each listed column is among the given values
@@ -212,6 +221,7 @@ class Kernels:
     pair_weights: Callable | None = None
     workspace: Callable | None = None
     round_end: Callable | None = None
+    boost_rounds: Callable | None = None
     covered_values: Callable | None = None
     sorted_columns: Callable | None = None
     grow_tree: Callable | None = None
@@ -317,7 +327,9 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             raise ValueError("the numba kernels need NumPy arrays")
         if not numba_available():
             raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
-        from . import _bincount, _numba, _numba_grow, _numba_loss, _numba_predict, _numba_split, _numba_subtree
+        from . import (
+            _bincount, _numba, _numba_boost, _numba_grow, _numba_loss, _numba_predict, _numba_split, _numba_subtree,
+        )
 
         threads = _numba.thread_count(n_jobs)
         return Kernels(
@@ -343,6 +355,7 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             pair_weights=functools.partial(_numba.pair_weights, n_threads=threads),
             workspace=_numba.workspace,
             round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
+            boost_rounds=functools.partial(_numba_boost.boost_rounds, n_threads=threads),
             covered_values=functools.partial(_numba.covered_values, n_threads=threads),
             sorted_columns=functools.partial(_numba.sorted_columns, n_threads=threads),
             grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),

@@ -74,7 +74,7 @@ from ._numba_split import (
     _mapper_arrays,
 )
 
-__all__ = ["grow_tree", "MAX_DEPTH"]
+__all__ = ["grow_tree", "covered", "TreeCall", "tree_batch", "MAX_DEPTH"]
 
 #: Deepest tree grown here: node arrays are sized for a full tree
 #: (2 ** (MAX_DEPTH + 1) nodes); deeper trees use the generic grower.
@@ -839,7 +839,6 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
     TreeBatch or None
         The generic grower's tree (:func:`gputrees._grower.grow`), bit for bit.
     """
-    TreeBatch = _tree_batch_class()
     # the round's checks first: they turn away forests and single trees
     # (other criteria, multiplicities) without making a _Fixed for them
     if not _round_covered(xp, inputs, params):
@@ -847,30 +846,79 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
     fixed = _fixed(inputs, params)
     if not fixed.covered:
         return None
-    codes = fixed.codes
-    mapper = inputs.bin_mapper
-    count_free = fixed.count_free
-    crit = (
-        _NEWTON_GH if count_free else _NEWTON,
-        1,
-        float(inputs.criterion.l2),
-        float(params.min_samples_leaf),
-        float(params.min_weight_leaf),
-    )
-    threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
-    n, n_features = codes.shape
-    shape = _WorkShape(n, n_features, int(mapper.n_bins), 2 if count_free else 3, int(params.max_depth))
-    # inside a fit's workspace (Kernels.workspace) every tree reuses the buffers
-    work = kept("grow_tree", shape, lambda: _Work.new(shape))
-    row_leaf = np.empty(n, dtype=np.int64)
-    with _Threads(threads):
-        n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest = _grow(
-            codes, fixed.codes_t, np.ascontiguousarray(_channels(inputs)), count_free, int(mapper.n_bins),
-            int(mapper.missing_bin), crit, float(params.min_impurity_decrease), int(params.max_depth), float(params.min_samples_split),
-            fixed.mapper_arrays, TIE_RTOL, threads, _row_bytes(codes), work.arrays(), row_leaf, _root_sums(inputs),
+    call = TreeCall.new(inputs, params, fixed, n_threads)
+    row_leaf = np.empty(call.n_rows, dtype=np.int64)
+    with _Threads(call.threads):
+        out = call(np.ascontiguousarray(_channels(inputs)), row_leaf, _root_sums(inputs))
+    return tree_batch(out, row_leaf[None, :])
+
+
+@dataclass(frozen=True)
+class TreeCall:
+    """:func:`_grow`'s arguments of one fit but the round's channels, leaves and root sums.
+
+    :func:`grow_tree` makes one a tree; a fit whose rounds run in few
+    compiled calls (:mod:`gputrees.kernels._numba_boost`) one for all of
+    its trees, in its workspace (the work buffers are the workspace's).
+
+    Attributes
+    ----------
+    head : tuple
+        ``codes`` (n, F) and ``codes_t`` (F, n), :class:`_Fixed`'s.
+    tail : tuple
+        The count-free flag, bins, missing bin, criterion record, minimum
+        decrease, depth, minimum split, mapper arrays, tie tolerance,
+        threads, row bytes and the :class:`_Work` buffers, in
+        :func:`_grow`'s order.
+    threads : int
+        The threads the call is run under (``_Threads``).
+    n_rows : int
+    """
+
+    head: tuple
+    tail: tuple
+    threads: int
+    n_rows: int
+
+    @classmethod
+    def new(cls, inputs, params, fixed: "_Fixed", n_threads: int) -> "TreeCall":
+        """The call of ``inputs`` (covered: :func:`covered`) under ``fixed`` (``_fixed(inputs, params)``)."""
+        codes = fixed.codes
+        mapper = inputs.bin_mapper
+        count_free = fixed.count_free
+        crit = (
+            _NEWTON_GH if count_free else _NEWTON,
+            1,
+            float(inputs.criterion.l2),
+            float(params.min_samples_leaf),
+            float(params.min_weight_leaf),
         )
+        threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
+        n, n_features = codes.shape
+        shape = _WorkShape(n, n_features, int(mapper.n_bins), 2 if count_free else 3, int(params.max_depth))
+        # inside a fit's workspace (Kernels.workspace) every tree reuses the buffers
+        work = kept("grow_tree", shape, lambda: _Work.new(shape))
+        tail = (
+            count_free, int(mapper.n_bins), int(mapper.missing_bin), crit, float(params.min_impurity_decrease),
+            int(params.max_depth), float(params.min_samples_split), fixed.mapper_arrays, TIE_RTOL, threads,
+            _row_bytes(codes), work.arrays(),
+        )
+        return cls((codes, fixed.codes_t), tail, threads, int(n))
+
+    def __call__(self, chan, row_leaf, root_sums):
+        """:func:`_grow` on ``chan`` (n, 3) float64, C-contiguous; ``row_leaf`` (n,) int64 out; ``root_sums``
+        (3,) float64 or empty. Returns its results (run it under ``_Threads(self.threads)``)."""
+        return _grow(*self.head, chan, *self.tail, row_leaf, root_sums)
+
+
+def tree_batch(out, row_leaf):
+    """The :class:`~gputrees._grower.TreeBatch` of :func:`_grow`'s results ``out`` (one tree).
+
+    ``row_leaf``: (1, n) int64, every row's leaf, or None (not kept).
+    """
+    n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest = out
     k = int(n_nodes)
-    return TreeBatch(
+    return _tree_batch_class()(
         node_count=np.array([k], dtype=np.int64),
         left=first_child[None, :k],
         right=right[None, :k],
@@ -883,5 +931,5 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
         stats=stats[None, :k],
         depth=depth[None, :k],
         max_depth=int(deepest),
-        row_leaf=row_leaf[None, :],
+        row_leaf=row_leaf,
     )

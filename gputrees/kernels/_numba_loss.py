@@ -40,7 +40,7 @@ from numba import prange
 from .._loss import MIN_HESSIAN, BinaryLogLoss, SquaredError
 from ._numba import _JIT, _Threads, _threads_for, serial_twin
 
-__all__ = ["round_end", "LOSS_KINDS"]
+__all__ = ["round_end", "EndPasses", "LOSS_KINDS"]
 
 #: Losses (their exact classes) with a compiled round end, and their kernel code
 LOSS_KINDS = {SquaredError: 0, BinaryLogLoss: 1}
@@ -232,36 +232,82 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 
         table = np.empty((1, n, 3), dtype=np.float64)
     if not (raw.flags.c_contiguous and raw.dtype == np.float64):
         raw = np.ascontiguousarray(raw, dtype=np.float64)
-    threads = _threads_for(n_threads, ROW_WORK * n)
-    n_blocks = max(1, -(-n // _BLOCK))
-    r = raw[:, 0]
-    v = np.ascontiguousarray(values[0], dtype=np.float64)
-    leaf = np.ascontiguousarray(row_leaf[0], dtype=np.int64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    w = np.ascontiguousarray(w, dtype=np.float64)
+    passes = EndPasses.new(kind, n, n_threads)
+    loss_value, sums = passes(
+        raw[:, 0], np.ascontiguousarray(values[0], dtype=np.float64), np.ascontiguousarray(row_leaf[0], dtype=np.int64),
+        np.ascontiguousarray(y, dtype=np.float64), np.ascontiguousarray(w, dtype=np.float64), table[0],
+    )
+    return raw, loss_value, table, sums
 
-    def run(kernel):
-        return kernel if threads > 1 else _SERIAL[kernel]
 
-    with _Threads(threads):
-        if kind == 0:
-            part = run(_squared_error_end)(r, v, leaf, y, w, table[0], n_blocks)
-            total_l = _in_order(part[:, 0])
-        else:
-            # the exponential by NumPy's vectorised loop, as the generic
-            # gradients take it (one thread, 5x faster than two threads of
-            # scalar calls here)
-            e = np.empty(n)
-            run(_add_leaf_values)(r, v, leaf, e, n_blocks)  # e = -raw
-            with np.errstate(over="ignore"):  # exp(-raw) = inf past raw = -709: p = 0, as intended
-                np.exp(e, out=e)
-            part = run(_logistic_channels)(r, e, y, w, table[0], n_blocks)
-            total_l = _in_order(part[:, 0]) + _in_order(run(_log1p_sums)(r, e, w, n_blocks))
-    # the table's column sums (the next tree's root statistics): each
-    # block's rows in order, the blocks in block order (the count column is
-    # 1 on every row: its sum is n, exactly)
-    sums = np.array([float(n), _in_order(part[:, 2]), _in_order(part[:, 3])])
-    return raw, total_l / _in_order(part[:, 1]), table, sums
+class EndPasses:
+    """:func:`round_end`'s compiled passes over arrays already checked, for one loss and row count.
+
+    A boosting fit whose rounds run in few compiled calls
+    (:mod:`gputrees.kernels._numba_boost`) makes one for all of its rounds;
+    :func:`round_end` makes one a call.
+
+    Attributes
+    ----------
+    kind : int
+        The loss' code (:data:`LOSS_KINDS`).
+    threads : int
+        Threads of the passes (the serial twins where 1).
+    n_blocks : int
+        Blocks of :data:`_BLOCK` rows (the loss sums' order).
+    neg : (n,) float64
+        Work space: ``-raw``, then ``exp(-raw)`` (log-loss).
+    """
+
+    __slots__ = ("kind", "threads", "n_blocks", "neg", "_passes")
+
+    def __init__(self, kind: int, threads: int, n_blocks: int, neg: np.ndarray):
+        self.kind, self.threads, self.n_blocks, self.neg = kind, threads, n_blocks, neg
+        keys = (_squared_error_end,) if kind == 0 else (_add_leaf_values, _logistic_channels, _log1p_sums)
+        self._passes = tuple(k if threads > 1 else _SERIAL[k] for k in keys)
+
+    @classmethod
+    def new(cls, kind: int, n: int, n_threads: int) -> "EndPasses":
+        threads = _threads_for(n_threads, ROW_WORK * n)
+        return cls(kind, threads, max(1, -(-n // _BLOCK)), np.empty(n) if kind == 1 else np.empty(0))
+
+    def __call__(self, r, v, leaf, y, w, table):
+        """``r`` (n,) += ``v[leaf]`` in place; ``table`` (n, 3) = the next ``[1, g, h]``.
+
+        Parameters
+        ----------
+        r : (n,) float64, C-contiguous (updated in place)
+        v : (n_nodes,) float64 ; leaf : (n,) int64 ; y, w : (n,) float64, C-contiguous
+        table : (n, 3) float64, C-contiguous (written over)
+
+        Returns
+        -------
+        loss : float
+            The weighted mean loss of the new ``r``.
+        sums : (3,) float64
+            ``[n, sum g, sum h]`` of the new table, by blocks in block order.
+        """
+        n_blocks = self.n_blocks
+        with _Threads(self.threads):
+            if self.kind == 0:
+                part = self._passes[0](r, v, leaf, y, w, table, n_blocks)
+                total_l = _in_order(part[:, 0])
+            else:
+                add, channels, log1p = self._passes
+                e = self.neg
+                add(r, v, leaf, e, n_blocks)  # e = -raw
+                # the exponential by NumPy's vectorised loop, as the generic
+                # gradients take it (one thread, 5x faster than two threads of
+                # scalar calls here)
+                with np.errstate(over="ignore"):  # exp(-raw) = inf past raw = -709: p = 0, as intended
+                    np.exp(e, out=e)
+                part = channels(r, e, y, w, table, n_blocks)
+                total_l = _in_order(part[:, 0]) + _in_order(log1p(r, e, w, n_blocks))
+        # the table's column sums (the next tree's root statistics): each
+        # block's rows in order, the blocks in block order (the count column is
+        # 1 on every row: its sum is n, exactly)
+        sums = np.array([float(r.shape[0]), _in_order(part[:, 2]), _in_order(part[:, 3])])
+        return total_l / _in_order(part[:, 1]), sums
 
 
 def _in_order(a):
