@@ -6,7 +6,11 @@ Newton criterion of :mod:`gputrees._criteria` (leaf value ``-G / (H + l2)``,
 XGBoost's split gain), and adds ``learning_rate`` times the leaf values to the
 raw predictions. The grower records the leaf each training row ends in, so
 the raw predictions are updated without a prediction pass; validation rows
-are pushed through the round's trees only (incremental).
+are pushed through the round's trees only (incremental). Where the kernel
+set covers the fit (``Kernels.boost_rounds``: the Numba set, one tree a
+round, every row and feature, squared error or binary log-loss), each round
+runs as a few compiled calls made once per fit instead of these steps, with
+the same results bit for bit.
 """
 
 from __future__ import annotations
