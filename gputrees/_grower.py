@@ -813,6 +813,36 @@ class Grower:
             yield start, stop
             start = stop
 
+    def _tree_batches(self, counts, bytes_per_row, n_workers: int):
+        """:meth:`_row_batches` of whole trees (``counts``: each tree's rows, host), their sizes multiples of
+        ``n_workers`` where the memory bound allows.
+
+        The subtree kernel's workers take a call's trees one at a time; a
+        call of 13 similar trees on two workers leaves one of them idle
+        while the other grows the thirteenth (a 37-tree batch in calls of
+        13, 13 and 11 trees: three such tails). The same number of calls as
+        the greedy batches (or one more), their trees spread evenly in
+        multiples of ``n_workers`` (the remainder in the last call), each
+        call within the bound; else the greedy batches. The trees do not
+        depend on the batches.
+        """
+        greedy = list(self._row_batches(counts, bytes_per_row))
+        n, k = int(counts.shape[0]), len(greedy)
+        if k <= 1 or n_workers <= 1:
+            return greedy
+        budget = max(1, int(self.params.memory_limit // bytes_per_row))
+        units, rest = divmod(n, n_workers)
+        for parts in (k, k + 1):
+            base, extra = divmod(units, parts)
+            sizes = [(base + (i < extra)) * n_workers for i in range(parts)]
+            sizes[-1] += rest
+            if min(sizes) == 0:
+                continue
+            bounds = np.concatenate([[0], np.cumsum(sizes)])
+            if all(counts[a:b].sum() <= budget for a, b in zip(bounds[:-1], bounds[1:])):
+                return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+        return greedy
+
     def _sorted_parts(self, ids, st, dp, tr, draws):
         """Splits of small nodes by the sort-based search, batched under the memory bound."""
         xp = self.xp
@@ -897,7 +927,12 @@ class Grower:
         )
         total_weight = to_numpy(self.total_weight)
         per_row = SUBTREE_PAIR_BYTES + SUBTREE_PAIR_CHANNEL_BYTES * self.n_channels
-        for start, stop in self._row_batches(to_numpy(st[:, 0]), per_row):
+        counts = to_numpy(st[:, 0])
+        if tree_rows is None:
+            batches = self._row_batches(counts, per_row)
+        else:
+            batches = self._tree_batches(counts, per_row, int(getattr(self._grow_subtrees, "n_threads", 1)))
+        for start, stop in batches:
             sel = xp.arange(start, stop, dtype=xp.int64)
             cid = xp.take(ids, sel)
             if tree_rows is None:

@@ -192,6 +192,31 @@ def test_whole_trees_grow_from_their_roots(case, monkeypatch):
     _assert_same_trees(got, grow(NP, _level_wise(inputs), p))
 
 
+def test_whole_trees_go_to_the_kernel_in_calls_of_a_multiple_of_its_workers(monkeypatch):
+    """Trees grown whole from their roots, under a memory bound that needs several calls: every call but the
+    last holds a multiple of the kernel's two workers (no call ends with one worker growing its last tree
+    alone), each within the bound, and the batch is the greedy calls' bit for bit."""
+    trees = _grower.SUBTREE_PAIRS_PER_THREAD * 2 + 1
+    inputs = _inputs(24, n=4000, trees=trees, criterion=Gini(n_classes=2))
+    per_row = _grower.SUBTREE_PAIR_BYTES + _grower.SUBTREE_PAIR_CHANNEL_BYTES * inputs.channels.shape[1]
+    rows = inputs.multiplicity.sum(axis=1)
+    p = GrowerParams(max_features=2, memory_limit=int(5 * rows.max() * per_row))  # five trees a call at most
+    calls = []
+    kernel = _numba_subtree._grow_subtrees
+    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: calls.append(len(a[6])) or kernel(*a))
+    got = grow(NP, _fresh(inputs), p)
+    assert sum(calls) == trees and len(calls) > 1
+    assert all(c % 2 == 0 for c in calls[:-1]) and max(calls) <= 5
+    greedy = []
+    monkeypatch.setattr(_grower.Grower, "_tree_batches",
+                        lambda self, counts, per, workers: greedy.extend(self._row_batches(counts, per)) or greedy)
+    calls.clear()
+    want = grow(NP, _fresh(inputs), p)
+    assert calls == [b - a for a, b in greedy] and any(c % 2 for c in calls[:-1])
+    for name in BATCH_FIELDS + ("stats",):
+        np.testing.assert_array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(want, name)), err_msg=name)
+
+
 def test_too_few_trees_grow_their_first_level_first(monkeypatch):
     """Fewer trees than SUBTREE_PAIRS_PER_THREAD per thread: the roots' level is the grower's (rows in a row
     set), the subtrees follow."""
