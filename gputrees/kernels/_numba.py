@@ -502,7 +502,7 @@ def bin_codes(xp, X, mapper, *, n_threads: int = 1):
         cat_values[f, : n_cats[f]] = np.asarray(mapper.category_values[f], dtype=np.float64)
     n_edges = np.where(is_cat, 0, np.asarray(mapper.n_value_bins, dtype=np.int64) - 1)
     thresholds = np.ascontiguousarray(mapper.thresholds, dtype=np.float64)
-    # grids only where the edges are not counted (Bank marketing: 0.45 -> 0.1 ms of Python a fit)
+    # grids only where the edges are not counted (Bank marketing's 41k rows: bin_codes 2.39 -> 2.11 ms)
     grid, origin, scale = _bin_grid(thresholds, np.where(n_edges > BIN_COUNT_EDGES, n_edges, 0))
     out = np.empty(X.shape, dtype=np.dtype(mapper.code_dtype_name))
     threads = _threads_for(n_threads, int(X.shape[0]) * n_features)
