@@ -773,8 +773,7 @@ class Grower:
 
     def _pairs_per_chunk(self, share=1.0):
         """Sibling pairs whose histograms fit the memory bound (``share``: of the features built)."""
-        per_pair = 2 * self.hist_bytes * share * SCAN_FACTOR
-        return max(1, int(self.params.memory_limit // per_pair))
+        return self._memory_fits(2 * self.hist_bytes * share * SCAN_FACTOR)
 
     # -- rounds -------------------------------------------------------------
     def _part(self, ids, st, dp, tr, rec, imp, ok, hist, bounds=None):
@@ -800,12 +799,16 @@ class Grower:
             bounds=None if bounds is None else _rows_at(xp, bounds, sel),
         )
 
+    def _memory_fits(self, bytes_each) -> int:
+        """How many items of ``bytes_each`` fit ``memory_limit`` (at least one)."""
+        return max(1, int(self.params.memory_limit // bytes_each))
+
     def _row_batches(self, counts, bytes_per_row):
         """Consecutive (start, stop) batches of nodes whose rows (``counts``, host) take at most ``memory_limit``.
 
         A batch holds at least one node, however large.
         """
-        budget_rows = max(1, int(self.params.memory_limit // bytes_per_row))
+        budget_rows = self._memory_fits(bytes_per_row)
         start, n = 0, counts.shape[0]
         while start < n:
             csum = np.cumsum(counts[start:])
@@ -830,7 +833,7 @@ class Grower:
         n, k = int(counts.shape[0]), len(greedy)
         if k <= 1 or n_workers <= 1:
             return greedy
-        budget = max(1, int(self.params.memory_limit // bytes_per_row))
+        budget = self._memory_fits(bytes_per_row)
         units, rest = divmod(n, n_workers)
         for parts in (k, k + 1):
             base, extra = divmod(units, parts)

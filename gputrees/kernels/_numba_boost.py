@@ -29,14 +29,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._criteria import Newton
 from ._numba import _JIT, _Threads
-from ._numba_grow import TreeCall, _fixed, covered, tree_batch
+from ._numba_grow import _NO_SUMS, TreeCall, _fixed, _round_covered, tree_batch
 from ._numba_loss import LOSS_KINDS, EndPasses
 
 __all__ = ["boost_rounds", "BoostRounds"]
-
-_NO_SUMS = np.empty(0)
 
 
 @numba.njit(**_JIT)
@@ -147,26 +144,23 @@ def boost_rounds(xp, inputs, params, loss, learning_rate: float, y, w, *, n_thre
     -------
     BoostRounds or None
     """
+    # (the loss classes with a compiled round end grow one tree a round and update no leaf)
     kind = LOSS_KINDS.get(type(loss))
     table = inputs.channels
     if (
         kind is None
-        or loss.needs_leaf_update
-        or loss.n_trees_per_round != 1
-        or type(inputs.criterion) is not Newton
         or not isinstance(table, np.ndarray)
         or table.ndim != 3
         or table.shape[0] != 1
         or not table.flags.c_contiguous
-        or inputs.tree_features is not None
-        or not covered(xp, inputs, params)
+        or not _round_covered(xp, inputs, params)  # the criterion, no draws, the channels' form
     ):
         return None
-    call = TreeCall.new(inputs, params, _fixed(inputs, params), n_threads)
-    n = call.n_rows
-    if table.shape[1] != n:
+    fixed = _fixed(inputs, params)
+    if not fixed.covered or table.shape[1] != fixed.codes.shape[0]:
         return None
-    end = EndPasses.new(kind, n, n_threads)
+    call = TreeCall.new(inputs, params, fixed, n_threads)
+    end = EndPasses.new(kind, call.n_rows, n_threads)
     y = np.ascontiguousarray(y, dtype=np.float64)
     w = np.ascontiguousarray(w, dtype=np.float64)
     return BoostRounds(call, end, float(inputs.criterion.l2), float(learning_rate), y, w)
