@@ -149,10 +149,15 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         return counts, feats
 
     def _batch_size(self, n: int, n_channels: int, n_trees: int) -> int:
+        """Trees a batch grows: ``batch_size``, or the memory budget's count spread evenly over the batches
+        it needs (40 trees under a budget of 37: two of 20, not 37 and 3, whose small last batch would grow
+        level-wise: too few trees to hand whole to the subtree kernel's threads)."""
         if self.batch_size is not None:
             return min(int(self.batch_size), n_trees)
         per_tree = n * (BYTES_PER_TREE_ROW_BASE + BYTES_PER_TREE_ROW_CHANNEL * n_channels)
-        return int(max(1, min(n_trees, self.memory_limit // max(per_tree, 1))))
+        most = int(max(1, min(n_trees, self.memory_limit // max(per_tree, 1))))
+        n_batches = -(-n_trees // most)
+        return -(-n_trees // n_batches)
 
     # -- fit ---------------------------------------------------------------
     @transactional_fit
@@ -596,8 +601,9 @@ _FOREST_DOC = """
         Add trees to the fitted forest (same data; the bins of the first fit).
     memory_limit : int, default=1 GiB
         Histogram memory bound of a level, and the budget the number of trees
-        per batch is sized from: ``memory_limit // (n_samples * (96 + 16 *
-        n_channels))`` trees (at least 1). The two budgets add up: the measured
+        per batch is sized from: at most ``memory_limit // (n_samples * (96 +
+        16 * n_channels))`` trees (at least 1), spread evenly over the
+        batches that takes. The two budgets add up: the measured
         peak extra memory of a fit is about 3 x ``memory_limit`` (about 1.5 x
         with ``batch_size=1``) besides the fitted trees' own arrays (about 90
         bytes a node: fully grown trees hold up to two nodes per distinct

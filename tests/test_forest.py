@@ -642,6 +642,22 @@ def test_trees_without_per_node_draws_do_not_depend_on_batching(Forest):
         _assert_same_forest(default, other, X, exact=False)
 
 
+def test_the_memory_budget_spreads_the_trees_evenly_over_its_batches():
+    X, y = _int_data("classification", n=3000)
+    per_tree = 3000 * (96 + 16 * 3)  # three channels: the count, weight x one-hot of two classes
+    kw = dict(max_depth=3, random_state=0)
+    # 9 trees under a budget of 8: two batches of 5 and 4, not 8 and 1
+    model = RandomForestClassifier(n_estimators=9, memory_limit=8 * per_tree + 1, **kw).fit(X, y)
+    assert [int(b.left.shape[0]) for b in model._batches] == [5, 4]
+    # 11 under a budget of 4: 4, 4 and 3
+    model = RandomForestClassifier(n_estimators=11, memory_limit=4 * per_tree + 1, **kw).fit(X, y)
+    assert [int(b.left.shape[0]) for b in model._batches] == [4, 4, 3]
+    assert len(model.estimators_) == 11
+    # batch_size is taken as given
+    model = RandomForestClassifier(n_estimators=9, batch_size=8, **kw).fit(X, y)
+    assert [int(b.left.shape[0]) for b in model._batches] == [8, 1]
+
+
 # --------------------------------------------------------------------------
 # array libraries
 # --------------------------------------------------------------------------
