@@ -96,3 +96,24 @@ def test_compiled_twins_equal_the_host_draws():
             for i, key in enumerate(keys):
                 st._draw_features(key, k, allowed[i], has_allowed, np.empty(12), got[i])
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n_features", [2047, 2048, 2049, 2100])
+def test_compiled_feature_draws_on_either_side_of_the_integer_keys_bound(n_features):
+    # up to RANK_DRAW_FEATURES features the compiled draw ranks integer keys
+    # (the feature in 11 bits); above it, k passes of a running minimum
+    pytest.importorskip("numba")
+    from gputrees.kernels import _numba_subtree as st
+
+    assert st.RANK_DRAW_FEATURES == 2048
+    rng = np.random.default_rng(n_features)
+    keys = rng.integers(0, np.iinfo(np.int64).max, 6, dtype=np.int64).astype(np.uint64)
+    allowed = rng.random((6, n_features)) < 0.3
+    allowed[0] = np.arange(n_features) == n_features - 1  # only the last feature (its index in the low bits)
+    for k in (1, 45, 2048):
+        for has_allowed in (False, True):
+            want = nd.feature_mask(keys, n_features, k, allowed if has_allowed else None)
+            got = np.ones_like(want)
+            for i, key in enumerate(keys):
+                st._draw_features(key, k, allowed[i], has_allowed, np.empty(n_features), got[i])
+            np.testing.assert_array_equal(got, want)
