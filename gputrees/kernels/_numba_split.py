@@ -936,8 +936,6 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
     missing = nb - 1
     n = pairs.shape[0]
     four = weights.shape[1] == 4
-    # ``L``'s memory by channel: each channel's sums one contiguous row, which
-    # the proxies' loop reads as vectors (_fast_proxies)
     has_missing = False
     best = _NEG_INF
     n_cand = 0
@@ -1147,10 +1145,10 @@ def _fast_proxies(LT, n, P0, P1, P2, P3, msl, mwl, mse, four, out):
     or with ``four`` three) or, with ``mse``, single-output squared error
     (count, w, w y, ...; ``P1`` the node's w, ``P2`` its w y). ``LT`` (C,
     at least n) float64: the candidates' left sums by channel (row ``c``
-    channel ``c``). The rules as selects over
-    contiguous rows: a loop the compiler vectorises (85 candidates, two
-    classes: 2.15 -> 0.85 ns a candidate, against the same formula read from
-    rows of an (n, C) array, whose strided loads kept the loop scalar).
+    channel ``c``). The rules as selects over contiguous rows: a loop the
+    compiler vectorises (85 candidates, two classes: 2.15 -> 0.85 ns a
+    candidate, against the same formula read from rows of an (n, C) array,
+    whose strided loads kept the loop scalar).
     """
     if mse:
         for b in range(n):
