@@ -1150,22 +1150,19 @@ def _fast_proxies(LT, n, P0, P1, P2, P3, msl, mwl, mse, four, out):
     candidate, against the same formula read from rows of an (n, C) array,
     whose strided loads kept the loop scalar).
     """
+    # one loop per case, each with its flags as constants
     if mse:
         for b in range(n):
-            l0, w, v = LT[0, b], LT[1, b], LT[2, b]
-            r = P2 - v
-            out[b] = _select_proxy(l0, P0 - l0, v * v, r * r, w, P1 - w, msl, mwl)
+            l0, r0, sl, sr, wl, wr = _fast_terms(LT[0, b], LT[1, b], LT[2, b], 0.0, P0, P1, P2, P3, True, False)
+            out[b] = _select_proxy(l0, r0, sl, sr, wl, wr, msl, mwl)
     elif four:
         for b in range(n):
-            l0, v, v2, v3 = LT[0, b], LT[1, b], LT[2, b], LT[3, b]
-            r, r2, r3 = P1 - v, P2 - v2, P3 - v3
-            out[b] = _select_proxy(l0, P0 - l0, v * v + v2 * v2 + v3 * v3, r * r + r2 * r2 + r3 * r3,
-                                   v + v2 + v3, r + r2 + r3, msl, mwl)
+            l0, r0, sl, sr, wl, wr = _fast_terms(LT[0, b], LT[1, b], LT[2, b], LT[3, b], P0, P1, P2, P3, False, True)
+            out[b] = _select_proxy(l0, r0, sl, sr, wl, wr, msl, mwl)
     else:
         for b in range(n):
-            l0, v, v2 = LT[0, b], LT[1, b], LT[2, b]
-            r, r2 = P1 - v, P2 - v2
-            out[b] = _select_proxy(l0, P0 - l0, v * v + v2 * v2, r * r + r2 * r2, v + v2, r + r2, msl, mwl)
+            l0, r0, sl, sr, wl, wr = _fast_terms(LT[0, b], LT[1, b], LT[2, b], 0.0, P0, P1, P2, P3, False, False)
+            out[b] = _select_proxy(l0, r0, sl, sr, wl, wr, msl, mwl)
     best = _NEG_INF
     for b in range(n):
         best = max(best, out[b])
@@ -1182,25 +1179,28 @@ def _select_proxy(l0, r0, sl, sr, wl, wr, msl, mwl):
 
 @numba.njit(inline="always", **_JIT_SPLIT)
 def _fast_proxy(L, b, P0, P1, P2, P3, msl, mwl, mse, four):
-    """:func:`_proxies`' proxy of row ``b`` of ``L``, term for term: Gini (count and two classes, or with
-    ``four`` three) or, with ``mse``, single-output squared error (count, w, w y, ...; ``P1`` the node's w,
-    ``P2`` its w y)."""
-    if mse:
-        v = L[b, 2]
-        r = P2 - v
-        return _sum_sq_proxy(L[b, 0], P0 - L[b, 0], v * v, r * r, L[b, 1], P1 - L[b, 1], msl, mwl)
-    v = L[b, 1]
-    r = P1 - v
-    sl, sr, wl, wr = _class_terms(v * v, r * r, v, r, L[b, 2], P2 - L[b, 2])
-    if four:  # a third class: _proxies' chain of adds goes on
-        sl, sr, wl, wr = _class_terms(sl, sr, wl, wr, L[b, 3], P3 - L[b, 3])
-    return _sum_sq_proxy(L[b, 0], P0 - L[b, 0], sl, sr, wl, wr, msl, mwl)
+    """:func:`_proxies`' proxy of row ``b`` of ``L`` (:func:`_fast_terms`), with :func:`_sum_sq_proxy`'s
+    branches: the loops over rows of ``L`` stay scalar, where the branches skip the divisions."""
+    l0, r0, sl, sr, wl, wr = _fast_terms(L[b, 0], L[b, 1], L[b, 2], L[b, 3] if four else 0.0, P0, P1, P2, P3,
+                                         mse, four)
+    return _sum_sq_proxy(l0, r0, sl, sr, wl, wr, msl, mwl)
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)
-def _class_terms(sl, sr, wl, wr, v, r):
-    """One more class in :func:`_proxies`' chain of adds: its left total ``v`` and right total ``r``."""
-    return sl + v * v, sr + r * r, wl + v, wr + r
+def _fast_terms(c0, c1, c2, c3, P0, P1, P2, P3, mse, four):
+    """The terms ``(l0, r0, sl, sr, wl, wr)`` of :func:`_sum_sq_proxy` for a candidate whose left sums are
+    ``c0 .. c3`` (``c3`` unused without ``four``), :func:`_proxies`' formula term for term: Gini (count and
+    two classes, or with ``four`` three: the classes' chain of adds goes on) or, with ``mse``,
+    single-output squared error (count, w, w y, ...; ``P1`` the node's w, ``P2`` its w y)."""
+    if mse:
+        r = P2 - c2
+        return c0, P0 - c0, c2 * c2, r * r, c1, P1 - c1
+    r, r2 = P1 - c1, P2 - c2
+    sl, sr, wl, wr = c1 * c1 + c2 * c2, r * r + r2 * r2, c1 + c2, r + r2
+    if four:
+        r3 = P3 - c3
+        sl, sr, wl, wr = sl + c3 * c3, sr + r3 * r3, wl + c3, wr + r3
+    return c0, P0 - c0, sl, sr, wl, wr
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)

@@ -302,10 +302,15 @@ def _mix64(z):
 
 
 @numba.njit(**_JIT_LEAF)
+def _draw_bits(key, d):
+    """The 53 random bits (uint64) of draw ``d`` (int) of the node with key ``key``."""
+    return _mix64(key + np.uint64(d + 1) * GOLDEN) >> _U11
+
+
+@numba.njit(**_JIT_LEAF)
 def _uniform(key, d):
     """Draw ``d`` (int) of the node with key ``key``: :func:`gputrees._node_draws.uniforms`."""
-    z = _mix64(key + np.uint64(d + 1) * GOLDEN)
-    return np.float64(z >> _U11) * _TO_UNIT
+    return np.float64(_draw_bits(key, d)) * _TO_UNIT
 
 
 @numba.njit(**_JIT_LEAF)
@@ -325,7 +330,7 @@ def _draw_features(key, k, allowed, has_allowed, u, mask):
     if F <= RANK_DRAW_FEATURES:
         z = u.view(np.uint64)
         for f in range(F):
-            z[f] = ((_mix64(key + np.uint64(f + 1) * GOLDEN) >> _U11) << _U11) | np.uint64(f)
+            z[f] = (_draw_bits(key, f) << _U11) | np.uint64(f)
         if has_allowed:
             for f in range(F):
                 if not allowed[f]:
