@@ -582,7 +582,7 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
     # in each block of each phase were most of a Bank marketing boosting
     # round's allocations: 885 -> 425 a round without them)
     s_cum, s_r, s_tmp, s_res, s_l, s_out = _block_scratch(n_blocks, nb, C)
-    f_l = np.empty((n_blocks, 2 if fused else 0, nb, C))
+    f_l = np.empty((n_blocks, 2 if fused else 0, C, nb))
     f_out = np.empty((n_blocks, 2 if fused else 0, nb))
     # phase 0: every (node, feature)'s best proxy; phase 1: every node's first
     # near-best feature, replayed for its first near-best candidate (one call
@@ -615,7 +615,7 @@ def _best_splits(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, 
                         if ok:
                             rec_ok[item], rec_var[item], rec_bin[item], rec_p[item] = True, v, b, fout[v, b]
                             for c in range(C):
-                                rec_left[item, c] = fL[v, b, c]
+                                rec_left[item, c] = fL[v, c, b]
                         continue
                     k = i * F + f
                     if fused and rec_ok[k] and fmax[k] == best:
@@ -1039,16 +1039,20 @@ def _newton_scan(h, P, kind, l2, msl, mwl, n_scan, tie_rtol, L, out):
     """:func:`_scan`'s first pass (target -inf, no random pick, no monotonic bounds) of one Newton histogram
     ``h`` (nb, C) -- [count, G, H] or [G, H] --, over value bins ``0 .. n_scan - 1``, both variants.
 
-    The running sums in registers and each candidate's proxy as it is
-    reached (:func:`_proxies`' formula, term for term), instead of a pass
-    that writes the sums, one that scores them and one that looks for the
-    best. ``L`` (2, nb, C) and ``out`` (2, nb) are work space.
+    The running sums of both variants in one pass, laid out by channel, then
+    each variant's proxies in a loop of their own (:func:`_newton_proxies`,
+    :func:`_proxies`' formula term for term), which the compiler vectorises,
+    instead of :func:`_scan`'s passes. ``L`` (2, C, nb) and ``out`` (2, nb)
+    are work space. An empty bin after the first repeats the sums, so the
+    proxy, of the bin before it, which comes first: the first near-best
+    candidate is never an empty bin (as :func:`_scan`'s, which sets them
+    -inf).
 
     Returns (best, recorded, variant, bin): the best proxy of the feature
     and, when ``recorded``, its first candidate (variants in order, then
     bins) within ``tie_rtol`` of it: what :func:`_scan` finds with the node's
     target when this feature holds the node's best proxy. Its proxy is
-    ``out[variant, bin]``, its left statistics ``L[variant, bin]``.
+    ``out[variant, bin]``, its left statistics ``L[variant, :, bin]``.
     """
     nb, C = h.shape
     n = min(nb - 1, n_scan)
@@ -1060,43 +1064,62 @@ def _newton_scan(h, P, kind, l2, msl, mwl, n_scan, tie_rtol, L, out):
     m1 = h[nb - 1, 1]
     m2 = h[nb - 1, 2] if three else 0.0
     n_var = 2 if _has_rows(kind, h[nb - 1]) else 1
+    c0 = h[0, 0]
+    c1 = h[0, 1]
+    c2 = h[0, 2] if three else 0.0
+    for b in range(n):
+        if b > 0:
+            c0 = c0 + h[b, 0]
+            c1 = c1 + h[b, 1]
+            if three:
+                c2 = c2 + h[b, 2]
+        L[0, 0, b] = c0
+        L[0, 1, b] = c1
+        if three:
+            L[0, 2, b] = c2
+        if n_var == 2:
+            L[1, 0, b] = c0 + m0
+            L[1, 1, b] = c1 + m1
+            if three:
+                L[1, 2, b] = c2 + m2
     best = _NEG_INF
     for v in range(n_var):
-        c0 = h[0, 0]
-        c1 = h[0, 1]
-        c2 = h[0, 2] if three else 0.0
-        for b in range(n):
-            if b > 0:
-                e0 = h[b, 0]
-                e1 = h[b, 1]
-                e2 = h[b, 2] if three else 0.0
-                if e0 == 0 and e1 == 0 and e2 == 0:
-                    out[v, b] = _NEG_INF  # the same candidate as the previous bin, which comes first
-                    continue
-                c0 = c0 + e0
-                c1 = c1 + e1
-                if three:
-                    c2 = c2 + e2
-            s0, s1, s2 = (c0 + m0, c1 + m1, c2 + m2) if v == 1 else (c0, c1, c2)
-            L[v, b, 0] = s0
-            L[v, b, 1] = s1
-            if three:
-                L[v, b, 2] = s2
-            # the count (if any) at 0, then G and H
-            l0 = s0
-            l1 = s1 if three else s0
-            h_l = s2 if three else s1
-            r1, h_r = P1 - l1, P2 - h_l
-            p = _NEG_INF
-            if (not counted or (l0 >= msl and P0 - l0 >= msl)) and h_l >= mwl and h_r >= mwl and h_l > 0 and h_r > 0:
-                p = _newton_proxy(l1, h_l, r1, h_r, l2)
-            out[v, b] = p
-            best = max(best, p)
+        if three:
+            best = max(best, _newton_proxies(L[v, 0], L[v, 1], L[v, 2], n, counted, P0, P1, P2, l2, msl, mwl,
+                                             out[v]))
+        else:  # [G, H]: the count channel is G (read, as _scan reads it, only where counted)
+            best = max(best, _newton_proxies(L[v, 0], L[v, 0], L[v, 1], n, counted, P0, P1, P2, l2, msl, mwl,
+                                             out[v]))
     for v in range(n_var):
         b = _near_best(out[v], n, best, tie_rtol)
         if b >= 0:
             return best, True, v, b
     return best, False, 0, 0
+
+
+@numba.njit(inline="always", **_JIT_SPLIT)
+def _newton_proxies(l0s, l1s, hls, n, counted, P0, P1, P2, l2, msl, mwl, out):
+    """Newton's proxies of candidates ``0 .. n - 1`` into ``out``; returns the best (-inf for none).
+
+    ``l0s``, ``l1s``, ``hls`` (at least n,) float64: the candidates' left
+    count (read only where ``counted``), G and H. :func:`_newton_proxy`'s
+    value where the candidate is admissible (the count and weight rules of
+    :func:`_scan`), else -inf; the rules as selects over contiguous rows, so
+    that the loop vectorises.
+    """
+    for b in range(n):
+        l0, l1, h_l = l0s[b], l1s[b], hls[b]
+        r1, h_r = P1 - l1, P2 - h_l
+        dl, dr = h_l + l2, h_r + l2
+        p = l1 * l1 / (dl if dl > 0 else 1.0) + r1 * r1 / (dr if dr > 0 else 1.0)
+        ok = (h_l >= mwl) & (h_r >= mwl) & (h_l > 0) & (h_r > 0)
+        if counted:
+            ok = ok & (l0 >= msl) & (P0 - l0 >= msl)
+        out[b] = p if ok & (p == p) else _NEG_INF
+    best = _NEG_INF
+    for b in range(n):
+        best = max(best, out[b])
+    return best
 
 
 @numba.njit(**_JIT_LEAF)
