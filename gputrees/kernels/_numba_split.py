@@ -1104,18 +1104,23 @@ def _newton_proxies(l0s, l1s, hls, n, counted, P0, P1, P2, l2, msl, mwl, out):
     ``l0s``, ``l1s``, ``hls`` (at least n,) float64: the candidates' left
     count (read only where ``counted``), G and H. :func:`_newton_proxy`'s
     value where the candidate is admissible (the count and weight rules of
-    :func:`_scan`), else -inf; the rules as selects over contiguous rows, so
-    that the loop vectorises.
+    :func:`_scan`), else -inf; computed for every candidate and the rules
+    as selects over contiguous rows, so that the loop vectorises.
     """
     for b in range(n):
         l0, l1, h_l = l0s[b], l1s[b], hls[b]
-        r1, h_r = P1 - l1, P2 - h_l
-        dl, dr = h_l + l2, h_r + l2
-        p = l1 * l1 / (dl if dl > 0 else 1.0) + r1 * r1 / (dr if dr > 0 else 1.0)
+        h_r = P2 - h_l
         ok = (h_l >= mwl) & (h_r >= mwl) & (h_l > 0) & (h_r > 0)
         if counted:
             ok = ok & (l0 >= msl) & (P0 - l0 >= msl)
-        out[b] = p if ok & (p == p) else _NEG_INF
+        p = _newton_proxy(l1, h_l, P1 - l1, h_r, l2)
+        out[b] = p if ok else _NEG_INF
+    return _best_of(out, n)
+
+
+@numba.njit(inline="always", **_JIT_SPLIT)
+def _best_of(out, n):
+    """The largest of ``out[:n]`` (-inf for none)."""
     best = _NEG_INF
     for b in range(n):
         best = max(best, out[b])
@@ -1186,10 +1191,7 @@ def _fast_proxies(LT, n, P0, P1, P2, P3, msl, mwl, mse, four, out):
         for b in range(n):
             l0, r0, sl, sr, wl, wr = _fast_terms(LT[0, b], LT[1, b], LT[2, b], 0.0, P0, P1, P2, P3, False, False)
             out[b] = _select_proxy(l0, r0, sl, sr, wl, wr, msl, mwl)
-    best = _NEG_INF
-    for b in range(n):
-        best = max(best, out[b])
-    return best
+    return _best_of(out, n)
 
 
 @numba.njit(inline="always", **_JIT_SPLIT)
