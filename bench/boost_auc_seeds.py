@@ -29,13 +29,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_boost import LIBRARIES, make_model  # noqa: E402
+from bench_boost import LIBRARIES, evaluate, make_model  # noqa: E402
 from bench_tree import make_synthetic  # noqa: E402
 
 
@@ -51,8 +50,7 @@ def fit_auc(library, args, split, max_bins=None):
         t0 = time.perf_counter()
         model.fit(Xtr, ytr)
         seconds = time.perf_counter() - t0
-        pred = model.predict_proba(Xte)[:, 1]
-    return roc_auc_score(yte, np.asarray(pred)), seconds
+    return evaluate(library, "classification", model, (Xtr, ytr, Xte, yte), args)[1], seconds
 
 
 def main(argv=None):
