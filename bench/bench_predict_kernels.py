@@ -8,8 +8,8 @@ Fits the ``bench_predict.py`` model (``--trees`` depth-6 rounds on
 then times, on ``--rows`` other rows (float32, a fraction ``--nan`` of the
 entries set to NaN), with ``--threads`` threads:
 
-* ``predict_raw`` of the padded walk (:mod:`gputrees.kernels._numba`) and of
-  the complete-tree layout (:mod:`gputrees.kernels._numba_predict`);
+* ``predict_raw`` of the padded walk and of the complete-tree layout
+  (:mod:`gputrees.kernels.cpu.predict`);
 * ``apply_trees`` of both.
 
 The calls alternate (old, new, old, new...) so that both see the same load;
@@ -43,7 +43,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--nan", type=float, nargs="+", default=[0.0, 0.02, 0.2])
     args = p.parse_args(argv)
-    from gputrees.kernels import _numba, _numba_predict
+    from gputrees.kernels.cpu import predict
 
     X, y = make_synthetic(args.train_rows + args.rows, 28, np.float32, 0)
     model_args = argparse.Namespace(rounds=args.trees, device="cpu", threads=2)
@@ -59,12 +59,12 @@ def main(argv=None):
         Xte = X[args.train_rows :].copy()
         Xte[rng.random(Xte.shape) < frac] = np.nan
         calls = {
-            "predict_raw padded walk": lambda: _numba.predict_raw(np, batch, values, Xte, missing_bin, base,
+            "predict_raw padded walk": lambda: predict.padded_predict_raw(np, batch, values, Xte, missing_bin, base,
                                                                   n_threads=args.threads),
-            "predict_raw complete trees": lambda: _numba_predict.predict_raw(np, batch, values, Xte, missing_bin, base,
+            "predict_raw complete trees": lambda: predict.predict_raw(np, batch, values, Xte, missing_bin, base,
                                                                              n_threads=args.threads),
-            "apply_trees padded walk": lambda: _numba.apply_trees(np, batch, Xte, missing_bin, n_threads=args.threads),
-            "apply_trees complete trees": lambda: _numba_predict.apply_trees(np, batch, Xte, missing_bin,
+            "apply_trees padded walk": lambda: predict.padded_apply_trees(np, batch, Xte, missing_bin, n_threads=args.threads),
+            "apply_trees complete trees": lambda: predict.apply_trees(np, batch, Xte, missing_bin,
                                                                              n_threads=args.threads),
         }  # fmt: skip
         names = list(calls)

@@ -1,6 +1,6 @@
 """One node's sort-based split search (the forests' small nodes), ns a node by the node's rows.
 
-Times ``gputrees.kernels._numba_split._sorted_node`` -- the search the subtree
+Times ``gputrees.kernels.cpu.sorted_scan.sorted_node`` -- the search the subtree
 kernel runs on nodes with fewer rows than bins -- on ``--nodes`` random nodes
 of each size in ``--sizes``, two-class Gini (a bootstrap count and two class
 channels), ``--drawn`` of ``--features`` features drawn per node, 256 bins,
@@ -39,7 +39,12 @@ def main(argv=None):
         sys.path.insert(0, args.src)
     import numba
 
-    sp = importlib.import_module("gputrees.kernels._numba_split")
+    try:
+        sp = importlib.import_module("gputrees.kernels.cpu.sorted_scan")
+        scan_scratch, sorted_scratch, sorted_node = sp.scan_scratch, sp.sorted_scratch, sp.sorted_node
+    except ImportError:  # the layout before gputrees.kernels.cpu (a --src of an older version)
+        sp = importlib.import_module("gputrees.kernels._numba_split")
+        scan_scratch, sorted_scratch, sorted_node = sp._scratch, sp._sort_scratch, sp._sorted_node
     print(f"gputrees from {sp.__file__}")
     F, nb, C, max_rows = args.features, 256, 3, 4096
     rng = np.random.default_rng(0)
@@ -50,12 +55,12 @@ def main(argv=None):
     ident = np.arange(max_rows)
     thresholds = np.cumsum(np.ones((F, nb)), axis=1)
     is_exact = np.zeros(F, dtype=np.bool_)
-    crit = (sp._GINI, 1, 0.0, 1.0, 0.0)
+    crit = (0, 1, 0.0, 1.0, 0.0)  # (Gini, one output, l2, min_samples_leaf, min_weight_leaf)
 
     @numba.njit
     def run(codes, ident, weights, starts, n, crit, fmasks, thresholds, is_exact, reps):
-        scratch = sp._scratch(nb + 1, C)
-        sort_scratch = sp._sort_scratch(max_rows, nb, F, C)
+        scratch = scan_scratch(nb + 1, C)
+        sort_scratch = sorted_scratch(max_rows, nb, F, C)
         fbest, left, u, P = np.empty(F), np.empty(C), np.zeros(F), np.empty(C)
         check = 0.0
         for _ in range(reps):
@@ -66,7 +71,7 @@ def main(argv=None):
                 for k in range(n):
                     for c in range(C):
                         P[c] += weights[pairs[k], c]
-                found, p, f, code, ml, thr = sp._sorted_node(
+                found, p, f, code, ml, thr = sorted_node(
                     codes, ident, weights, pairs, P, crit, fmasks[i], True, u, False, nb, thresholds, thresholds,
                     is_exact, 1e-11, scratch, sort_scratch, fbest, left)
                 check += p + f + code

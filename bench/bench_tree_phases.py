@@ -1,6 +1,6 @@
-"""Where a compiled boosting tree's time goes: each phase of ``_numba_grow._grow``, ms a tree, and by depth.
+"""Where a compiled boosting tree's time goes: each phase of ``gputrees.kernels.cpu.grow._grow``, ms a tree, and by depth.
 
-Compiles a copy of ``gputrees.kernels._numba_grow._grow`` with a clock read
+Compiles a copy of ``gputrees.kernels.cpu.grow._grow`` with a clock read
 (``numba.objmode``) at the start of each phase, puts it in the module's
 place, and fits the boosting model of ``bench_versions.py`` (depth 6, 255
 bins, two threads) twice::
@@ -33,11 +33,11 @@ sys.path.insert(0, str(HERE))
 #: (the statement a phase starts at, the phase's name); each phase runs to the next mark
 PHASES = [
     ("    if root_sums.shape[0] == C:", "root sums"),
-    ("    hist = _histograms(", "root histogram"),
+    ("    hist = grouped_histograms(", "root histogram"),
     ("    ok = _scan_nodes(hist, stats, root", "root scan"),
     ("        last = depth[front[0]] + 1 >= max_depth", "partition / leaf pass"),
     ("        can = np.zeros(2 * k", "children's statistics, plan"),
-    ("            small_hist = _histograms(", "smaller children's histograms"),
+    ("            small_hist = grouped_histograms(", "smaller children's histograms"),
     ("            level = hist_b[:n_can]", "siblings by subtraction"),
     ("            ok = _scan_nodes(hist, stats, cand", "split scans"),
     ("        if not last:", "leaves marked"),
@@ -79,10 +79,10 @@ class Clock:
 
 
 def instrument(clock: Clock):
-    """Replace ``_numba_grow._grow`` by a copy that calls ``clock.tick`` at every phase's start."""
+    """Replace ``gputrees.kernels.cpu.grow._grow`` by a copy that calls ``clock.tick`` at every phase's start."""
     import numba
 
-    import gputrees.kernels._numba_grow as G
+    import gputrees.kernels.cpu.grow as G
 
     lines = inspect.getsource(G._grow.py_func).splitlines(keepends=True)
     found = set()

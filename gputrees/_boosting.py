@@ -34,7 +34,8 @@ from ._scoring import ClassifierMixin, RegressorMixin
 from ._xgboost import XGBoostExportMixin
 from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._criteria import Newton
-from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, TreeBatch, grow
+from ._grower import grow
+from ._records import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, Round, TreeBatch
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
 from ._predictor import apply_trees, gather_node_values
 from ._progress import _Monitor, _Step
@@ -60,18 +61,6 @@ __all__ = ["GradientBoostingClassifier", "GradientBoostingRegressor"]
 PREDICT_CHUNK = 1 << 22
 #: early_stopping="auto" turns early stopping on above this many rows (scikit-learn's rule).
 AUTO_EARLY_STOPPING_ROWS = 10_000
-
-
-@dataclasses.dataclass(frozen=True)
-class _Round:
-    """The K trees of one boosting round and their leaf values (device arrays).
-
-    ``values`` (K, n_nodes) float64 are the values added to the raw
-    predictions (learning rate included); 0 at internal nodes.
-    """
-
-    batch: TreeBatch
-    values: object
 
 
 class RoundGenerator:
@@ -499,7 +488,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                         raw = raw + gather_node_values(xp, values, leaves)
                         score = loss.loss(xp, raw, y_dev, w_dev)
                     batch = dataclasses.replace(batch, row_leaf=None)
-                rounds.append(_Round(batch=batch, values=values))
+                rounds.append(Round(batch=batch, values=values))
                 train_scores.append(-score)
                 for i, (Xvp, yv, wv, rv) in enumerate(val):
                     lv = apply_trees(xp, batch, Xvp, bin_mapper.missing_bin, n_jobs=self.n_jobs)

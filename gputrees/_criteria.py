@@ -26,29 +26,20 @@ scikit-learn's ``_criterion.pyx`` so that the same splits are chosen.
 
 from __future__ import annotations
 
-import math
-
-#: float64 machine epsilon, scikit-learn's EPSILON for "pure node" and min_impurity_decrease.
-EPSILON = 2.220446049250313e-16
-#: scikit-learn's Poisson guard: a child whose target sum is below this cannot be split off.
-POISSON_EPSILON = 10 * EPSILON
-_LOG2 = math.log(2.0)
+from . import _records as codes
+from .kernels.rules import EPSILON, LOG2, NEWTON_GAIN_RTOL, POISSON_EPSILON, UNROLL_CHANNELS, newton_gain_at
 
 
 def _safe(xp, w):
     return xp.where(w > 0, w, xp.ones_like(w))
 
 
-#: Up to this many channels, sums over the channel axis are written as a
-#: chain of elementwise adds: a reduction over a short trailing axis is several
-#: times slower in NumPy than the adds.
-_UNROLL_CHANNELS = 8
-
-
 def _channel_sum(xp, a, square=False):
     """Sum over the last axis of ``a`` (of its squares with ``square``)."""
     k = a.shape[-1]
-    if k > _UNROLL_CHANNELS:
+    # a chain of elementwise adds up to UNROLL_CHANNELS: a reduction over a short trailing axis is several
+    # times slower in NumPy than the adds
+    if k > UNROLL_CHANNELS:
         return xp.sum(a * a if square else a, axis=-1)
     out = None
     for j in range(k):
@@ -62,6 +53,8 @@ class Criterion:
     """Base class. ``n_outputs`` outputs (regression) or ``n_classes`` classes."""
 
     name = ""
+    #: the compiled rules' code of the criterion (:func:`gputrees._records.criterion_code`); None: not compiled
+    code = None
     is_classification = False
     #: channel 0 is the row count (every criterion but :class:`NewtonGH`)
     has_count = True
@@ -183,6 +176,7 @@ class _ClassificationCriterion(Criterion):
 
 class Gini(_ClassificationCriterion):
     name = "gini"
+    code = codes.GINI
 
     def impurity(self, xp, s):
         w = _safe(xp, self.weight(xp, s))
@@ -203,17 +197,19 @@ class Entropy(_ClassificationCriterion):
     """Shannon entropy in bits (scikit-learn's ``entropy`` / ``log_loss``)."""
 
     name = "entropy"
+    code = codes.ENTROPY
 
     def impurity(self, xp, s):
         p = self._fractions(xp, s)
         safe_p = xp.where(p > 0, p, xp.ones_like(p))
-        return -xp.sum(p * (xp.log(safe_p) / _LOG2), axis=-1)
+        return -xp.sum(p * (xp.log(safe_p) / LOG2), axis=-1)
 
 
 class Misclassification(_ClassificationCriterion):
     """Classification error ``1 - max_k p_k`` (the course notes' third criterion)."""
 
     name = "misclassification"
+    code = codes.MISCLASSIFICATION
 
     def impurity(self, xp, s):
         return 1.0 - xp.max(self._fractions(xp, s), axis=-1)
@@ -248,6 +244,7 @@ class _RegressionCriterion(Criterion):
 
 class SquaredError(_RegressionCriterion):
     name = "squared_error"
+    code = codes.SQUARED_ERROR
 
     def impurity(self, xp, s):
         w = _safe(xp, self.weight(xp, s))
@@ -273,6 +270,7 @@ class FriedmanMSE(SquaredError):
     """
 
     name = "friedman_mse"
+    code = codes.FRIEDMAN_MSE
 
     def proxy(self, xp, left, right):
         wl = _safe(xp, self.weight(xp, left))
@@ -294,6 +292,7 @@ class Poisson(_RegressionCriterion):
     """Half Poisson deviance; children whose target sum is ~0 are not allowed."""
 
     name = "poisson"
+    code = codes.POISSON
 
     def _third(self, xp, y):
         safe_y = xp.where(y > 0, y, xp.ones_like(y))
@@ -335,12 +334,6 @@ REGRESSION_CRITERIA = {
 }
 
 
-#: Splits whose Newton gain is below this fraction of the children's score
-#: are rounding noise (a node whose gradients already sum to ~0 both sides),
-#: not improvements; XGBoost uses an absolute 1e-6 for the same purpose.
-NEWTON_GAIN_RTOL = 1e-12
-
-
 class Newton(Criterion):
     """Second-order (Newton) boosting statistics, as XGBoost and LightGBM.
 
@@ -353,6 +346,7 @@ class Newton(Criterion):
     """
 
     name = "newton"
+    code = codes.NEWTON
     #: positions of G and H among the channels
     _G, _H = 1, 2
     #: values -G / (H + l2) and scores are smooth in the sums; the grower
@@ -418,7 +412,7 @@ class Newton(Criterion):
 
     def gain_at(self, xp, s, v):
         """Score of a node whose value is forced to ``v``: ``-(2 G v + (H + l2) v^2)``."""
-        return -(2.0 * s[..., self._G] * v + (s[..., self._H] + self.l2) * v * v)
+        return newton_gain_at(s[..., self._G], s[..., self._H], self.l2, v)
 
     def bounded_gain(self, xp, s, lower, upper):
         """Score of nodes whose value is clipped to ``[lower, upper]`` (shape ``s.shape[:-1]``)."""
@@ -436,6 +430,7 @@ class NewtonGH(Newton):
     """
 
     name = "newton_gh"
+    code = codes.NEWTON_GH
     has_count = False
     _G, _H = 0, 1
 

@@ -30,7 +30,8 @@ from ._model_io import ModelFileMixin
 from ._binning import fit_bin_mapper
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
-from ._grower import DEFAULT_MEMORY_LIMIT, GrowerInputs, grow
+from ._grower import grow
+from ._records import DEFAULT_MEMORY_LIMIT, GrowerInputs
 from ._predictor import apply_trees, gather_node_values
 from ._progress import _Monitor, _Step
 from ._scoring import ClassifierMixin, RegressorMixin

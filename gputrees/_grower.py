@@ -77,16 +77,17 @@ import numpy as np
 from . import _node_draws
 from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
-from ._splitting import SplitConstraints, SubtreeParams, _clamp, find_best_splits
-from ._rows import LeafLayout, LocalRows, batch_trees, given_root_sums, unit_counts
-from .kernels._records import TreeRows
+from ._records import (
+    GrowerInputs, GrowerParams, LeafLayout, SplitConstraints, SplitRecord, SubtreeParams,
+    TreeBatch, TreeRows, batch_trees, given_root_sums, unit_counts,
+)
+from ._splitting import _clamp, find_best_splits
+from ._rows import LocalRows
 from .kernels._reference import children_slot_table, sibling_histograms, take_features
 
 #: Working arrays of the split scan per byte of histogram (cumulative sums,
 #: left/right statistics for both missing-value directions, proxies, masks).
 SCAN_FACTOR = 7
-#: Default bound on the histogram memory of a round, in bytes.
-DEFAULT_MEMORY_LIMIT = 1 << 30
 #: Per-node feature draws of at most this share of the features build both
 #: children of a pair over their drawn features (:meth:`Grower._drawn_features`):
 #: rows x k updates for the pair, which at k <= F / 2 is at most what the
@@ -113,176 +114,6 @@ SUBTREE_PAIRS_PER_THREAD = 8
 #: slots, order and channels. Calls are batched under ``memory_limit``.
 SUBTREE_PAIR_BYTES = 400
 SUBTREE_PAIR_CHANNEL_BYTES = 80
-
-
-@dataclass(frozen=True)
-class GrowerParams:
-    """Stopping rules and limits (scikit-learn's meanings)."""
-
-    max_depth: int | None = None
-    min_samples_split: int = 2
-    min_samples_leaf: int = 1
-    min_weight_leaf: float = 0.0
-    min_impurity_decrease: float = 0.0
-    max_leaf_nodes: int | None = None
-    max_features: int | None = None
-    memory_limit: int = DEFAULT_MEMORY_LIMIT
-    sorted_small_nodes: bool = True
-    #: thresholds of exact features at the next value present in the node
-    #: (scikit-learn) rather than the feature's next value bin (XGBoost)
-    local_thresholds: bool = True
-
-
-@dataclass(frozen=True)
-class GrowerInputs:
-    """Data of one fit.
-
-    Attributes
-    ----------
-    codes : array of shape (n_samples, n_features), uint8/uint16
-    channels : array of shape (n_samples, n_channels) or (n_trees, n_samples, n_channels), float64
-        Per-row channels, channel 0 the row count (see :mod:`gputrees._criteria`);
-        3-D when each tree of the batch has its own (multi-class boosting:
-        one gradient and hessian per class), then ``multiplicity`` must be None.
-    multiplicity : array of shape (n_trees, n_samples), float64, or None
-        How many times each row enters each tree (bootstrap counts; 0 = out).
-        None means one tree with every row once.
-    bin_mapper : BinMapper
-    criterion : Criterion
-    kernels : Kernels
-    rng : numpy.random.Generator
-        Host generator of the trees' draw keys (one per tree, drawn when the
-        grower draws features or extra-trees thresholds; the nodes' draws
-        derive from them, :mod:`gputrees._node_draws`).
-    weight_multiplicity : array of shape (n_trees, n_samples), float64, or None
-        Factor of the weighted channels (all but the count) per tree and row;
-        None means ``multiplicity``. Differs from it for per-tree class
-        weights (``class_weight="balanced_subsample"``).
-    tree_features : ndarray of shape (n_trees, n_features), bool (host), or None
-        Features each tree may split on (random subspaces); None means all.
-    random_splits : bool
-        Extremely randomised trees: one random candidate per (node, feature).
-    record_leaves : bool
-        Record the leaf every row ends in, per tree (``TreeBatch.row_leaf``):
-        boosting updates its raw predictions from it without a prediction
-        pass. Needs every (tree, row) pair active (``multiplicity`` None).
-    monotonic_cst : ndarray of shape (n_features,), int (host), or None
-        -1 / 0 / +1 per feature: node values must decrease / may do anything /
-        must increase with the feature. Enforced as XGBoost does: a split on a
-        constrained feature is valid only if its children's values (clipped to
-        the node's bounds) are ordered, and the children's bounds are cut at
-        the mean of the two values. Needs a criterion with ``leaf_value``
-        (the Newton criterion) and no sort-based small-node search.
-    codes_by_feature : array of shape (n_features, n_samples) or None
-        ``codes`` feature-major (``Kernels.codes_by_feature``), for kernel
-        sets whose routing reads it; a fit growing one batch per round makes
-        it once. None: made per batch when the kernel set uses one.
-    count_free_histograms : bool
-        The caller allows histograms without the count channel: it knows
-        that no code is the missing bin (no missing value in the rows), and
-        its kernels take any block of the channel table's columns (not the
-        fixed-point ones of quantised channels, whose scale covers every
-        channel). The grower leaves the count out where the criterion has a
-        count-free form (``Criterion.without_count``, boosting's Newton) and
-        the other conditions hold (see :class:`Grower`).
-    unit_count_channel : bool
-        The caller knows that channel 0 (the count) is 1 on every row
-        (boosting's rounds without a row subsample): the grower takes it
-        as given instead of checking the rows (a pass over the channel
-        table every tree, and a host synchronisation on a GPU).
-    channel_sums : array of shape (n_channels,), float64, or None
-        The sums of ``channels`` over every row, where the caller made them
-        (boosting's compiled round end, in an order of its own): the root's
-        statistics of a batch of one tree with every row once
-        (``multiplicity`` None), taken as given instead of summing the rows
-        in row order (a serial pass). None: the grower sums the rows.
-    """
-
-    codes: object
-    channels: object
-    multiplicity: object
-    bin_mapper: object
-    criterion: object
-    kernels: object
-    rng: object
-    weight_multiplicity: object = None
-    tree_features: object = None
-    random_splits: bool = False
-    record_leaves: bool = False
-    monotonic_cst: object = None
-    codes_by_feature: object = None
-    count_free_histograms: bool = False
-    unit_count_channel: bool = False
-    channel_sums: object = None
-
-
-@dataclass(frozen=True)
-class TreeBatch:
-    """Fitted trees as padded arrays (trees x nodes), on the device.
-
-    Node 0 of each tree is its root; nodes are numbered in creation order
-    (breadth-first for depth-wise growth). Padding nodes are leaves.
-
-    Attributes
-    ----------
-    node_count : ndarray of shape (n_trees,), int64 (host)
-    left, right : (n_trees, n_nodes) int64, -1 at leaves
-    feature : (n_trees, n_nodes) int64, -2 at leaves
-    bin : (n_trees, n_nodes) int64, numerical split bin, -1 otherwise
-    missing_left : (n_trees, n_nodes) bool
-    is_categorical : (n_trees, n_nodes) bool
-    cat_left : (n_trees, n_nodes, n_bins or 0) bool
-    threshold : (n_trees, n_nodes) float64 (-2 at leaves, NaN for categorical)
-    stats : (n_trees, n_nodes, n_channels) float64
-    depth : (n_trees, n_nodes) int64
-    max_depth : int
-    row_leaf : (n_trees, n_samples) int64 or None
-        With ``GrowerInputs.record_leaves``: the leaf of every training row.
-    lower, upper : (n_trees, n_nodes) float64 or None
-        With ``monotonic_cst``: bounds of each node's value.
-    """
-
-    node_count: np.ndarray
-    left: object
-    right: object
-    feature: object
-    bin: object
-    missing_left: object
-    is_categorical: object
-    cat_left: object
-    threshold: object
-    stats: object
-    depth: object
-    max_depth: int
-    row_leaf: object = None
-    lower: object = None
-    upper: object = None
-
-    def tree(self, t: int) -> "TreeBatch":
-        """Tree ``t`` of the batch, as a batch of one tree (arrays cut to its nodes)."""
-        n = int(self.node_count[t])
-
-        def cut(a):
-            return a[t : t + 1, :n, ...]
-
-        depth = cut(self.depth)
-        return TreeBatch(
-            node_count=np.asarray([n], dtype=np.int64),
-            left=cut(self.left),
-            right=cut(self.right),
-            feature=cut(self.feature),
-            bin=cut(self.bin),
-            missing_left=cut(self.missing_left),
-            is_categorical=cut(self.is_categorical),
-            cat_left=cut(self.cat_left),
-            threshold=cut(self.threshold),
-            stats=cut(self.stats),
-            depth=depth,
-            max_depth=int(to_numpy(depth).max()) if n else 0,
-            row_leaf=None if self.row_leaf is None else self.row_leaf[t : t + 1, :],
-            lower=None if self.lower is None else cut(self.lower),
-            upper=None if self.upper is None else cut(self.upper),
-        )
 
 
 @dataclass(frozen=True)
@@ -363,8 +194,6 @@ def _rows_at(xp, a, idx):
 
 def _take_record(xp, rec, idx):
     """Rows ``idx`` of every array of a SplitRecord (``rec`` itself when ``idx`` is None)."""
-    from ._splitting import SplitRecord
-
     if idx is None:
         return rec
     return SplitRecord(
@@ -373,8 +202,6 @@ def _take_record(xp, rec, idx):
 
 
 def _concat_records(xp, recs):
-    from ._splitting import SplitRecord
-
     return SplitRecord(
         **{k: xp.concat([getattr(r, k) for r in recs], axis=0) for k in recs[0].__dataclass_fields__}
     )
@@ -957,7 +784,7 @@ class Grower:
             del sub, rows, slot, w
 
     def _add_subtrees(self, root_ids, sub):
-        """Record the nodes and splits of grown subtrees (:class:`~gputrees.kernels._numba_subtree.Subtrees`).
+        """Record the nodes and splits of grown subtrees (:class:`~gputrees.kernels.cpu.subtree.Subtrees`).
 
         ``root_ids`` (m,) int64 (host): the grower's ids of the subtrees' roots.
         Their other nodes take the next ids (``sub.records``, one compiled pass).

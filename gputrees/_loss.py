@@ -14,10 +14,11 @@ as scikit-learn does.
 
 from __future__ import annotations
 
-#: Smallest hessian used for log-loss: where a probability saturates to 0 or
-#: 1 the hessian p (1 - p) underflows, and -G / H would blow up (XGBoost
-#: clamps the same way).
-MIN_HESSIAN = 1e-16
+from ._records import LOSS_BINARY_LOG, LOSS_SQUARED_ERROR
+# the smallest log-loss hessian: where a probability saturates to 0 or 1 the
+# hessian p (1 - p) underflows, and -G / H would blow up (XGBoost clamps the same way)
+from .kernels.rules import MIN_HESSIAN
+
 #: Probabilities of the baseline are clipped to [PROBA_EPS, 1 - PROBA_EPS]
 #: so that a class of (near) zero weight gets a finite log-odds.
 PROBA_EPS = 1e-15
@@ -98,6 +99,8 @@ class Loss:
     #: leaves are re-estimated from residuals after growth
     needs_leaf_update = False
     n_trees_per_round = 1
+    #: the code of a compiled round end (:func:`gputrees._records.loss_code`), set by the classes that have one
+    code = None
 
     def baseline(self, xp, kernels, y, w):
         """Initial raw prediction, shape (K,), float64 (the best constant)."""
@@ -124,6 +127,7 @@ class SquaredError(Loss):
     """Half squared error ``(y - raw)^2 / 2``; identity link."""
 
     name = "squared_error"
+    code = LOSS_SQUARED_ERROR
 
     def baseline(self, xp, kernels, y, w):
         return xp.reshape(_wmean(xp, y, w), (1,))
@@ -262,6 +266,7 @@ class BinaryLogLoss(Loss):
     """Binary cross-entropy, logit link; ``y`` in {0, 1}."""
 
     name = "log_loss"
+    code = LOSS_BINARY_LOG
 
     def baseline(self, xp, kernels, y, w):
         p = xp.clip(_wmean(xp, y, w), PROBA_EPS, 1.0 - PROBA_EPS)

@@ -109,9 +109,8 @@ def _registry():
     """Name -> (kind, class) of every class a model file may instantiate."""
     import gputrees
     from ._binning import BinMapper
-    from ._boosting import _Round
     from ._criteria import Criterion
-    from ._grower import TreeBatch
+    from ._records import Round, TreeBatch
     from ._tree import Tree
 
     reg = {}
@@ -121,7 +120,7 @@ def _registry():
             reg[name] = ("estimator", obj)
     reg["BinMapper"] = ("dataclass", BinMapper)
     reg["TreeBatch"] = ("dataclass", TreeBatch)
-    reg["BoostingRound"] = ("dataclass", _Round)
+    reg["BoostingRound"] = ("dataclass", Round)
     reg["Tree"] = ("object", Tree)
     stack = [Criterion]
     while stack:
@@ -532,7 +531,7 @@ _CHECKS = {"TreeBatch": _check_tree_batch, "BinMapper": _check_bin_mapper}
 def _walk(value):
     """TreeBatches and BinMappers inside ``value`` (not inside nested estimators)."""
     from ._binning import BinMapper
-    from ._grower import TreeBatch
+    from ._records import TreeBatch
 
     if isinstance(value, (TreeBatch, BinMapper)):
         yield value

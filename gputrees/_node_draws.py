@@ -8,7 +8,7 @@ and each child's is mixed from its parent's and its side. So a node's draws
 do not depend on the order in which nodes are grown, on how many other nodes
 a round has, or on which search finds its split: the level-wise grower and a
 compiled kernel that finishes a small node's whole subtree depth-first
-(:mod:`gputrees.kernels._numba_subtree`) draw the same features for the same
+(:mod:`gputrees.kernels.cpu.subtree`) draw the same features for the same
 node, and their trees are equal.
 
 The mixing function is SplitMix64's finaliser (Steele, Lea and Flood, "Fast
@@ -18,34 +18,23 @@ its top 53 bits scaled to [0, 1), as ``numpy.random.Generator.random`` makes
 them.
 
 This module works on host NumPy arrays (the grower's draws are host-side);
-the compiled kernels have scalar twins of :func:`mix64`, tested against it.
+the mixing and its constants are :mod:`gputrees.kernels.rules`', which the
+compiled kernels call for their own draws.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["mix64", "tree_keys", "root_keys", "child_keys", "uniforms", "feature_mask", "LEFT", "RIGHT", "GOLDEN"]
+from .kernels import rules
+from .kernels.rules import GOLDEN, LEFT, RIGHT, TO_UNIT
 
-#: SplitMix64's constants: its increment (2^64 / golden ratio, odd) and the
-#: finaliser's multipliers and shifts.
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
-MIX_2 = np.uint64(0x94D049BB133111EB)
-#: Mixed into a parent's key for its left and right child (two odd constants
-#: unlike GOLDEN: the fractional parts of sqrt(2) and sqrt(3), as in SHA-2).
-LEFT = np.uint64(0x6A09E667F3BCC909)
-RIGHT = np.uint64(0xBB67AE8584CAA73B)
-#: Scale of the top 53 bits of a key to a uniform in [0, 1).
-_TO_UNIT = 2.0 ** -53
+__all__ = ["mix64", "tree_keys", "root_keys", "child_keys", "uniforms", "feature_mask", "LEFT", "RIGHT", "GOLDEN"]
 
 
 def mix64(z):
     """SplitMix64's finaliser of a uint64 array (wrapping arithmetic), same shape."""
-    z = np.asarray(z, dtype=np.uint64)
-    z = (z ^ (z >> np.uint64(30))) * MIX_1
-    z = (z ^ (z >> np.uint64(27))) * MIX_2
-    return z ^ (z >> np.uint64(31))
+    return rules.mix64(np.asarray(z, dtype=np.uint64))
 
 
 def tree_keys(rng, n_trees: int):
@@ -76,7 +65,7 @@ def uniforms(keys, n: int, first: int = 0):
     keys = np.asarray(keys, dtype=np.uint64)
     d = np.arange(first + 1, first + n + 1, dtype=np.uint64)
     z = mix64(keys[:, None] + d[None, :] * GOLDEN)
-    return (z >> np.uint64(11)).astype(np.float64) * _TO_UNIT
+    return (z >> np.uint64(11)).astype(np.float64) * TO_UNIT
 
 
 def feature_mask(keys, n_features: int, k: int, allowed=None):

@@ -55,7 +55,7 @@ import numbers
 import numpy as np
 
 from ._backend import convert_to_namespace, from_numpy, to_numpy
-from ._grower import TreeBatch
+from ._records import TreeBatch
 
 __all__ = ["TIE_RTOL", "prune_ccp", "ccp_path", "prune_reduced_error"]
 

@@ -23,81 +23,17 @@ their histograms and sums: only node-sized arrays travel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from ._backend import to_numpy
-from .kernels import ActiveRows
+from ._records import ActiveRows, LeafLayout, batch_trees
 from .kernels._reference import active_weights, children_slot_table, drawn_histograms
 
 #: :meth:`LocalRows.retire` copies the staying and leaving pairs as slices of
 #: their node runs when they form at most this many blocks (a depth-6 tree's
 #: level has at most 64 nodes); beyond, one boolean mask over all the pairs
 RETIRE_MAX_BLOCKS = 64
-
-
-@dataclass(frozen=True)
-class LeafLayout:
-    """How the grower renumbered its nodes at the end (for the rows' leaves).
-
-    Attributes
-    ----------
-    parent : array of shape (n_created,), int64
-        Parent of every created node (-1 for roots).
-    keep : array of shape (n_created,), bool
-        Whether the node is in the final trees (best-first growth discards
-        speculative children).
-    new_id : array of shape (n_created,), int64
-        Global id of each kept node after dropping the others.
-    local_of_new : array of shape (n_kept,), int64
-        Position of each kept node inside its tree.
-    n_rounds : int
-        Rounds grown; bounds the walk up to a kept ancestor.
-    """
-
-    parent: object
-    keep: object
-    new_id: object
-    local_of_new: object
-    n_rounds: int
-
-
-def batch_trees(channels, multiplicity) -> int:
-    """Trees of a batch as its row set counts them: the multiplicities' rows, else the per-tree channels' (3-D), else 1."""
-    if multiplicity is not None:
-        return int(multiplicity.shape[0])
-    return int(channels.shape[0]) if channels.ndim == 3 else 1
-
-
-def given_root_sums(xp, channels, multiplicity, sums):
-    """``GrowerInputs.channel_sums`` as the root's statistics (1, n_channels) float64, or None where not given.
-
-    Raises ValueError where they cannot be the root's: a batch of more than
-    one tree, multiplicities, or not one sum a channel.
-    """
-    if sums is None:
-        return None
-    c = int(channels.shape[-1])
-    t = batch_trees(channels, multiplicity)
-    if t != 1 or multiplicity is not None or tuple(sums.shape) != (c,):
-        raise ValueError(
-            f"channel_sums of shape {tuple(sums.shape)} needs one tree with every row once and one sum a "
-            f"channel ({c}); got {t} trees, multiplicity {'given' if multiplicity is not None else None}"
-        )
-    return xp.reshape(xp.asarray(sums, dtype=xp.float64), (1, c))
-
-
-def unit_counts(xp, chan, known: bool = False) -> bool:
-    """Whether channel 0 (the count) of the channel table ``chan`` (rows, C) is 1 on every row.
-
-    ``known``: the caller's word (``GrowerInputs.unit_count_channel``), taken
-    without reading the rows; else one pass over them (a host
-    synchronisation on a GPU). Count-free histograms take the children's
-    counts from their rows (:meth:`LocalRows.counts`), which is their count
-    channel's sum only then.
-    """
-    return bool(known) or bool(xp.all(chan[:, 0] == 1.0))
 
 
 class LocalRows:

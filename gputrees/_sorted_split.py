@@ -28,7 +28,8 @@ the batch; the grower sizes batches to fit its ``memory_limit``.
 
 from __future__ import annotations
 
-from ._splitting import SplitRecord, _valid, near_best, split_thresholds
+from ._records import SplitRecord
+from ._splitting import _valid, near_best, split_thresholds
 
 #: Bytes of working memory per (row, feature) pair and channel, plus fixed keys.
 BYTES_PER_PAIR_CHANNEL = 6 * 8

@@ -24,90 +24,13 @@ within a feature.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
-
-#: Candidates whose proxies are within this relative distance of the node's
-#: best are ties, decided by the tie rule. Sums taken in different orders
-#: (a histogram built or obtained by subtraction, NumPy or another backend,
-#: chunked or not) differ by a few hundred ulps at most; without a tolerance
-#: those ulps, not the rule, would decide exact ties (for instance two
-#: features that cut a node into the same two row sets, mirrored). Node
-#: statistics taken from their parent's split (boosting, see
-#: ``Criterion.stats_from_split``) carry the rounding of a chain of
-#: subtractions: a node's "missing left, at an empty bin" and "only missing
-#: right" candidates (the same two row sets) were measured 1.04e-13 apart,
-#: relative; the tolerance keeps a 100x margin over that.
-TIE_RTOL = 1e-11
+from ._records import SplitConstraints, SplitRecord
+from .kernels.rules import TIE_RTOL
 
 
-@dataclass(frozen=True)
-class SplitConstraints:
-    """Per-split constraints (scalars)."""
-
-    min_samples_leaf: int
-    min_weight_leaf: float
-
-
-@dataclass(frozen=True)
-class SubtreeParams:
-    """The grower's stopping rules for a kernel that grows whole subtrees (``Kernels.grow_subtrees``).
-
-    ``max_depth`` -1: none; ``max_features`` the features drawn per node
-    (``n_features``: all).
-    """
-
-    min_samples_split: float
-    max_depth: int
-    min_impurity_decrease: float
-    max_features: int
-
-
-@dataclass(frozen=True)
-class SplitRecord:
-    """Best split of each of ``m`` nodes (arrays on the device).
-
-    Attributes
-    ----------
-    found : (m,) bool
-        A valid split exists.
-    proxy : (m,) float64
-        Proxy gain of the best split (``-inf`` when none).
-    feature : (m,) int64
-    bin : (m,) int64
-        Numerical splits: codes ``<= bin`` go left. ``-1`` for categorical ones.
-    missing_left : (m,) bool
-        Where the missing bin goes. For nodes without missing values, the side
-        with more training rows (scikit-learn's rule); with a criterion
-        without a count channel (:class:`~gputrees._criteria.NewtonGH`),
-        which cannot tell, False, and the grower sets it from the children's
-        row counts once the rows are routed.
-    is_categorical : (m,) bool
-    cat_left : (m, n_bins) bool
-        Categorical splits: which codes go left (the missing bin follows
-        ``missing_left``). All False for numerical splits.
-    left, right : (m, n_channels) float64
-        Children statistics.
-    threshold : (m,) float64
-        Numerical splits send ``x <= threshold`` left. For exactly binned
-        features it is the midpoint of the largest value left and the smallest
-        value right *in the node* (scikit-learn's threshold); for quantile
-        bins, the bin edge; ``inf`` when only missing values go right; NaN for
-        categorical splits.
-    """
-
-    found: object
-    proxy: object
-    feature: object
-    bin: object
-    missing_left: object
-    is_categorical: object
-    cat_left: object
-    left: object
-    right: object
-    threshold: object
 
 
 def _clamp(xp, i, low, high=None):

@@ -487,10 +487,10 @@ def _generic_grower_only(monkeypatch):
     boosting's common case in one compiled call, tested against it in test_numba_grow.py, and runs
     such fits' rounds without the loop's steps, tested against them in test_numba_boost.py)."""
     if importlib.util.find_spec("numba") is not None:
-        from gputrees.kernels import _numba_boost, _numba_grow
+        from gputrees.kernels import cpu
 
-        monkeypatch.setattr(_numba_grow, "grow_tree", lambda *a, **k: None)
-        monkeypatch.setattr(_numba_boost, "boost_rounds", lambda *a, **k: None)
+        monkeypatch.setattr(cpu.grow, "grow_tree", lambda *a, **k: None)
+        monkeypatch.setattr(cpu.boost, "boost_rounds", lambda *a, **k: None)
 
 
 def _histogram_criteria(monkeypatch):

@@ -16,7 +16,8 @@ from gputrees import _backend
 from gputrees import _grower
 from gputrees._binning import fit_bin_mapper
 from gputrees._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
-from gputrees._grower import GrowerInputs, GrowerParams, grow
+from gputrees._grower import grow
+from gputrees._records import GrowerInputs, GrowerParams
 from gputrees._predictor import apply_trees, gather_node_values
 from gputrees._tree import Tree
 from gputrees.datasets import load_titanic
@@ -573,7 +574,8 @@ def test_local_rows_retire_and_row_leaves_with_and_without_scatter():
     """retire keeps, drops or records pairs; row_leaves is the same with the scatter kernel and the argsort."""
     import dataclasses as dc
 
-    from gputrees._rows import LeafLayout, LocalRows
+    from gputrees._records import LeafLayout
+    from gputrees._rows import LocalRows
     from gputrees.kernels import get_kernels
 
     xp = _backend.namespace_of(np.empty(0))

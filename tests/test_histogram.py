@@ -86,9 +86,9 @@ def _bc(codes, rows, node, w, n_nodes, n_bins):
 
 def _nb(codes, rows, node, w, n_nodes, n_bins):
     pytest.importorskip("numba")
-    from gputrees.kernels import _numba
+    from gputrees.kernels import cpu
 
-    return _numba.build_histograms(NP, codes, rows, node, w, n_nodes, n_bins, n_threads=2)
+    return cpu.histograms.build_histograms(NP, codes, rows, node, w, n_nodes, n_bins, n_threads=2)
 
 
 def _naive(codes, rows, node, w, n_nodes, n_bins):

@@ -44,7 +44,7 @@ class _Interrupt:
         for mod in GROW_SITES:
             monkeypatch.setattr(mod, "grow", self._wrap(mod.grow))
         if importlib.util.find_spec("numba") is not None:
-            from gputrees.kernels._numba_boost import BoostRounds
+            from gputrees.kernels.cpu.boost import BoostRounds
 
             monkeypatch.setattr(BoostRounds, "__call__", self._wrap(BoostRounds.__call__))
 

@@ -4,7 +4,7 @@ The row-level passes of the grower (node histograms, node sums, routing) and
 the prediction walk must equal the reference compositions exactly: integer
 outputs always, float sums bit for bit because both sum in row order (the
 bincount composition) and the Numba kernels give every output to one thread
-(a node of at least two blocks of pairs, see ``_numba._block_rows``: the
+(a node of at least two blocks of pairs, see ``cpu.histograms._block_rows``: the
 composition of each block, the blocks added in order).
 """
 
@@ -17,13 +17,12 @@ import numpy as np
 import pytest
 
 from gputrees._backend import namespace_of
-from gputrees._grower import TreeBatch
+from gputrees._records import SplitRecord, TreeBatch
 from gputrees._predictor import apply_trees_reference
-from gputrees._splitting import SplitRecord
 from gputrees.kernels import ActiveRows, _bincount, _reference
 
 pytest.importorskip("numba")
-from gputrees.kernels import _numba  # noqa: E402
+from gputrees.kernels import cpu  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 
@@ -31,7 +30,7 @@ NP = namespace_of(np.empty(0))
 @pytest.fixture(autouse=True)
 def _threads_even_for_small_inputs(monkeypatch):
     """The inputs here are small: split every pass over the threads asked for, as large inputs are."""
-    monkeypatch.setattr(_numba, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setattr(cpu.jit, "MIN_WORK_PER_THREAD", 1)
 
 
 def _active(seed, *, n=300, m=None, n_nodes=5, n_chan_rows=None, mult="none", empty_nodes=()):
@@ -89,10 +88,10 @@ def test_node_histograms_and_sums_equal_the_composition(mult, kind, per_tree, n_
     table = np.array([-1, 2, -1, 0, 1], dtype=np.int64)
     want = _reference.node_histograms(NP, codes, active, chan, table, 3, n_bins, build=_bincount.build_histograms)
     for threads in (1, 2):
-        got = _numba.node_histograms(NP, codes, active, chan, table, 3, n_bins, n_threads=threads)
+        got = cpu.histograms.node_histograms(NP, codes, active, chan, table, 3, n_bins, n_threads=threads)
         assert got.shape == (3, codes.shape[1], n_bins, 3) and got.dtype == np.float64
         assert np.array_equal(got, want)
-    sums = _numba.node_sums(NP, active, chan, table, 3)
+    sums = cpu.pairs.node_sums(NP, active, chan, table, 3)
     assert np.array_equal(sums, _reference.node_sums(NP, active, chan, table, 3, build=_bincount.build_histograms))
     # each histogram's feature 0 sums to its node's sums (integer case exactly)
     if kind == "int":
@@ -110,7 +109,7 @@ def test_node_histograms_hand_made():
     chan = np.array([[1.0, 10.0], [1.0, 20.0], [1.0, 30.0]])
     table = np.full(10, -1, dtype=np.int64)
     table[7], table[9] = 0, 1  # node 8 is not built
-    h = _numba.node_histograms(NP, codes, active, chan, table, 2, 3, n_threads=2)
+    h = cpu.histograms.node_histograms(NP, codes, active, chan, table, 2, 3, n_threads=2)
     want = np.zeros((2, 2, 3, 2))
     want[0, 0, 0] = [1, 10]  # row 0 (x1)
     want[0, 0, 1] = [2, 40]  # row 1 (x2)
@@ -118,7 +117,7 @@ def test_node_histograms_hand_made():
     want[1, 0, 1] = [3, 60]  # row 1 (x3) in node 9
     want[1, 1, 1] = [3, 60]
     assert np.array_equal(h, want)
-    assert np.array_equal(_numba.node_sums(NP, active, chan, table, 2), [[3, 50], [3, 60]])
+    assert np.array_equal(cpu.pairs.node_sums(NP, active, chan, table, 2), [[3, 50], [3, 60]])
 
 
 def test_no_active_rows():
@@ -126,8 +125,8 @@ def test_no_active_rows():
     codes = _codes(0, 5)
     chan = _chan(0, 5, "int")
     table = np.array([0, 1], dtype=np.int64)
-    assert np.array_equal(_numba.node_histograms(NP, codes, active, chan, table, 2, 10), np.zeros((2, 6, 10, 3)))
-    assert np.array_equal(_numba.node_sums(NP, active, chan, table, 2), np.zeros((2, 3)))
+    assert np.array_equal(cpu.histograms.node_histograms(NP, codes, active, chan, table, 2, 10), np.zeros((2, 6, 10, 3)))
+    assert np.array_equal(cpu.pairs.node_sums(NP, active, chan, table, 2), np.zeros((2, 3)))
 
 
 def _split(seed, k, n_features, n_bins, categorical):
@@ -163,7 +162,7 @@ def test_route_rows_equals_reference(categorical, n_bins):
     want = _reference.route_rows(NP, codes, active, table, split, 8, n_bins - 1)
     assert want.row is active.row  # the reference keeps the order
     for threads in (1, 2):
-        got = _numba.route_rows(NP, codes, active, table, split, 8, n_bins - 1, n_threads=threads)
+        got = cpu.routing.route_rows(NP, codes, active, table, split, 8, n_bins - 1, n_threads=threads)
         assert got.node.dtype == np.int64
         # grouped by node, each node's pairs in their former order
         assert (np.diff(got.node) >= 0).all()
@@ -192,15 +191,15 @@ def test_grouped_and_scattered_rows_give_the_same_histograms(mult, n_channels):
     codes = _codes(12, n, n_bins=20)
     chan = np.random.default_rng(13).standard_normal((n, n_channels))
     table = np.array([3, -1, 0, 2, -1, 1], dtype=np.int64)
-    scattered = _numba.node_histograms(NP, codes, active, chan, table, 4, 20, n_threads=2)
+    scattered = cpu.histograms.node_histograms(NP, codes, active, chan, table, 4, 20, n_threads=2)
     want = _reference.node_histograms(NP, codes, active, chan, table, 4, 20, build=_bincount.build_histograms)
     assert np.array_equal(scattered, want)
     for threads in (1, 2, 3):
-        runs = _numba.node_histograms(NP, codes, grouped, chan, table, 4, 20, n_threads=threads)
+        runs = cpu.histograms.node_histograms(NP, codes, grouped, chan, table, 4, 20, n_threads=threads)
         assert runs.shape == (4, codes.shape[1], 20, n_channels)
         assert np.array_equal(runs, scattered)
-    start, end, ok = _numba._runs(grouped.node, table, 4)
-    assert ok and not _numba._runs(active.node, table, 4)[2]
+    start, end, ok = cpu.pairs.slot_runs(grouped.node, table, 4)
+    assert ok and not cpu.pairs.slot_runs(active.node, table, 4)[2]
 
 
 @pytest.mark.parametrize("mult", MULTS)
@@ -226,10 +225,10 @@ def test_drawn_histograms_equal_the_reference(mult, n_channels, n_bins):
     assert want.shape == (5, 3, n_bins, n_channels)
     assert np.all(want[1] == 0) and np.count_nonzero(want[4][..., 0] if n_channels > 0 else want[4]) <= 3
     for threads in (1, 2, 3):
-        got = _numba.drawn_histograms(NP, codes, grouped, chan, table, 5, n_bins, features, n_threads=threads)
+        got = cpu.histograms.drawn_histograms(NP, codes, grouped, chan, table, 5, n_bins, features, n_threads=threads)
         assert got.shape == want.shape and got.dtype == np.float64
         assert np.array_equal(got, want)
-    assert _numba.drawn_histograms(NP, codes, active, chan, table, 5, n_bins, features, n_threads=2) is None
+    assert cpu.histograms.drawn_histograms(NP, codes, active, chan, table, 5, n_bins, features, n_threads=2) is None
 
 
 @pytest.mark.parametrize("mult", MULTS)
@@ -244,26 +243,26 @@ def test_histograms_of_a_block_of_columns(mult, first, width):
     codes = _codes(22, n, n_bins=12)
     table = np.random.default_rng(23).standard_normal((1, n, width))  # a (trees, rows, C) table, as boosting's
     block = table.reshape(-1, width)[:, first:first + 2]
-    got_table, got_first = _numba._channel_table(block)
+    got_table, got_first = cpu.pairs.channel_table(block)
     assert np.shares_memory(got_table, table) and got_first == first
     copy = np.ascontiguousarray(block)
     slots = np.array([3, -1, 0, 2, -1, 1], dtype=np.int64)
     want = _reference.node_histograms(NP, codes, active, copy, slots, 4, 12, build=_bincount.build_histograms)
-    assert np.array_equal(_numba.node_histograms(NP, codes, active, block, slots, 4, 12, n_threads=2), want)
+    assert np.array_equal(cpu.histograms.node_histograms(NP, codes, active, block, slots, 4, 12, n_threads=2), want)
     for threads in (1, 2, 3):
-        got = _numba.node_histograms(NP, codes, grouped, block, slots, 4, 12, n_threads=threads)
+        got = cpu.histograms.node_histograms(NP, codes, grouped, block, slots, 4, 12, n_threads=threads)
         assert got.shape == (4, codes.shape[1], 12, 2)
         assert np.array_equal(got, want)
     # every other row of a table is a block of a table twice as wide: read in place too
     rows2 = np.random.default_rng(24).standard_normal((2 * n, width))[::2, first:first + 2]
-    t2, f2 = _numba._channel_table(rows2)
+    t2, f2 = cpu.pairs.channel_table(rows2)
     assert np.shares_memory(t2, rows2) and t2.shape == (n, 2 * width) and f2 == first
     assert np.array_equal(t2[:, f2:f2 + 2], rows2)
     # column-major channels are no such block: copied
     fortran = np.asfortranarray(copy)
-    t3, f3 = _numba._channel_table(fortran)
+    t3, f3 = cpu.pairs.channel_table(fortran)
     assert not np.shares_memory(t3, fortran) and f3 == 0 and np.array_equal(t3, copy)
-    assert np.array_equal(_numba.node_histograms(NP, codes, grouped, fortran, slots, 4, 12, n_threads=2), want)
+    assert np.array_equal(cpu.histograms.node_histograms(NP, codes, grouped, fortran, slots, 4, 12, n_threads=2), want)
 
 
 def test_route_rows_hand_made():
@@ -273,7 +272,7 @@ def test_route_rows_hand_made():
     split = _split(0, 1, 2, 10, False)
     split = SplitRecord(**{**split.__dict__, "feature": np.array([0]), "bin": np.array([2]),
                            "missing_left": np.array([True])})
-    got = _numba.route_rows(NP, codes, active, np.array([0]), split, 1, 9)
+    got = cpu.routing.route_rows(NP, codes, active, np.array([0]), split, 1, 9)
     # 0 <= 2 left, 3 > 2 right, missing -> left; regrouped: rows 0, 2 then 1
     assert got.node.tolist() == [1, 1, 2] and got.row.tolist() == [0, 2, 1]
 
@@ -319,13 +318,13 @@ def test_apply_trees_equals_reference(categorical):
         X = np.where(np.isnan(X), np.nan, rng.integers(0, n_bins, X.shape).astype(np.float64))
     want = apply_trees_reference(NP, batch, X, n_bins - 1)
     for threads in (1, 2):
-        got = _numba.apply_trees(NP, batch, X, n_bins - 1, n_threads=threads)
+        got = cpu.predict.padded_apply_trees(NP, batch, X, n_bins - 1, n_threads=threads)
         assert got.dtype == np.int64 and got.shape == (700, 9)
         assert np.array_equal(got, want)
     assert (np.take_along_axis(batch.feature, want.T, axis=1) < 0).all()  # every row ends in a leaf
     # float32 rows are walked as they are: the leaves of their float64 copies
     x32 = X.astype(np.float32)
-    assert np.array_equal(_numba.apply_trees(NP, batch, x32, n_bins - 1),
+    assert np.array_equal(cpu.predict.padded_apply_trees(NP, batch, x32, n_bins - 1),
                           apply_trees_reference(NP, batch, x32.astype(np.float64), n_bins - 1))
 
 
@@ -338,9 +337,9 @@ def test_segmented_scans_equal_reference(max_len):
     vals = rng.standard_normal(seg.shape[0])
     vals[rng.random(seg.shape[0]) < 0.05] = np.nan
     n = int(lengths.max())
-    assert np.array_equal(_numba.segmented_cumsum(NP, ints, seg, n), _reference.segmented_cumsum(NP, ints, seg, n))
+    assert np.array_equal(cpu.segments.segmented_cumsum(NP, ints, seg, n), _reference.segmented_cumsum(NP, ints, seg, n))
     for name in ("segment_max", "segment_min"):
-        got = getattr(_numba, name)(NP, vals, seg, n)
+        got = getattr(cpu.segments, name)(NP, vals, seg, n)
         want = getattr(_reference, name)(NP, vals, seg, n)
         assert np.array_equal(got, want, equal_nan=True)
 
@@ -348,22 +347,22 @@ def test_segmented_scans_equal_reference(max_len):
 def test_small_passes_run_on_one_thread(monkeypatch):
     import numba
 
-    monkeypatch.setattr(_numba, "MIN_WORK_PER_THREAD", 1000)
-    assert _numba._threads_for(8, 999) == 1
-    assert _numba._threads_for(2, 2500) == min(2, numba.config.NUMBA_NUM_THREADS)
-    assert _numba._threads_for(1, 10**9) == 1
+    monkeypatch.setattr(cpu.jit, "MIN_WORK_PER_THREAD", 1000)
+    assert cpu.jit.threads_for(8, 999) == 1
+    assert cpu.jit.threads_for(2, 2500) == min(2, numba.config.NUMBA_NUM_THREADS)
+    assert cpu.jit.threads_for(1, 10**9) == 1
 
 
 def test_thread_count():
     import numba
 
-    assert _numba.thread_count(1) == 1
-    assert _numba.thread_count(None) == numba.config.NUMBA_NUM_THREADS
-    assert _numba.thread_count(-1) == numba.config.NUMBA_NUM_THREADS
-    assert _numba.thread_count(10**6) == numba.config.NUMBA_NUM_THREADS
-    assert _numba.thread_count(-(10**6)) == 1
+    assert cpu.jit.thread_count(1) == 1
+    assert cpu.jit.thread_count(None) == numba.config.NUMBA_NUM_THREADS
+    assert cpu.jit.thread_count(-1) == numba.config.NUMBA_NUM_THREADS
+    assert cpu.jit.thread_count(10**6) == numba.config.NUMBA_NUM_THREADS
+    assert cpu.jit.thread_count(-(10**6)) == 1
     with pytest.raises(ValueError, match="n_jobs=0"):
-        _numba.thread_count(0)
+        cpu.jit.thread_count(0)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -378,7 +377,7 @@ def test_route_rows_grouped_input_sparse_and_dense_passes(threads):
     split = _split(23, 4, codes.shape[1], n_bins, False)
     table = np.array([0, -1, 1, 2, -1, 3], dtype=np.int64)
     want = _reference.route_rows(NP, codes, grouped, table, split, 6, n_bins - 1)
-    got = _numba.route_rows(NP, codes, grouped, table, split, 6, n_bins - 1, n_threads=threads)
+    got = cpu.routing.route_rows(NP, codes, grouped, table, split, 6, n_bins - 1, n_threads=threads)
     # arrays that were the row array stay one array
     assert got.chan_index is got.row and got.key is got.row and got.mult is None and got.wmult is None
     by_key_got, by_key_want = np.argsort(got.key), np.argsort(grouped.key)
@@ -387,8 +386,8 @@ def test_route_rows_grouped_input_sparse_and_dense_passes(threads):
     e_i, e_f = np.empty(0, dtype=np.int64), np.empty(0)
     args = (codes, row, e_i, grouped.node, e_i, e_f, e_f, table, split.feature, split.bin, split.missing_left,
             split.is_categorical, split.cat_left, 6, n_bins - 1, 14, threads)
-    sparse = _numba._route_group(*args, True, _numba._routed_arrays(len(row), e_i, e_i, e_f, e_f))
-    dense = _numba._route_group(*args, False, _numba._routed_arrays(len(row), e_i, e_i, e_f, e_f))
+    sparse = cpu.routing._route_group(*args, True, cpu.routing._routed_arrays(len(row), e_i, e_i, e_f, e_f))
+    dense = cpu.routing._route_group(*args, False, cpu.routing._routed_arrays(len(row), e_i, e_i, e_f, e_f))
     for a, b in zip(sparse, dense):
         assert np.array_equal(a, b)
     assert np.array_equal(sparse[0], got.row) and np.array_equal(sparse[2], got.node)
@@ -403,12 +402,12 @@ def test_histogram_prefetching_pass_equals_plain_pass(mult):
     codes = _codes(32, n, n_bins=n_bins)
     chan = _chan(33, n_chan, "float")
     table = np.array([1, -1, 0, 2, 3], dtype=np.int64)
-    start, end, ok = _numba._runs(grouped.node, table, 4)
+    start, end, ok = cpu.pairs.slot_runs(grouped.node, table, 4)
     assert ok
-    mu, wmu, mode = _numba._mults(grouped)
+    mu, wmu, mode = cpu.pairs.pair_multiplicities(grouped)
     args = (codes, grouped.row, grouped.chan_index, mu, wmu, mode, chan, start, end, n_bins, 2)
-    never = _numba._run_histograms(*args, 0)  # a row takes no bytes: never sparse
-    always = _numba._run_histograms(*args, 10**9)  # always sparse
+    never = cpu.histograms._run_histograms(*args, 0)  # a row takes no bytes: never sparse
+    always = cpu.histograms._run_histograms(*args, 10**9)  # always sparse
     assert np.array_equal(never, always)
     want = _reference.node_histograms(NP, codes, active, chan, table, 4, n_bins, build=_bincount.build_histograms)
     assert np.array_equal(always, want)
@@ -422,7 +421,7 @@ def test_large_nodes_are_summed_by_row_blocks(mult, n_features, n_bins, small):
     the thread count; smaller nodes in the same call as before (in pair order). Blocks of SMALL_ROW_BLOCK pairs where the call's partial
     histograms stay within SMALL_BLOCKS_BYTES (3 features of 12 bins), else of ROW_BLOCK (20 of 255: ten
     small blocks of 20 x 255 x 3 floats would take 1.2 MB)."""
-    rb = _numba.ROW_BLOCK
+    rb = cpu.histograms.ROW_BLOCK
     n = 2 * rb + rb // 2 + 7
     active, n_chan = _active(41, n=n, m=n + 900, n_nodes=3, mult=mult)
     u = np.random.default_rng(44).random(n + 900)
@@ -431,11 +430,11 @@ def test_large_nodes_are_summed_by_row_blocks(mult, n_features, n_bins, small):
     codes = _codes(42, n, n_features=n_features, n_bins=n_bins)
     chan = _chan(43, n_chan, "float")
     table = np.array([1, 2, 0], dtype=np.int64)
-    start, end, ok = _numba._runs(grouped.node, table, 3)
-    block = _numba._block_rows(start, end, n_features * (n_bins | 1) * chan.shape[1])
-    assert block == (_numba.SMALL_ROW_BLOCK if small else rb)
+    start, end, ok = cpu.pairs.slot_runs(grouped.node, table, 3)
+    block = cpu.histograms._block_rows(start, end, n_features * (n_bins | 1) * chan.shape[1])
+    assert block == (cpu.histograms.SMALL_ROW_BLOCK if small else rb)
     assert ok and (end - start).max() >= 2 * block and (end - start).min() < 2 * block
-    outs = [_numba.node_histograms(NP, codes, grouped, chan, table, 3, n_bins, n_threads=t) for t in (1, 2, 3)]
+    outs = [cpu.histograms.node_histograms(NP, codes, grouped, chan, table, 3, n_bins, n_threads=t) for t in (1, 2, 3)]
     assert all(np.array_equal(o, outs[0]) for o in outs[1:])
 
     def part(a, b):
@@ -481,7 +480,7 @@ def test_bin_codes_equal_reference(max_bins):
     for data in (X, Xt):
         want = _reference.bin_codes(NP, data, mapper)
         for threads in (1, 2):
-            got = _numba.bin_codes(NP, data, mapper, n_threads=threads)
+            got = cpu.binning.bin_codes(NP, data, mapper, n_threads=threads)
             assert got.dtype == want.dtype == np.dtype(mapper.code_dtype_name)
             assert np.array_equal(got, want)
     assert (want[:, 3] == mapper.missing_bin).all()
@@ -494,7 +493,7 @@ def test_codes_by_feature_is_the_transpose(shape, dtype, threads):
     """Block edges (TRANSPOSE_ROWS rows), one row, one feature, no rows; a non-contiguous input."""
     codes = np.random.default_rng(shape[0]).integers(0, np.iinfo(dtype).max, shape, endpoint=True).astype(dtype)
     for given in (codes, np.asfortranarray(codes)):
-        got = _numba.codes_by_feature(NP, given, n_threads=threads)
+        got = cpu.binning.codes_by_feature(NP, given, n_threads=threads)
         assert got.dtype == dtype and got.flags.c_contiguous
         assert np.array_equal(got, codes.T)
 
@@ -524,9 +523,9 @@ def test_bin_codes_lookup_grid_edge_cases():
         probes.append(probe)
     for data in probes:
         want = _reference.bin_codes(NP, data, mapper)
-        assert np.array_equal(_numba.bin_codes(NP, data, mapper, n_threads=2), want)
+        assert np.array_equal(cpu.binning.bin_codes(NP, data, mapper, n_threads=2), want)
     x32 = X.astype(np.float32)
-    assert np.array_equal(_numba.bin_codes(NP, x32, mapper), _reference.bin_codes(NP, x32.astype(np.float64), mapper))
+    assert np.array_equal(cpu.binning.bin_codes(NP, x32, mapper), _reference.bin_codes(NP, x32.astype(np.float64), mapper))
 
 
 def test_bin_codes_by_counting_edges_equal_the_search():
@@ -534,7 +533,7 @@ def test_bin_codes_by_counting_edges_equal_the_search():
     (the lookup grid): values at, just below and just above every edge, infinities, NaN, float32 input."""
     from gputrees._binning import fit_bin_mapper
 
-    limit = _numba.BIN_COUNT_EDGES
+    limit = cpu.binning.BIN_COUNT_EDGES
     rng = np.random.default_rng(45)
     n = 3000
     # k distinct values give k - 1 edges (exact bins): 0, 1, 2, limit and limit + 1 edges
@@ -552,9 +551,9 @@ def test_bin_codes_by_counting_edges_equal_the_search():
     for data in probes:
         want = _reference.bin_codes(NP, data, mapper)
         for threads in (1, 2):
-            assert np.array_equal(_numba.bin_codes(NP, data, mapper, n_threads=threads), want)
+            assert np.array_equal(cpu.binning.bin_codes(NP, data, mapper, n_threads=threads), want)
     x32 = probes[-2].astype(np.float32)
-    assert np.array_equal(_numba.bin_codes(NP, x32, mapper), _reference.bin_codes(NP, x32.astype(np.float64), mapper))
+    assert np.array_equal(cpu.binning.bin_codes(NP, x32, mapper), _reference.bin_codes(NP, x32.astype(np.float64), mapper))
 
 
 def test_bin_codes_wrong_grid_cell_is_corrected():
@@ -565,14 +564,14 @@ def test_bin_codes_wrong_grid_cell_is_corrected():
     grid[-1] = n  # every cell but the last claims "before the first edge"
     origin, scale = float(edges[0]), 1024.0 / float(edges[-1] - edges[0])
     xs = np.concatenate([edges, np.nextafter(edges, np.inf), [-np.inf, np.inf, 0.0]])
-    got = [_numba._grid_search(edges, n, grid, origin, scale, float(x)) for x in xs]
+    got = [cpu.binning._grid_search(edges, n, grid, origin, scale, float(x)) for x in xs]
     assert got == np.searchsorted(edges, xs, side="left").tolist()
 
 
 def _covered_cases():
     """Columns and value sets where the answer is each way: (X (n, 9), features, values)."""
     rng = np.random.default_rng(45)
-    n = 7 * _numba.BIN_BLOCK_ROWS + 13  # several blocks and a partial one
+    n = 7 * cpu.binning.BIN_BLOCK_ROWS + 13  # several blocks and a partial one
     few = np.array([-3.5, -0.0, 0.25, 1.0, 7.0])
     wide = np.sort(rng.standard_normal(200) * 1e3)
     X = np.column_stack([
@@ -602,15 +601,15 @@ def test_covered_values_equal_reference(threads):
     X, features, values = _covered_cases()
     want = _reference.covered_values(NP, X, features, values)
     assert want == [True, False, True, False, True, False, True, True, True]
-    assert _numba.covered_values(NP, X, features, values, n_threads=threads) == want
+    assert cpu.binning.covered_values(NP, X, features, values, n_threads=threads) == want
     sub = [7, 1, 2]
-    assert _numba.covered_values(NP, X, sub, [values[f] for f in sub], n_threads=threads) == [True, False, True]
+    assert cpu.binning.covered_values(NP, X, sub, [values[f] for f in sub], n_threads=threads) == [True, False, True]
     with np.errstate(over="ignore"):  # +-1e308 become +-inf in float32
         x32 = X.astype(np.float32)
         v32 = [v.astype(np.float32).astype(np.float64) for v in values]
-    assert (_numba.covered_values(NP, x32, features, v32, n_threads=threads)
+    assert (cpu.binning.covered_values(NP, x32, features, v32, n_threads=threads)
             == _reference.covered_values(NP, x32.astype(np.float64), features, v32))
-    assert _numba.covered_values(NP, X, [], []) == []
+    assert cpu.binning.covered_values(NP, X, [], []) == []
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -630,14 +629,14 @@ def test_sorted_columns_equal_reference(threads, dtype):
         X = X.astype(dtype)
     sample = np.sort(rng.choice(n, 1000, replace=False))
     for rows, (f0, f1) in ((None, (0, 6)), (sample, (1, 5)), (None, (2, 3)), (sample, (4, 4))):
-        got = _numba.sorted_columns(NP, X, f0, f1, rows, n_threads=threads)
+        got = cpu.binning.sorted_columns(NP, X, f0, f1, rows, n_threads=threads)
         want = _reference.sorted_columns(NP, X, f0, f1, rows)
         assert len(got) == len(want) == f1 - f0
         for g, w in zip(got, want):
             assert g.dtype == np.float64 and g.shape == w.shape
             np.testing.assert_array_equal(g, w)  # (-0.0 == 0.0: their order may differ)
             assert np.all(g[1:] >= g[:-1])
-    assert _numba.sorted_columns(NP, X, 4, 5)[0].shape == (0,)
+    assert cpu.binning.sorted_columns(NP, X, 4, 5)[0].shape == (0,)
 
 
 @pytest.mark.parametrize("k", [1, 3])
@@ -647,7 +646,7 @@ def test_predict_raw_equals_reference(k, categorical):
     n_features, n_bins = 4, 6
     batch = _random_batch(51, 4 * k, 5, n_features, categorical, n_bins)
     rng = np.random.default_rng(52)
-    n = 2 * _numba.ROWS_PER_BLOCK + 37  # two full blocks and a partial one
+    n = 2 * cpu.predict.ROWS_PER_BLOCK + 37  # two full blocks and a partial one
     X = rng.standard_normal((n, n_features))
     X[rng.random(X.shape) < 0.1] = np.nan
     if categorical:
@@ -656,14 +655,14 @@ def test_predict_raw_equals_reference(k, categorical):
     base = np.broadcast_to(rng.standard_normal(k)[None, :], (n, k))
     want = _reference.predict_raw(NP, batch, values, X, n_bins - 1, base)
     for threads in (1, 2):
-        got = _numba.predict_raw(NP, batch, values, X, n_bins - 1, base, n_threads=threads)
+        got = cpu.predict.padded_predict_raw(NP, batch, values, X, n_bins - 1, base, n_threads=threads)
         assert got.shape == (n, k) and got.dtype == np.float64
         assert np.array_equal(got, want)
     with_numba_walk = _reference.predict_raw(NP, batch, values, X, n_bins - 1, base,
-                                             apply_trees=_numba.apply_trees)
+                                             apply_trees=cpu.predict.padded_apply_trees)
     assert np.array_equal(with_numba_walk, want)
     x32 = X.astype(np.float32)
-    assert np.array_equal(_numba.predict_raw(NP, batch, values, x32, n_bins - 1, base),
+    assert np.array_equal(cpu.predict.padded_predict_raw(NP, batch, values, x32, n_bins - 1, base),
                           _reference.predict_raw(NP, batch, values, x32.astype(np.float64), n_bins - 1, base))
 
 
@@ -724,12 +723,12 @@ def test_route_and_sum_equals_reference(mult, categorical, with_bounds, threads)
     want, want_sums = _reference.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1,
                                                sums=functools.partial(_reference.node_sums,
                                                                       build=_bincount.build_histograms))
-    got, sums = _numba.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1, n_threads=threads)
-    plain = _numba.route_rows(NP, codes, active, table, split, n_nodes, n_bins - 1, n_threads=threads)
+    got, sums = cpu.routing.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1, n_threads=threads)
+    plain = cpu.routing.route_rows(NP, codes, active, table, split, n_nodes, n_bins - 1, n_threads=threads)
     # the feature-major copy the grower passes gives the same routing
-    by_feature = _numba.codes_by_feature(NP, codes)
+    by_feature = cpu.binning.codes_by_feature(NP, codes)
     assert by_feature.shape == codes.shape[::-1] and by_feature.flags.c_contiguous
-    given, given_sums = _numba.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1,
+    given, given_sums = cpu.routing.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1,
                                              n_threads=threads, codes_by_feature=by_feature)
     assert np.array_equal(given_sums, sums) and np.array_equal(given.bounds, got.bounds)
     for name in ("row", "chan_index", "node", "mult", "wmult", "key"):
@@ -746,9 +745,9 @@ def test_route_and_sum_equals_reference(mult, categorical, with_bounds, threads)
     assert np.array_equal(got.bounds, np.searchsorted(got.node, np.arange(got.bounds.shape[0]), side="left"))
     assert np.array_equal(plain.bounds, got.bounds)
     # bit for bit: the children's sums of the routing pass are node_sums over their runs
-    table_c, k2 = _numba._children_table(table, split, n_nodes)
-    assert np.array_equal(sums, _numba.node_sums(NP, got, chan, table_c, k2, n_threads=threads))
-    assert np.array_equal(sums, _numba.node_sums(NP, dataclasses.replace(got, bounds=None), chan, table_c, k2))
+    table_c, k2 = cpu.routing._children_table(table, split, n_nodes)
+    assert np.array_equal(sums, cpu.pairs.node_sums(NP, got, chan, table_c, k2, n_threads=threads))
+    assert np.array_equal(sums, cpu.pairs.node_sums(NP, dataclasses.replace(got, bounds=None), chan, table_c, k2))
     assert np.array_equal(sums, want_sums)
     assert not sums[4:6].any()  # node 2, split (slot 2) with no rows
 
@@ -764,7 +763,7 @@ def test_route_and_sum_in_table_order_equals_gathering(monkeypatch, layout, thre
     """
     # every thread asked for used (500 pairs are below a thread's minimum
     # work): the sums then overlap the placing pass, and a fallback after it
-    monkeypatch.setattr(_numba, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setattr(cpu.jit, "MIN_WORK_PER_THREAD", 1)
     n, n_bins, n_nodes = 500, 12, 6
     active, bounds = _sorted_pairs(81, n, n_nodes, "none", n_trees=2)
     rng = np.random.default_rng(82)
@@ -779,11 +778,11 @@ def test_route_and_sum_in_table_order_equals_gathering(monkeypatch, layout, thre
     chan = rng.standard_normal((2 * n, 3))
     table = np.array([0, 1, -1, 2, 3, 4], dtype=np.int64)
     split = _split(84, 5, codes.shape[1], n_bins, False)
-    got, sums = _numba.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1, n_threads=threads)
-    table_c, k2 = _numba._children_table(table, split, n_nodes)
-    assert np.array_equal(sums, _numba.node_sums(NP, got, chan, table_c, k2))
-    monkeypatch.setattr(_numba, "IN_ORDER_SUMS_FILL", 0)  # never the table pass
-    gathered, gathered_sums = _numba.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1,
+    got, sums = cpu.routing.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1, n_threads=threads)
+    table_c, k2 = cpu.routing._children_table(table, split, n_nodes)
+    assert np.array_equal(sums, cpu.pairs.node_sums(NP, got, chan, table_c, k2))
+    monkeypatch.setattr(cpu.routing, "IN_ORDER_SUMS_FILL", 0)  # never the table pass
+    gathered, gathered_sums = cpu.routing.route_and_sum(NP, codes, active, chan, table, split, n_nodes, n_bins - 1,
                                                    n_threads=threads)
     assert np.array_equal(sums, gathered_sums)
     for name in ("row", "chan_index", "node", "key"):
@@ -794,7 +793,7 @@ def test_sum_in_table_order_counts_rows():
     child_of = np.array([1, -1, 0, 1, -1], dtype=np.int32)
     chan = np.arange(10, dtype=np.float64).reshape(5, 2)
     sums = np.zeros((2, 2))
-    assert _numba._sum_in_table_order(child_of, chan, sums) == 3
+    assert cpu.routing._sum_in_table_order(child_of, chan, sums) == 3
     assert np.array_equal(sums, [[4.0, 5.0], [6.0 + 0.0, 8.0]])
 
 
@@ -805,7 +804,7 @@ def test_route_and_sum_no_rows_and_one_row(m):
     active = ActiveRows(row=np.arange(m, dtype=np.int64), chan_index=np.arange(m, dtype=np.int64),
                         node=np.zeros(m, dtype=np.int64))
     split = _split(53, 1, codes.shape[1], 6, False)
-    got, sums = _numba.route_and_sum(NP, codes, active, chan, np.array([0]), split, 1, 5, n_threads=2)
+    got, sums = cpu.routing.route_and_sum(NP, codes, active, chan, np.array([0]), split, 1, 5, n_threads=2)
     want, want_sums = _reference.route_and_sum(NP, codes, active, chan, np.array([0]), split, 1, 5)
     assert np.array_equal(got.node, want.node) and np.array_equal(got.row, want.row)
     assert np.array_equal(sums, want_sums) and sums.shape == (2, 3)
@@ -821,10 +820,10 @@ def test_histograms_and_sums_read_bounds():
     for table, k in ((np.array([2, -1, 0, 1, -1, 3], dtype=np.int64), 4), (np.array([0, 1, -1, -1, -1, -1], dtype=np.int64), 2),
                      (np.arange(9, dtype=np.int64), 9)):
         for threads in (1, 2):
-            assert np.array_equal(_numba.node_histograms(NP, codes, with_b, chan, table, k, n_bins, n_threads=threads),
-                                  _numba.node_histograms(NP, codes, active, chan, table, k, n_bins))
-            assert np.array_equal(_numba.node_sums(NP, with_b, chan, table, k, n_threads=threads),
-                                  _numba.node_sums(NP, active, chan, table, k))
+            assert np.array_equal(cpu.histograms.node_histograms(NP, codes, with_b, chan, table, k, n_bins, n_threads=threads),
+                                  cpu.histograms.node_histograms(NP, codes, active, chan, table, k, n_bins))
+            assert np.array_equal(cpu.pairs.node_sums(NP, with_b, chan, table, k, n_threads=threads),
+                                  cpu.pairs.node_sums(NP, active, chan, table, k))
 
 
 @pytest.mark.parametrize("n_workers", [1, 2, 3, 7, 40])
@@ -833,7 +832,7 @@ def test_histogram_plan_covers_every_slot_feature_once(n_workers):
     start = np.array([0, -1, 10, 11, 400, -1], dtype=np.int64)
     end = np.array([10, 0, 11, 400, 1000, 0], dtype=np.int64)
     n_features = 5
-    p_slot, p_f0, p_f1, first = _numba._histogram_plan(start, end, n_features, n_workers)
+    p_slot, p_f0, p_f1, first = cpu.histograms._histogram_plan(start, end, n_features, n_workers)
     assert first[0] == 0 and first[-1] == p_slot.shape[0] and (np.diff(first) >= 0).all()
     assert p_slot.shape[0] <= 4 + n_workers
     covered = [(s, f) for s, a, b in zip(p_slot, p_f0, p_f1) for f in range(a, b)]
@@ -847,8 +846,8 @@ def test_histogram_plan_covers_every_slot_feature_once(n_workers):
     chan = _chan(72, 1000, "float")
     row = np.arange(1000, dtype=np.int64)
     e = np.empty(0)
-    one = _numba._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, 1, 0)
-    got = _numba._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, n_workers, 0)
+    one = cpu.histograms._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, 1, 0)
+    got = cpu.histograms._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, n_workers, 0)
     assert np.array_equal(one, got)
 
 
@@ -863,10 +862,10 @@ def test_sibling_histograms_equal_reference(threads):
     for children in ([0, 1, 2, 3, 4, 5, 6, 7], [1, 2, 7], [], [6]):
         children = np.array(children, dtype=np.int64)
         want = _reference.sibling_histograms(NP, parents, parent_index, small, small_is_right, children)
-        got = _numba.sibling_histograms(NP, parents, parent_index, small, small_is_right, children, n_threads=threads)
+        got = cpu.histograms.sibling_histograms(NP, parents, parent_index, small, small_is_right, children, n_threads=threads)
         assert got.shape == (children.shape[0], 3, 7, 3) and np.array_equal(got, want)
     # pair 0: small is the right child (1), the left (0) is parent 4 minus it
-    got = _numba.sibling_histograms(NP, parents, parent_index, small, small_is_right, np.array([0, 1]))
+    got = cpu.histograms.sibling_histograms(NP, parents, parent_index, small, small_is_right, np.array([0, 1]))
     assert np.array_equal(got[0], parents[4] - small[0]) and np.array_equal(got[1], small[0])
 
 
@@ -881,9 +880,9 @@ def test_histogram_of_consecutive_rows_and_of_rows_whose_ends_only_look_consecut
         active = ActiveRows(row=row, chan_index=row, node=np.zeros(row.shape[0], dtype=np.int64),
                             bounds=np.array([0, row.shape[0]], dtype=np.int64))
         want = _reference.node_histograms(NP, codes, active, chan, table, 1, n_bins, build=_bincount.build_histograms)
-        got = _numba.node_histograms(NP, codes, active, chan, table, 1, n_bins)
+        got = cpu.histograms.node_histograms(NP, codes, active, chan, table, 1, n_bins)
         assert np.array_equal(got, want)
-    assert _numba._consecutive(np.arange(4, 9), 0, 5) and not _numba._consecutive(np.array([5, 9, 2, 8]), 0, 4)
+    assert cpu.histograms._consecutive(np.arange(4, 9), 0, 5) and not cpu.histograms._consecutive(np.array([5, 9, 2, 8]), 0, 4)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -898,7 +897,7 @@ def test_sibling_histograms_from_parent_parts(threads):
     children = np.array([9, 0, 1, 4, 5, 6, 7, 3], dtype=np.int64)
     want = _reference.sibling_histograms(NP, whole, parent_index, small, small_is_right, children)
     assert np.array_equal(_reference.sibling_histograms(NP, parts, parent_index, small, small_is_right, children), want)
-    got = _numba.sibling_histograms(NP, parts, parent_index, small, small_is_right, children, n_threads=threads)
+    got = cpu.histograms.sibling_histograms(NP, parts, parent_index, small, small_is_right, children, n_threads=threads)
     assert np.array_equal(got, want)
 
 
@@ -908,7 +907,7 @@ def test_sibling_histograms_from_parent_parts(threads):
 
 
 def test_workspace_reuses_a_buffer_only_once_no_view_holds_it():
-    ws = _numba._Workspace()
+    ws = cpu.buffers._Workspace()
     a = ws.take(100)
     view = a[:50].reshape(5, 10)[1:]  # a view of a view: its base is the buffer
     del a
@@ -938,18 +937,18 @@ def test_histograms_in_a_workspace_equal_new_arrays_and_are_not_overwritten(thre
     chan = _chan(93, n, "float")
     tables = [np.array(t, dtype=np.int64) for t in ([0, 1, 2, 3, 4, 5], [-1, 0, -1, 1, -1, 2], [2, 1, 0, -1, -1, -1])]
     sizes = [6, 3, 3]
-    fresh = [_numba.node_histograms(NP, codes, active, chan, t, k, n_bins, n_threads=threads)
+    fresh = [cpu.histograms.node_histograms(NP, codes, active, chan, t, k, n_bins, n_threads=threads)
              for t, k in zip(tables, sizes)]
-    with _numba.workspace():
-        held = _numba.node_histograms(NP, codes, active, chan, tables[0], 6, n_bins, n_threads=threads)
+    with cpu.buffers.workspace():
+        held = cpu.histograms.node_histograms(NP, codes, active, chan, tables[0], 6, n_bins, n_threads=threads)
         for _ in range(2):  # the second round reuses the buffers the first dropped
             for t, k, want in zip(tables[1:], sizes[1:], fresh[1:]):
-                got = _numba.node_histograms(NP, codes, active, chan, t, k, n_bins, n_threads=threads)
+                got = cpu.histograms.node_histograms(NP, codes, active, chan, t, k, n_bins, n_threads=threads)
                 assert not np.shares_memory(got, held)
                 np.testing.assert_array_equal(got, want)
                 del got
         small = fresh[1][:2]
-        sib = _numba.sibling_histograms(NP, held, np.array([0, 2]), small, np.array([False, True]),
+        sib = cpu.histograms.sibling_histograms(NP, held, np.array([0, 2]), small, np.array([False, True]),
                                         np.array([0, 1, 2, 3]), n_threads=threads)
         assert not np.shares_memory(sib, held)
         np.testing.assert_array_equal(held, fresh[0])
@@ -966,7 +965,7 @@ def test_forest_grown_with_reused_buffers_equals_one_without(monkeypatch):
     y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.standard_normal(3000) > 0).astype(int)
     kw = dict(n_estimators=6, max_depth=8, random_state=0, n_jobs=2)
     reused = RandomForestClassifier(**kw).fit(X, y)
-    monkeypatch.setattr(_numba, "workspace", None)
+    monkeypatch.setattr(cpu.buffers, "workspace", None)
     fresh = RandomForestClassifier(**kw).fit(X, y)
     np.testing.assert_array_equal(reused.predict_proba(X), fresh.predict_proba(X))
 
@@ -984,13 +983,13 @@ def test_routing_inside_a_workspace_reuses_free_pair_buffers():
     fields = ("row", "chan_index", "node", "key", "mult", "wmult")
 
     def route():
-        return _numba.route_rows(NP, codes, grouped, table, split, 6, n_bins - 1, n_threads=2)
+        return cpu.routing.route_rows(NP, codes, grouped, table, split, 6, n_bins - 1, n_threads=2)
 
     def same(a, b):
         return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in fields if getattr(a, f) is not None)
 
     want = route()
-    with _numba.workspace():
+    with cpu.buffers.workspace():
         first = route()
         second = route()
         assert same(second, want)
@@ -1016,7 +1015,7 @@ def test_keep_pairs_equals_boolean_indexing(share):
     keep = rng.random(m) < share
     arrays = [rng.integers(0, 10**9, m).astype(np.int64), rng.standard_normal(m), np.arange(m, dtype=np.int64)]
     for threads in (1, 2, 3):
-        got = _numba.keep_pairs(NP, arrays, keep, n_threads=threads)
+        got = cpu.pairs.keep_pairs(NP, arrays, keep, n_threads=threads)
         assert len(got) == 3
         for a, g in zip(arrays, got):
             assert g.dtype == a.dtype and np.array_equal(g, a[keep])
@@ -1037,7 +1036,7 @@ def test_pair_weights_equals_the_reference(multiplicities, share):
         mask = None if share is None else rng.random(m) < share
         want = _reference.active_weights(NP, active, chan, mask)
         for threads in (1, 2):
-            got = _numba.pair_weights(NP, active, chan, mask, n_threads=threads)
+            got = cpu.pairs.pair_weights(NP, active, chan, mask, n_threads=threads)
             assert got.shape == want.shape and got.dtype == np.float64
             np.testing.assert_array_equal(got, want)
 
@@ -1045,7 +1044,7 @@ def test_pair_weights_equals_the_reference(multiplicities, share):
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int64, np.float64])
 @pytest.mark.parametrize("layout", ["C", "F", "strided"])
 def test_unchecked_load_equals_indexing(dtype, layout):
-    """``_numba._at(a, i, j)`` (no negative-index mapping) reads ``a[i, j]`` of any layout and dtype."""
+    """``cpu.memory.at(a, i, j)`` (no negative-index mapping) reads ``a[i, j]`` of any layout and dtype."""
     import numba
 
     rng = np.random.default_rng(3)
@@ -1057,7 +1056,7 @@ def test_unchecked_load_equals_indexing(dtype, layout):
     @numba.njit
     def gather(a, rows, cols, out):
         for k in range(rows.shape[0]):
-            out[k] = _numba._at(a, rows[k], np.uint8(cols[k]))
+            out[k] = cpu.memory.at(a, rows[k], np.uint8(cols[k]))
 
     out = np.empty(50, dtype=a.dtype)
     gather(a, rows, cols, out)
@@ -1074,8 +1073,8 @@ def test_unchecked_loads_of_one_and_three_dimensions_and_stores():
 
     @numba.njit
     def run(v, cube, n, i, j, k):
-        x = _numba._at1(v, n) + _numba._at3(cube, i, j, k)
-        _numba._put1(v, n, np.int64(-7))  # cast to the array's dtype
+        x = cpu.memory.at1(v, n) + cpu.memory.at3(cube, i, j, k)
+        cpu.memory.put1(v, n, np.int64(-7))  # cast to the array's dtype
         return x
 
     want = v[5] + cube[3, 2, 4]
@@ -1084,16 +1083,16 @@ def test_unchecked_loads_of_one_and_three_dimensions_and_stores():
     assert run(v, cube, 5, 3, 2, 4) == want
     np.testing.assert_array_equal(v, v_want)
     with pytest.raises(ValueError, match="4-D"):
-        _numba._unchecked(4)
+        cpu.memory._unchecked(4)
 
 
 def test_prefetch_rule():
     """Prefetch far-apart rows, and any non-consecutive rows of codes too large to stay cached; never a run."""
-    sparse = _numba._sparse.py_func
+    sparse = cpu.memory.sparse_rows.py_func
     run = np.arange(100, 200, dtype=np.int64)
     every_other = np.arange(0, 200, 2, dtype=np.int64)
     every_tenth = np.arange(0, 1000, 10, dtype=np.int64)
-    big = _numba.PREFETCH_SPAN_BYTES // 28 + 1  # rows of 28 one-byte codes past the limit
+    big = cpu.memory.PREFETCH_SPAN_BYTES // 28 + 1  # rows of 28 one-byte codes past the limit
     assert not sparse(run, 0, 100, 28, big)
     assert not sparse(every_other, 0, 100, 28, 1000)  # 56 bytes a row apart, codes cached
     assert sparse(every_other, 0, 100, 28, big)

@@ -72,10 +72,21 @@ def test_tree_keys_come_from_the_generator():
     assert not np.array_equal(a, c)
 
 
+def _compiled_draws(compiled_rule):
+    """The compiled draws (gputrees.kernels.rules, as the kernels call them) under the names the tests use."""
+    from types import SimpleNamespace
+
+    from gputrees.kernels import rules
+
+    return SimpleNamespace(_mix64=compiled_rule("mix64"), _uniform=compiled_rule("uniform"),
+                           _draw_features=compiled_rule("draw_features"), RANK_DRAW_FEATURES=rules.RANK_DRAW_FEATURES)
+
+
 def test_compiled_twins_equal_the_host_draws():
     pytest.importorskip("numba")
-    from gputrees.kernels import _numba_subtree as st
+    from gputrees.kernels.cpu.jit import compiled_rule
 
+    st = _compiled_draws(compiled_rule)
     rng = np.random.default_rng(0)
     keys = rng.integers(0, np.iinfo(np.int64).max, 64, dtype=np.int64).astype(np.uint64)
     keys[:3] = [0, 1, np.iinfo(np.uint64).max]
@@ -103,8 +114,9 @@ def test_compiled_feature_draws_on_either_side_of_the_integer_keys_bound(n_featu
     # up to RANK_DRAW_FEATURES features the compiled draw ranks integer keys
     # (the feature in 11 bits); above it, k passes of a running minimum
     pytest.importorskip("numba")
-    from gputrees.kernels import _numba_subtree as st
+    from gputrees.kernels.cpu.jit import compiled_rule
 
+    st = _compiled_draws(compiled_rule)
     assert st.RANK_DRAW_FEATURES == 2048
     rng = np.random.default_rng(n_features)
     keys = rng.integers(0, np.iinfo(np.int64).max, 6, dtype=np.int64).astype(np.uint64)

@@ -1,4 +1,4 @@
-"""A boosting fit's rounds in few compiled calls (gputrees.kernels._numba_boost) against the same rounds run
+"""A boosting fit's rounds in few compiled calls (gputrees.kernels.cpu.boost) against the same rounds run
 one step at a time (the Numba set either way)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from gputrees import GradientBoostingClassifier, GradientBoostingRegressor
 from gputrees._criteria import Newton
 
 pytest.importorskip("numba")
-from gputrees.kernels import _numba_boost  # noqa: E402
+from gputrees.kernels import cpu  # noqa: E402
 
 from test_numba_grow import BATCH_FIELDS, NP  # noqa: E402
 
@@ -33,14 +33,14 @@ def _data(case, n=2500, seed=12):
 def _spy(monkeypatch, runner_on: bool):
     """Record whether each fit's ``boost_rounds`` made a runner; with ``runner_on`` False it makes none."""
     made = []
-    real = _numba_boost.boost_rounds
+    real = cpu.boost.boost_rounds
 
     def spy(*a, **k):
         out = real(*a, **k) if runner_on else None
         made.append(out is not None)
         return out
 
-    monkeypatch.setattr(_numba_boost, "boost_rounds", spy)
+    monkeypatch.setattr(cpu.boost, "boost_rounds", spy)
     return made
 
 
@@ -73,7 +73,7 @@ CASES = {
     "one-thread": dict(n_jobs=1),
     "tiny": dict(n_estimators=6),  # 60 rows: every pass on one thread (the serial twins)
     "unsplittable": dict(min_child_weight=1e9),  # one-node trees
-    # over one block of the round end's sums (_numba_loss._BLOCK rows): the root statistics it hands the next tree
+    # over one block of the round end's sums (cpu.loss._BLOCK rows): the root statistics it hands the next tree
     # are then not the rows' sums in row order, which a tree summing its rows itself would take
     "two-blocks": dict(n_estimators=4, max_depth=3),
     "early-stopping": dict(n_estimators=40, early_stopping=True, n_iter_no_change=3, validation_fraction=0.2),
@@ -157,6 +157,6 @@ def test_newton_leaf_values_equal_the_criterions():
         want = crit.leaf_value(NP, stats[None])
         want = np.where(first_child[None] < 0, want, np.zeros_like(want))
         want = lr * want
-        got = _numba_boost._newton_leaf_values(np.ascontiguousarray(stats), first_child, k, l2, lr)
+        got = cpu.boost._newton_leaf_values(np.ascontiguousarray(stats), first_child, k, l2, lr)
         assert got.shape == (1, k)
         np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))

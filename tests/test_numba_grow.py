@@ -1,4 +1,4 @@
-"""The compiled boosting tree (gputrees.kernels._numba_grow) against the generic grower with the same kernels."""
+"""The compiled boosting tree (gputrees.kernels.cpu.grow) against the generic grower with the same kernels."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from gputrees import GradientBoostingClassifier, GradientBoostingRegressor
 from gputrees._backend import namespace_of
 from gputrees._binning import fit_bin_mapper
 from gputrees._criteria import Newton
-from gputrees._grower import GrowerInputs, GrowerParams, grow
+from gputrees._grower import grow
+from gputrees._records import NEWTON_GH, GrowerInputs, GrowerParams
 
 pytest.importorskip("numba")
-from gputrees.kernels import _numba, _numba_boost, _numba_grow, _numba_split, get_kernels  # noqa: E402
+from gputrees.kernels import cpu, get_kernels  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 BATCH_FIELDS = ("node_count", "left", "right", "feature", "bin", "missing_left", "is_categorical", "cat_left",
@@ -80,7 +81,7 @@ CASES = {
     "few_bins": ({"max_bins": 4, "missing": 0.05}, {}),
     "depth_one": ({}, {"max_depth": 1}),
     "deep": ({"n": 40_000, "p": 3}, {"max_depth": 11, "min_weight_leaf": 0.01}),
-    # nodes summed by blocks of rows (_numba._block_rows): SMALL_ROW_BLOCK rows (3 features), ROW_BLOCK at
+    # nodes summed by blocks of rows (cpu.histograms._block_rows): SMALL_ROW_BLOCK rows (3 features), ROW_BLOCK at
     # the root of 30 features (ten small blocks' partial histograms would take 1.2 MB), small below
     "row_blocks": ({"n": 80_000, "p": 3}, {"max_depth": 3}),
     "wide_row_blocks": ({"n": 80_000, "p": 30}, {"max_depth": 3}),
@@ -104,7 +105,7 @@ def test_compiled_tree_equals_the_generic_grower(case):
         codes[:, 2] = inputs.bin_mapper.missing_bin
         inputs = dataclasses.replace(inputs, codes=codes, codes_by_feature=np.ascontiguousarray(codes.T))
     p = _params(**params)
-    assert _numba_grow.covered(NP, inputs, p)
+    assert cpu.grow.covered(NP, inputs, p)
     got = grow(NP, inputs, p)
     want = grow(NP, _generic(inputs), p)
     _assert_same_batch(got, want)
@@ -124,7 +125,7 @@ def test_given_channel_sums_are_the_root_statistics_of_both_growers(case):
     # the column sums in another order than the rows' (pairwise), then nudged by an ulp: the root takes them
     sums = np.nextafter(table.sum(axis=0), np.inf)
     given = dataclasses.replace(inputs, channel_sums=sums)
-    assert _numba_grow.covered(NP, given, p)
+    assert cpu.grow.covered(NP, given, p)
     got = grow(NP, given, p)
     _assert_same_batch(got, grow(NP, _generic(given), p))
     assert np.array_equal(np.asarray(got.stats)[0, 0], sums)
@@ -177,7 +178,7 @@ def test_leaf_passes_by_ranges_of_rows_equal_a_plain_pass(n, clustered, threads)
             goes_left = missing_left[i] if code == 9 else code <= bin_[i]
             want_leaf[r] = 100 + 2 * i + (0 if goes_left else 1)
             want_left[i] += goes_left
-    kernels = (_numba_grow._leaf_pass, _numba_grow._leaf_pass_serial)
+    kernels = (cpu.grow._leaf_pass, cpu.grow._leaf_pass_serial)
     for kernel in kernels:
         got = np.full(n, -1, dtype=np.int64)
         n_left = kernel(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, 9, got, 100, threads)
@@ -185,13 +186,13 @@ def test_leaf_passes_by_ranges_of_rows_equal_a_plain_pass(n, clustered, threads)
         np.testing.assert_array_equal(n_left, want_left)
     marked = np.full(n, -1, dtype=np.int64)
     leaves = sel[::2]
-    _numba_grow._mark_leaves(order, seg_a, seg_b, leaves, marked, threads)
+    cpu.grow._mark_leaves(order, seg_a, seg_b, leaves, marked, threads)
     want_marked = np.full(n, -1, dtype=np.int64)
     for node in leaves:
         want_marked[order[seg_a[node]:seg_b[node]]] = node
     np.testing.assert_array_equal(marked, want_marked)
-    n_ranges = _numba_grow._n_ranges(threads)
-    bounds = _numba_grow._row_range_bounds(order, seg_a, seg_b, sel, n_ranges)
+    n_ranges = cpu.grow._n_ranges(threads)
+    bounds = cpu.grow._row_range_bounds(order, seg_a, seg_b, sel, n_ranges)
     for r in range(1, n_ranges):
         start = r * n // n_ranges // 8 * 8
         for i in range(k):
@@ -199,7 +200,7 @@ def test_leaf_passes_by_ranges_of_rows_equal_a_plain_pass(n, clustered, threads)
             assert np.all(rows < start) and (rows.size == 0 or rows.min() >= (r - 1) * n // n_ranges // 8 * 8)
 
 
-_NEW_WORK = _numba_grow._Work.new
+_NEW_WORK = cpu.grow._Work.new
 
 
 def _poisoned(shape):
@@ -222,7 +223,7 @@ def test_compiled_tree_writes_its_work_buffers_before_reading_them(case, monkeyp
     inputs = _inputs(3, **data)
     p = _params(**params)
     want = grow(NP, _generic(inputs), p)
-    monkeypatch.setattr(_numba_grow._Work, "new", staticmethod(_poisoned))
+    monkeypatch.setattr(cpu.grow._Work, "new", staticmethod(_poisoned))
     _assert_same_batch(grow(NP, inputs, p), want)
 
 
@@ -244,8 +245,8 @@ def test_trees_of_a_workspace_share_their_work_buffers(monkeypatch):
     first, second = _inputs(3, missing=0.02), _inputs(4, missing=0.02)
     p = _params()
     want = [grow(NP, _generic(x), p) for x in (first, second, first)]
-    made = _counted_new(monkeypatch, _numba_grow._Work)
-    with _numba.workspace():
+    made = _counted_new(monkeypatch, cpu.grow._Work)
+    with cpu.buffers.workspace():
         got = [grow(NP, x, p) for x in (first, second, first)]
         assert len(made) == 1
         grow(NP, first, _params(max_depth=4))
@@ -264,17 +265,17 @@ def test_a_fits_fixed_inputs_are_checked_and_converted_once_in_its_workspace(mon
     for every tree outside a workspace."""
     inputs = _inputs(3, missing=0.02)
     p = _params()
-    made = _counted_new(monkeypatch, _numba_grow._Fixed)
+    made = _counted_new(monkeypatch, cpu.grow._Fixed)
     round_two = dataclasses.replace(inputs, channels=inputs.channels * 0.5)
     want = [grow(NP, _generic(x), p) for x in (inputs, round_two)]
-    with _numba.workspace():
+    with cpu.buffers.workspace():
         got = [grow(NP, x, p) for x in (inputs, round_two)]
         assert len(made) == 1
         other = _inputs(4, missing=0.02)
         _assert_same_batch(grow(NP, other, p), grow(NP, _generic(other), p))
         assert len(made) == 2
         mapper = dataclasses.replace(other.bin_mapper, is_categorical=np.array([False, True, False, False, False]))
-        assert _numba_grow.grow_tree(NP, dataclasses.replace(other, bin_mapper=mapper), p) is None
+        assert cpu.grow.grow_tree(NP, dataclasses.replace(other, bin_mapper=mapper), p) is None
         assert len(made) == 3
     for a, b in zip(got, want, strict=True):
         _assert_same_batch(a, b)
@@ -291,7 +292,7 @@ def test_a_fits_fixed_inputs_are_checked_and_converted_once_in_its_workspace(mon
 def test_uncovered_inputs_go_to_the_generic_grower(change):
     inputs = _inputs(4, n=800)
     p = _params()
-    assert _numba_grow.covered(NP, inputs, p)
+    assert cpu.grow.covered(NP, inputs, p)
     if change == "categorical":
         mapper = dataclasses.replace(inputs.bin_mapper, is_categorical=np.array([False, True, False, False, False]))
         inputs = dataclasses.replace(inputs, bin_mapper=mapper)
@@ -323,8 +324,8 @@ def test_uncovered_inputs_go_to_the_generic_grower(change):
         from gputrees._criteria import Gini
 
         inputs = dataclasses.replace(inputs, criterion=Gini(n_outputs=1, n_classes=2))
-    assert not _numba_grow.covered(NP, inputs, p)
-    assert _numba_grow.grow_tree(NP, inputs, p) is None
+    assert not cpu.grow.covered(NP, inputs, p)
+    assert cpu.grow.grow_tree(NP, inputs, p) is None
 
 
 def test_a_count_channel_known_to_be_one_is_not_checked():
@@ -337,8 +338,8 @@ def test_a_count_channel_known_to_be_one_is_not_checked():
     _assert_same_batch(grow(NP, _generic(told), p), grow(NP, _generic(inputs), p))
     table = inputs.channels.copy()
     table[0, 0, 0] = 2.0  # a count of 2, hidden by the caller's word: the check is skipped
-    assert not _numba_grow.covered(NP, dataclasses.replace(inputs, channels=table), p)
-    assert _numba_grow.covered(NP, dataclasses.replace(told, channels=table), p)
+    assert not cpu.grow.covered(NP, dataclasses.replace(inputs, channels=table), p)
+    assert cpu.grow.covered(NP, dataclasses.replace(told, channels=table), p)
 
 
 def test_used_bins_histograms_equal_the_full_ones():
@@ -353,10 +354,10 @@ def test_used_bins_histograms_equal_the_full_ones():
     row = np.sort(rng.choice(n, 300, replace=False)).astype(np.int64)
     start, end = np.array([0, 120, -1]), np.array([120, 300, 0])
     empty = np.empty(0)
-    full = _numba._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, np.empty((3, p, nb, 2)),
+    full = cpu.histograms._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, np.empty((3, p, nb, 2)),
                                   1)
     out = np.full((3, p, nb, 2), np.nan)
-    got = _numba._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, out, 1, used)
+    got = cpu.histograms._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, out, 1, used)
     for f in range(p):
         written = list(range(used[f])) + [nb - 1]
         np.testing.assert_array_equal(got[:, f, written], full[:, f, written])
@@ -377,11 +378,11 @@ def test_scratch_histograms_equal_row_order_sums():
     # two large slots (scratch), a small one (in place) and an empty one, two workers
     start, end = np.array([0, 1500, 3000, -1, 3180]), np.array([1500, 3000, 3180, 0, 3200])
     rows = end - start
-    assert [bool(_numba._worth_scratch(int(r), 0, p, nb, used)) for r in rows] == [True, True, True, False, False]
-    assert _numba._scratch_bins(nb) == nb + 1
+    assert [bool(cpu.histograms._worth_scratch(int(r), 0, p, nb, used)) for r in rows] == [True, True, True, False, False]
+    assert cpu.histograms._scratch_bins(nb) == nb + 1
     out = np.full((5, p, nb, 2), np.nan)
     empty = np.empty(0)
-    got = _numba._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, out, 1, used)
+    got = cpu.histograms._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, out, 1, used)
     for s in range(5):
         want = np.zeros((p, nb, 2))
         if start[s] >= 0:
@@ -395,7 +396,7 @@ def test_scratch_histograms_equal_row_order_sums():
 
 
 def test_serial_twins_equal_their_parallel_kernels():
-    """Each kernel the compiled tree runs without threads on small work (``_numba.serial_twin``) gives what its
+    """Each kernel the compiled tree runs without threads on small work (``cpu.jit.serial_twin``) gives what its
     parallel kernel gives on two threads, bit for bit: nodes of many rows, of one row and of none; the twins
     are cached under names of their own."""
     rng = np.random.default_rng(8)
@@ -418,13 +419,14 @@ def test_serial_twins_equal_their_parallel_kernels():
     hist_start = np.where(seg_b > seg_a, seg_a, -1)
 
     def both(name, *args):
-        par = getattr(_numba_grow, name, None) or getattr(_numba, name)
-        ser = getattr(_numba_grow, name + "_serial", None) or getattr(_numba, name + "_serial")
+        module, name = name.split(".")
+        par = getattr(getattr(cpu, module), name)
+        ser = getattr(getattr(cpu, module), name + "_serial")
         assert ser.py_func.__qualname__ == par.py_func.__qualname__ + "_serial"
         outs = []
         for kernel, threads in ((par, 2), (ser, 1)):
             copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-            with _numba._Threads(threads):
+            with cpu.jit.Threads(threads):
                 ret = kernel(*copies)
             outs.append((ret, [c for c in copies if isinstance(c, np.ndarray)]))
         (r1, a1), (r2, a2) = outs
@@ -433,32 +435,32 @@ def test_serial_twins_equal_their_parallel_kernels():
         for u, v in zip(a1, a2):  # outputs written in place
             np.testing.assert_array_equal(u, v, err_msg=name)
 
-    both("_start_rows", np.full(n, -1, dtype=np.int64))
-    both("_partition", codes_t, order, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.bool_), seg_a, seg_b,
+    both("grow._start_rows", np.full(n, -1, dtype=np.int64))
+    both("grow._partition_rows", codes_t, order, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.bool_), seg_a, seg_b,
          sel, feature, bin_, missing_left, missing_bin)
     # the leaf passes take each node's rows in row order (as the partitions keep them), by ranges of rows
     in_order = np.concatenate([np.sort(order[a:b]) for a, b in zip(seg_a, seg_b)])
-    both("_leaf_pass", codes_t, in_order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin,
+    both("grow._leaf_pass", codes_t, in_order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin,
          np.full(n, -1, dtype=np.int64), 10, 2)
-    both("_mark_leaves", in_order, seg_a, seg_b, sel, np.full(n, -1, dtype=np.int64), 2)
-    both("_run_sums", order, empty, empty, 0, chan, hist_start, seg_b)
-    both("_run_histograms", codes, order, order, empty, empty, 0, chan, hist_start, seg_b, nb, 2, p,
+    both("grow._mark_leaves", in_order, seg_a, seg_b, sel, np.full(n, -1, dtype=np.int64), 2)
+    both("pairs.run_sums", order, empty, empty, 0, chan, hist_start, seg_b)
+    both("histograms._run_histograms", codes, order, order, empty, empty, 0, chan, hist_start, seg_b, nb, 2, p,
          np.full((4, p, nb, 2), np.nan), 1, used)
-    small = _numba._run_histograms(codes, order, order, empty, empty, 0, chan, hist_start[:2], seg_b[:2], nb, 2, p,
+    small = cpu.histograms._run_histograms(codes, order, order, empty, empty, 0, chan, hist_start[:2], seg_b[:2], nb, 2, p,
                                    np.zeros((2, p, nb, 2)), 1, None)
     parent = small[:1] + small[1:]
-    both("_siblings", parent, np.zeros(1, dtype=np.int64), small[:1], np.array([False]),
+    both("grow._siblings", parent, np.zeros(1, dtype=np.int64), small[:1], np.array([False]),
          np.array([0, 1], dtype=np.int64), np.full((2, p, nb, 2), np.nan), used)
     # the split scan: eight blocks on two threads against one block without threads
     hist = np.concatenate([small, parent])
     stats = hist[:, 0].sum(axis=1)
     d1 = np.zeros((1, 1))
-    mapper = _numba_split._mapper_arrays(None)
-    args = (hist, stats, (float(_numba_split._NEWTON_GH), 1.0, 1.0, 1.0, 1.0), np.ones((1, 1), dtype=np.bool_),
+    mapper = cpu.scan.mapper_arrays(None)
+    args = (hist, stats, (NEWTON_GH, 1, 1.0, 1.0, 1.0), np.ones((1, 1), dtype=np.bool_),
             False, d1, False, np.zeros((1, 1), dtype=np.int64), False, d1, d1, False, *mapper, False, False, 1e-9)
-    with _numba._Threads(2):
-        want = _numba_split._best_splits(*args, 8)
-    got = _numba_split._best_splits_serial(*args, 1)
+    with cpu.jit.Threads(2):
+        want = cpu.scan.scan_nodes_kernel(*args, 8)
+    got = cpu.scan.scan_nodes_kernel_serial(*args, 1)
     for u, v in zip(want, got):
         np.testing.assert_array_equal(u, v)
     assert want[0].all()  # every node found a split
@@ -468,9 +470,9 @@ def test_serial_twins_equal_their_parallel_kernels():
 def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypatch):
     """Whole models: every round's tree and leaf values, and the predictions, with and without the compiled
     grower (the Numba set either way; its rounds one step at a time, without the runner of
-    gputrees.kernels._numba_boost, which tests/test_numba_boost.py compares with these steps)."""
+    gputrees.kernels.cpu.boost, which tests/test_numba_boost.py compares with these steps)."""
     monkeypatch.setenv("GPUTREES_KERNELS", "numba")
-    monkeypatch.setattr(_numba_boost, "boost_rounds", lambda *a, **k: None)
+    monkeypatch.setattr(cpu.boost, "boost_rounds", lambda *a, **k: None)
     rng = np.random.default_rng(12)
     n = 2500
     X = rng.standard_normal((n, 6))
@@ -483,18 +485,18 @@ def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypa
     kw = dict(n_estimators=12, max_depth=5, min_samples_leaf=1, min_child_weight=0.5, early_stopping=False,
               random_state=0, n_jobs=2)
     calls = []
-    grow_tree = _numba_grow.grow_tree
+    grow_tree = cpu.grow.grow_tree
 
     def counting(*a, **k):
         out = grow_tree(*a, **k)
         calls.append(out is not None)
         return out
 
-    monkeypatch.setattr(_numba_grow, "grow_tree", counting)
+    monkeypatch.setattr(cpu.grow, "grow_tree", counting)
     compiled = cls(**kw).fit(X, y)
     assert calls == [True] * 12
     calls.clear()
-    monkeypatch.setattr(_numba_grow, "grow_tree", lambda *a, **k: calls.append(False))
+    monkeypatch.setattr(cpu.grow, "grow_tree", lambda *a, **k: calls.append(False))
     generic = cls(**kw).fit(X, y)
     assert calls == [False] * 12
     for ra, rb in zip(compiled._rounds, generic._rounds, strict=True):

@@ -1,4 +1,4 @@
-"""The compiled end of a boosting round (gputrees.kernels._numba_loss) against the generic passes."""
+"""The compiled end of a boosting round (gputrees.kernels.cpu.loss) against the generic passes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from gputrees import _boosting, _loss
 from gputrees._backend import namespace_of
 
 pytest.importorskip("numba")
-from gputrees.kernels import _numba_loss  # noqa: E402
+from gputrees.kernels import cpu  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 
@@ -35,7 +35,7 @@ def test_round_end_equals_the_generic_passes(case, n, threads):
     raw, values, leaf, y, w = _inputs(n, n, 300.0 if case == "log_loss_saturated" else 1.0,
                                       binary=case != "squared_error")
     want_raw, want_loss, want_table, want_sums = _boosting.round_end(NP, loss, raw.copy(), values, leaf, y, w, None)
-    got_raw, got_loss, got_table, got_sums = _numba_loss.round_end(
+    got_raw, got_loss, got_table, got_sums = cpu.loss.round_end(
         NP, loss, raw.copy(), values, leaf, y, w, np.full((1, n, 3), np.nan), n_threads=threads
     )
     assert np.array_equal(got_raw, want_raw)
@@ -53,7 +53,7 @@ def test_round_end_equals_the_generic_passes(case, n, threads):
 def _block_sums(table):
     """Column sums of ``table`` (n, C) as the round end composes them: blocks of rows in order, then the blocks."""
     n = table.shape[0]
-    n_blocks = max(1, -(-n // _numba_loss._BLOCK))
+    n_blocks = max(1, -(-n // cpu.loss._BLOCK))
     total = np.zeros(table.shape[1])
     for b in range(n_blocks):
         block = np.zeros(table.shape[1])
@@ -68,7 +68,7 @@ def test_round_end_updates_raw_in_place_and_reuses_the_table():
     raw, values, leaf, y, w = _inputs(1000, 3)
     table = np.empty((1, 1000, 3))
     before = raw.copy()
-    out_raw, _, out_table, _ = _numba_loss.round_end(NP, loss, raw, values, leaf, y, w, table)
+    out_raw, _, out_table, _ = cpu.loss.round_end(NP, loss, raw, values, leaf, y, w, table)
     assert out_raw is raw and out_table is table
     assert np.array_equal(raw[:, 0], before[:, 0] + values[0, leaf[0]])
 
@@ -76,7 +76,7 @@ def test_round_end_updates_raw_in_place_and_reuses_the_table():
 def test_round_end_results_do_not_depend_on_the_thread_count():
     loss = _loss.BinaryLogLoss()
     raw, values, leaf, y, w = _inputs(100_000, 4)
-    outs = [_numba_loss.round_end(NP, loss, raw.copy(), values, leaf, y, w, None, n_threads=t) for t in (1, 2, 4)]
+    outs = [cpu.loss.round_end(NP, loss, raw.copy(), values, leaf, y, w, None, n_threads=t) for t in (1, 2, 4)]
     for o in outs[1:]:
         assert o[1] == outs[0][1]
         assert np.array_equal(o[2], outs[0][2])
@@ -86,7 +86,7 @@ def test_round_end_results_do_not_depend_on_the_thread_count():
 def test_round_end_leaves_other_losses_to_the_generic_passes():
     raw, values, leaf, y, w = _inputs(50, 5)
     for loss in (_loss.MultinomialLogLoss(3), _loss.AbsoluteError(), _loss.Poisson(), _loss.Gamma()):
-        assert _numba_loss.round_end(NP, loss, raw, values, leaf, y, w, None) is None
+        assert cpu.loss.round_end(NP, loss, raw, values, leaf, y, w, None) is None
 
 
 def test_log1p_of_the_loss_is_within_three_ulps_of_numpys():
@@ -96,7 +96,7 @@ def test_log1p_of_the_loss_is_within_three_ulps_of_numpys():
     @numba.njit
     def log1p_all(t, out):
         for i in range(t.shape[0]):
-            out[i] = _numba_loss._log1p_unit(t[i])
+            out[i] = cpu.loss._log1p_unit(t[i])
 
     rng = np.random.default_rng(0)
     cut = np.sqrt(2.0) - 1.0

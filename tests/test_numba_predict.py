@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from gputrees._backend import namespace_of
-from gputrees._grower import TreeBatch
+from gputrees._records import TreeBatch
 from gputrees._predictor import apply_trees_reference
 from gputrees.kernels import _reference
 
 pytest.importorskip("numba")
-from gputrees.kernels import _numba, _numba_predict  # noqa: E402
+from gputrees.kernels import cpu  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 
@@ -30,7 +30,7 @@ NP = namespace_of(np.empty(0))
 @pytest.fixture(autouse=True)
 def _threads_even_for_small_inputs(monkeypatch):
     """The inputs here are small: split every pass over the threads asked for, as large inputs are."""
-    monkeypatch.setattr(_numba, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setattr(cpu.jit, "MIN_WORK_PER_THREAD", 1)
 
 
 def _tree(rng, depth, n_features, p_split, cat_bins):
@@ -101,11 +101,11 @@ def _rows(seed, n, n_features, cat_bins=0):
         X = np.abs(np.round(X)) % cat_bins
     else:
         # infinite values are compared as they are, in place or in the NaN blocks' copies
-        X[[3, _numba.ROWS_PER_BLOCK + 7], 2] = np.inf
-        X[[4, _numba.ROWS_PER_BLOCK + 9], 0] = -np.inf
+        X[[3, cpu.predict.ROWS_PER_BLOCK + 7], 2] = np.inf
+        X[[4, cpu.predict.ROWS_PER_BLOCK + 9], 0] = -np.inf
     # blocks of rows without NaN are read in place, the others copied: the first block has no NaN,
     # the second 10% and a whole row missing, the last one NaN
-    b = _numba.ROWS_PER_BLOCK
+    b = cpu.predict.ROWS_PER_BLOCK
     X[b : 2 * b][rng.random((b, n_features)) < 0.1] = np.nan
     X[b + 5] = np.nan
     X[-3, 1] = np.nan
@@ -131,22 +131,22 @@ def _case(name, seed):
         return dataclasses.replace(batch, threshold=threshold, missing_left=missing_left), X, missing_bin
     kw = dict(CASES[name])
     batch = _random_batch(seed, kw.pop("n_trees"), kw.pop("depth"), 4, **kw)
-    X = _rows(seed + 1, 2 * _numba.ROWS_PER_BLOCK + 37, 4, kw.get("cat_bins", 0))  # two full blocks and a part
+    X = _rows(seed + 1, 2 * cpu.predict.ROWS_PER_BLOCK + 37, 4, kw.get("cat_bins", 0))  # two full blocks and a part
     cat_bins = kw.get("cat_bins", 0)
     return batch, X, cat_bins - 1 if cat_bins else 255
 
 
 def test_layout_applies_to_depth_limited_numerical_batches():
     for name in ("uneven", "full", "one-node trees", "stumps only"):
-        assert _numba_predict.complete_trees(_case(name, 1)[0]) is not None, name
-    assert _numba_predict.complete_trees(_case("categorical", 1)[0]) is None
-    assert _numba_predict.complete_trees(_case("deep", 1)[0]) is None  # depth 12 > MAX_DEPTH
-    assert _numba_predict.complete_trees(_case("inf threshold", 1)[0]) is None
+        assert cpu.predict.complete_trees(_case(name, 1)[0]) is not None, name
+    assert cpu.predict.complete_trees(_case("categorical", 1)[0]) is None
+    assert cpu.predict.complete_trees(_case("deep", 1)[0]) is None  # depth 12 > MAX_DEPTH
+    assert cpu.predict.complete_trees(_case("inf threshold", 1)[0]) is None
     batch = _case("uneven", 1)[0]
     assert batch.max_depth == 6 and (batch.node_count < 2**7 - 1).all()  # leaves above the bottom level
 
 
-#: Blocks of rows each tree walks in turn (_numba.TREES_IN_CACHE_BYTES):
+#: Blocks of rows each tree walks in turn (cpu.predict.TREES_IN_CACHE_BYTES):
 #: None keeps the default (these small trees: one block, every tree); 1 and 2
 #: force tree-by-tree passes of one and two blocks (X's three blocks: several
 #: passes per thread, the last one short).
@@ -155,8 +155,8 @@ TREE_PASSES = [None, 1, 2]
 
 def _tree_passes(monkeypatch, blocks):
     if blocks is not None:
-        monkeypatch.setattr(_numba, "TREES_IN_CACHE_BYTES", 0)
-        monkeypatch.setattr(_numba, "ROWS_PER_TREE_PASS", blocks * _numba.ROWS_PER_BLOCK)
+        monkeypatch.setattr(cpu.predict, "TREES_IN_CACHE_BYTES", 0)
+        monkeypatch.setattr(cpu.predict, "ROWS_PER_TREE_PASS", blocks * cpu.predict.ROWS_PER_BLOCK)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -169,7 +169,7 @@ def test_apply_trees_equals_reference(name, dtype, blocks, monkeypatch):
     want = apply_trees_reference(NP, batch, X.astype(np.float64), missing_bin)
     assert (np.take_along_axis(batch.feature, want.T, axis=1) < 0).all()
     for threads in (1, 2):
-        got = _numba_predict.apply_trees(NP, batch, X, missing_bin, n_threads=threads)
+        got = cpu.predict.apply_trees(NP, batch, X, missing_bin, n_threads=threads)
         assert got.dtype == np.int64 and got.shape == want.shape
         assert np.array_equal(got, want)
 
@@ -193,7 +193,7 @@ def test_predict_raw_equals_reference(name, k, dtype, blocks, monkeypatch):
     base = np.broadcast_to(rng.standard_normal(k)[None, :], (n, k))
     want = _reference.predict_raw(NP, batch, values, X.astype(np.float64), missing_bin, base)
     for threads in (1, 2):
-        got = _numba_predict.predict_raw(NP, batch, values, X, missing_bin, base, n_threads=threads)
+        got = cpu.predict.predict_raw(NP, batch, values, X, missing_bin, base, n_threads=threads)
         assert got.shape == (n, k) and got.dtype == np.float64
         assert np.array_equal(got, want)
 
@@ -207,13 +207,13 @@ def test_below_float32_is_the_largest_float32_not_above():
         [0.0, -0.0, 1e-46, -1e-46, float(f32.max), -float(f32.max), 1e39, -1e39, 3.5e38, -3.5e38,
          float(f32.smallest_subnormal), np.inf, -np.inf],
     ])
-    r = _numba_predict.below_float32(t)
+    r = cpu.predict.below_float32(t)
     assert r.dtype == np.float32
     assert (r.astype(np.float64) <= t).all()
     with np.errstate(over="ignore"):
         above = np.nextafter(r, np.float32(np.inf)).astype(np.float64)
     assert ((above > t) | (t == np.inf)).all()
-    assert np.isnan(_numba_predict.below_float32(np.array([np.nan]))).all()
+    assert np.isnan(cpu.predict.below_float32(np.array([np.nan]))).all()
     # so float32 values compare the same with r as with t
     with np.errstate(over="ignore"):
         x = np.concatenate([r, np.nextafter(r, np.float32(np.inf)), np.nextafter(r, np.float32(-np.inf))])
@@ -224,18 +224,18 @@ def test_below_float32_is_the_largest_float32_not_above():
 
 def test_layout_is_built_once_per_batch_and_dropped_with_it():
     batch = _case("uneven", 9)[0]
-    layout = _numba_predict.complete_trees(batch)
-    assert _numba_predict.complete_trees(batch) is layout
+    layout = cpu.predict.complete_trees(batch)
+    assert cpu.predict.complete_trees(batch) is layout
     key = id(batch)
-    assert key in _numba_predict._CACHE
+    assert key in cpu.predict._CACHE
     del batch
     gc.collect()
-    assert key not in _numba_predict._CACHE
+    assert key not in cpu.predict._CACHE
 
 
 def test_numba_kernel_set_predicts_with_the_layout():
     from gputrees.kernels import get_kernels
 
     kernels = get_kernels(NP, name="numba")
-    assert kernels.predict_raw.func is _numba_predict.predict_raw
-    assert kernels.apply_trees.func is _numba_predict.apply_trees
+    assert kernels.predict_raw.func is cpu.predict.predict_raw
+    assert kernels.apply_trees.func is cpu.predict.apply_trees

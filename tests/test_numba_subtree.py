@@ -1,4 +1,4 @@
-"""Small nodes' subtrees grown in one compiled call (gputrees.kernels._numba_subtree) against level-wise growth."""
+"""Small nodes' subtrees grown in one compiled call (gputrees.kernels.cpu.subtree) against level-wise growth."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from gputrees import _grower
 from gputrees._backend import namespace_of
 from gputrees._binning import fit_bin_mapper
 from gputrees._criteria import Entropy, FriedmanMSE, Gini, SquaredError
-from gputrees._grower import GrowerInputs, GrowerParams, grow
-from gputrees._splitting import SplitConstraints, SubtreeParams
+from gputrees._grower import grow
+from gputrees._records import GrowerInputs, GrowerParams, SplitConstraints, SubtreeParams
 
 pytest.importorskip("numba")
-from gputrees.kernels import _numba_subtree, get_kernels  # noqa: E402
+from gputrees.kernels import cpu, get_kernels  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 SEED = 11
@@ -133,8 +133,8 @@ def test_subtrees_equal_level_wise_growth(case, monkeypatch):
     inputs = _inputs(4, **data)
     p = GrowerParams(**params)
     calls = []
-    kernel = _numba_subtree._grow_subtrees
-    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: calls.append(len(a[5])) or kernel(*a))
+    kernel = cpu.subtree._grow_subtrees
+    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: calls.append(len(a[5])) or kernel(*a))
     got = grow(NP, _fresh(inputs), p)
     assert calls  # small nodes went to the kernel
     want = grow(NP, _level_wise(inputs), p)
@@ -149,8 +149,8 @@ def test_forest_rounds_hand_whole_subtrees_over(criterion, monkeypatch):
     inputs = _inputs(9, n=8000, trees=12, criterion=criterion)
     p = GrowerParams(max_features=3)
     largest = []
-    kernel = _numba_subtree._grow_subtrees
-    monkeypatch.setattr(_numba_subtree, "_grow_subtrees",
+    kernel = cpu.subtree._grow_subtrees
+    monkeypatch.setattr(cpu.subtree, "_grow_subtrees",
                         lambda *a: largest.append(int(np.diff(a[4]).max())) or kernel(*a))
     got = grow(NP, _fresh(inputs), p)
     assert max(largest) > 8 * 256  # above SUBTREE_BELOW_BINS x bins: handed over whole, histograms inside
@@ -178,8 +178,8 @@ def test_whole_trees_grow_from_their_roots(case, monkeypatch):
         inputs = dataclasses.replace(inputs, weight_multiplicity=inputs.multiplicity * factor)
     p = GrowerParams(**params)
     sources = []
-    kernel = _numba_subtree._grow_subtrees
-    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: sources.append(a[-1][0]) or kernel(*a))
+    kernel = cpu.subtree._grow_subtrees
+    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: sources.append(a[-1][0]) or kernel(*a))
     monkeypatch.setattr(_grower, "LocalRows", lambda *a, **k: pytest.fail("a row set was made"))
     got = grow(NP, _fresh(inputs), p)
     assert sources == [True]
@@ -202,8 +202,8 @@ def test_whole_trees_go_to_the_kernel_in_calls_of_a_multiple_of_its_workers(monk
     rows = inputs.multiplicity.sum(axis=1)
     p = GrowerParams(max_features=2, memory_limit=int(5 * rows.max() * per_row))  # five trees a call at most
     calls = []
-    kernel = _numba_subtree._grow_subtrees
-    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: calls.append(len(a[6])) or kernel(*a))
+    kernel = cpu.subtree._grow_subtrees
+    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: calls.append(len(a[6])) or kernel(*a))
     got = grow(NP, _fresh(inputs), p)
     assert sum(calls) == trees and len(calls) > 1
     assert all(c % 2 == 0 for c in calls[:-1]) and max(calls) <= 5
@@ -222,8 +222,8 @@ def test_too_few_trees_grow_their_first_level_first(monkeypatch):
     set), the subtrees follow."""
     inputs = _inputs(22, n=3000, trees=3, criterion=Gini(n_classes=2))
     sources = []
-    kernel = _numba_subtree._grow_subtrees
-    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: sources.append(a[-1][0]) or kernel(*a))
+    kernel = cpu.subtree._grow_subtrees
+    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: sources.append(a[-1][0]) or kernel(*a))
     grow(NP, _fresh(inputs), GrowerParams(max_features=2))
     assert sources and not any(sources)
 
@@ -263,10 +263,10 @@ def test_subtrees_do_not_depend_on_the_threads():
     args = (NP, codes, rows, slot, w, stats, np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
             np.arange(m, dtype=np.uint64) + 77, np.array([w[:, 0].sum()]), Gini(n_classes=2), SplitConstraints(1, 0.0),
             SubtreeParams(2.0, -1, 0.0, 2), inputs.bin_mapper)
-    one = _numba_subtree.grow_subtrees(*args, n_threads=1).nodes()
+    one = cpu.subtree.grow_subtrees(*args, n_threads=1).nodes()
     assert int(one.region[-1]) > 2 * m
     for n_threads in (2, 3):
-        other = _numba_subtree.grow_subtrees(*args, n_threads=n_threads).nodes()
+        other = cpu.subtree.grow_subtrees(*args, n_threads=n_threads).nodes()
         for field in dataclasses.fields(one):
             np.testing.assert_array_equal(getattr(one, field.name), getattr(other, field.name), err_msg=field.name)
 
@@ -281,7 +281,7 @@ def test_records_equal_their_numpy_twin(criterion):
     rows = rng.permutation(codes.shape[0])[: slot.shape[0]]
     w = np.asarray(inputs.channels)[rows]
     stats = np.stack([w[slot == i].sum(axis=0) for i in range(m)])
-    sub = _numba_subtree.grow_subtrees(
+    sub = cpu.subtree.grow_subtrees(
         NP, codes, rows, slot, w, stats, np.zeros(m, dtype=np.int64), np.arange(m, dtype=np.int64) % 2,
         np.arange(m, dtype=np.uint64) + 5, np.array([w[:, 0].sum(), w[:, 0].sum()]), criterion,
         SplitConstraints(1, 0.0), SubtreeParams(2.0, -1, 0.0, 3), inputs.bin_mapper, n_threads=2,
@@ -297,7 +297,7 @@ def test_records_equal_their_numpy_twin(criterion):
 
 def test_uncovered_criterion_goes_level_wise(monkeypatch):
     inputs = _inputs(5, criterion=FriedmanMSE())
-    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: pytest.fail("kernel called"))
+    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: pytest.fail("kernel called"))
     p = GrowerParams(max_features=3)
     _assert_same_trees(grow(NP, _fresh(inputs), p), grow(NP, _level_wise(inputs), p))
 
@@ -305,8 +305,8 @@ def test_uncovered_criterion_goes_level_wise(monkeypatch):
 def test_memory_bound_splits_small_nodes_into_chunks(monkeypatch):
     inputs = _inputs(6)
     calls = []
-    kernel = _numba_subtree._grow_subtrees
-    monkeypatch.setattr(_numba_subtree, "_grow_subtrees", lambda *a: calls.append(len(a[5])) or kernel(*a))
+    kernel = cpu.subtree._grow_subtrees
+    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: calls.append(len(a[5])) or kernel(*a))
     small = GrowerParams(max_features=2, memory_limit=200_000)
     got = grow(NP, _fresh(inputs), small)
     assert max(calls) < 60  # about 35 rows per chunk: a node or two
@@ -322,7 +322,7 @@ def test_kernel_on_a_hand_made_node():
     crit = Gini(n_classes=2)
     w = crit.row_channels(NP, y, np.ones(6))
     stats = w.sum(axis=0)[None]
-    sub = _numba_subtree.grow_subtrees(
+    sub = cpu.subtree.grow_subtrees(
         NP, mapper.transform(NP, X), np.arange(6), np.zeros(6, dtype=np.int64), w, stats, np.array([4]),
         np.array([0]), np.array([123], dtype=np.uint64), np.array([6.0]), crit, SplitConstraints(1, 0.0),
         SubtreeParams(2.0, -1, 0.0, 1), mapper, n_threads=1).nodes()

@@ -23,7 +23,8 @@ import gputrees
 from gputrees import _backend
 from gputrees._binning import fit_bin_mapper
 from gputrees._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA, Gini
-from gputrees._grower import GrowerInputs, GrowerParams, TreeBatch, grow
+from gputrees._grower import grow
+from gputrees._records import GrowerInputs, GrowerParams, TreeBatch
 from gputrees._predictor import apply_trees
 from gputrees._pruning import ccp_path, prune_ccp, prune_reduced_error
 from gputrees.datasets import load_titanic

@@ -1,4 +1,4 @@
-"""The compiled split scan (gputrees.kernels._numba_split) against the generic find_best_splits.
+"""The compiled split scan (gputrees.kernels.cpu.scan) against the generic find_best_splits.
 
 The generic array-API code is the reference: on hand-made and random
 histograms the kernel must give the same record (found, feature, bin,
@@ -17,11 +17,12 @@ import pytest
 from gputrees._backend import namespace_of
 from gputrees._binning import fit_bin_mapper
 from gputrees._criteria import Entropy, FriedmanMSE, Gini, Misclassification, Newton, NewtonGH, Poisson, SquaredError
-from gputrees._splitting import SplitConstraints, find_best_splits
+from gputrees._records import SplitConstraints
+from gputrees._splitting import find_best_splits
 
 pytest.importorskip("numba")
 
-from gputrees.kernels import _numba_split, get_kernels  # noqa: E402
+from gputrees.kernels import cpu, get_kernels  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 EXACT = ("found", "feature", "bin", "missing_left", "is_categorical", "cat_left", "left", "right")
@@ -81,7 +82,7 @@ def compare(hist, parent, criterion, cons=None, mapper=None, n_threads=1, **kw):
     cons = cons or SplitConstraints(min_samples_leaf=1, min_weight_leaf=0.0)
     is_cat = np.zeros(hist.shape[1], dtype=bool)
     want = find_best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper, **kw)
-    got = _numba_split.best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper,
+    got = cpu.scan.best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper,
                                    n_threads=n_threads, **kw)
     assert got is not None
     for k in EXACT:
@@ -336,13 +337,13 @@ def test_uncovered_cases_fall_back():
     hist, parent, mapper = make_case(rng, criterion, 3, 3)
     cons = SplitConstraints(1, 0.0)
     is_cat = np.array([False, True, False])
-    assert _numba_split.best_splits(NP, hist, parent, criterion, cons, is_cat) is None
+    assert cpu.scan.best_splits(NP, hist, parent, criterion, cons, is_cat) is None
 
     class MyGini(Gini):  # a subclass may change the formulas
         pass
 
     no_cat = np.zeros(3, dtype=bool)
-    assert _numba_split.best_splits(NP, hist, parent, MyGini(n_classes=2), cons, no_cat) is None
+    assert cpu.scan.best_splits(NP, hist, parent, MyGini(n_classes=2), cons, no_cat) is None
     # find_best_splits then runs the generic code
     kernels = get_kernels(NP, "numba")
     a = find_best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper, kernel=kernels.best_splits)
@@ -390,7 +391,7 @@ def compare_sorted(case, criterion, cons=None, n_threads=1, **kw):
     # the generic search with the numba set's sequential segmented sums: the same order of additions
     scans = dataclasses.replace(get_kernels(NP, "numba"), sorted_splits=None)
     want = find_best_splits_sorted(*args, scans, **kw)
-    got = _numba_split.sorted_splits(*args, None, n_threads=n_threads, **kw)
+    got = cpu.sorted_scan.sorted_splits(*args, None, n_threads=n_threads, **kw)
     assert got is not None
     found = np.asarray(want.found)
     np.testing.assert_array_equal(got.found, found)
@@ -470,7 +471,7 @@ def _fast_feature_oracle(key, w, P, msl, target, tie_rtol):
 def test_fast_feature_without_sorting_equals_its_oracle(n, nb):
     """Above SMALL_SORT_ROWS rows and up to PRESENT_BINS bins the fast pass marks the present codes in four
     words instead of sorting: the same candidates, the integer sums exact, its histogram left zeroed."""
-    assert n > _numba_split.SMALL_SORT_ROWS and nb <= _numba_split.PRESENT_BINS
+    assert n > cpu.sorted_scan.SMALL_SORT_ROWS and nb <= cpu.sorted_scan.PRESENT_BINS
     rng = np.random.default_rng(n * 7 + nb)
     F, C = 3, 3
     n_rows = 300
@@ -494,7 +495,7 @@ def test_fast_feature_without_sorting_equals_its_oracle(n, nb):
         for target in targets:
             if target != -np.inf:
                 best, want_codes, want_L, want_p, j = _fast_feature_oracle(kf, weights[pairs], P, 1.0, target, 1e-11)
-            got = _numba_split._fast_feature(codes, rows, weights, pairs, f, P[0], P[1], P[2], 0.0, False, 1.0,
+            got = cpu.sorted_scan._fast_feature(codes, rows, weights, pairs, f, P[0], P[1], P[2], 0.0, False, 1.0,
                                              0.0, nb, 1e-11, target, key, order, cand, count, hb, L, out)
             missing, g_best, found, code, nxt, proxy = got[:6]
             assert not missing and g_best == best
@@ -511,7 +512,7 @@ def test_fast_feature_without_sorting_equals_its_oracle(n, nb):
             assert not hb.any()  # zeros again for the next call
     # a missing code: the general pass's case, and the histogram zeroed all the same
     codes[rows[pairs[n // 2]], 1] = nb - 1
-    got = _numba_split._fast_feature(codes, rows, weights, pairs, 1, P[0], P[1], P[2], 0.0, False, 1.0, 0.0, nb,
+    got = cpu.sorted_scan._fast_feature(codes, rows, weights, pairs, 1, P[0], P[1], P[2], 0.0, False, 1.0, 0.0, nb,
                                      1e-11, -np.inf, key, order, cand, count, hb, L, out)
     assert got[0] and not hb.any()
 
@@ -524,5 +525,5 @@ def test_stable_order_equals_a_stable_argsort(n, nb):
     key = rng.integers(0, nb, n).astype(np.int64)  # many ties
     order = np.full(n, -1, dtype=np.int64)
     count = np.full(nb + 1, 99, dtype=np.int64)  # the kernel zeroes its work array
-    _numba_split._stable_order_n(key, n, nb, order, count)
+    cpu.sorted_scan._stable_order_n(key, n, nb, order, count)
     assert order.tolist() == np.argsort(key, kind="stable").tolist()

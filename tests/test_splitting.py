@@ -25,7 +25,8 @@ from gputrees._criteria import (
     Poisson,
     SquaredError,
 )
-from gputrees._splitting import SplitConstraints, find_best_splits
+from gputrees._records import SplitConstraints
+from gputrees._splitting import find_best_splits
 from gputrees.kernels import _reference
 
 NP = namespace_of(np.empty(0))

@@ -10,12 +10,12 @@ from .. import _backend
 from .._boosting import (
     GradientBoostingClassifier,
     GradientBoostingRegressor,
-    _Round,
     round_inbag,
     round_tree_features,
 )
 from .._criteria import Newton
-from .._grower import GrowerInputs, grow
+from .._grower import grow
+from .._records import GrowerInputs, Round
 from .._progress import _Monitor, _Step
 from ..kernels import get_kernels
 from ._cluster import DaskRows
@@ -100,7 +100,7 @@ class _DaskBoosting(DaskEstimator):
             values = self.learning_rate * values
             sums = shards.call("boost_update", _backend.to_numpy(values))
             train_scores.append(-_mean_loss(sums))
-            rounds.append(_Round(batch=batch, values=values))
+            rounds.append(Round(batch=batch, values=values))
             model = functools.partial(self._snapshot, xp, k, rounds, train_scores, [], len(rounds))
             if monitor.step(_Step(it, len(rounds), train_scores[-1], None, model)):
                 break

@@ -10,7 +10,8 @@ from sklearn.base import clone
 from .. import _backend
 from .._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from .._forest import RandomForestClassifier, RandomForestRegressor
-from .._grower import GrowerInputs, grow
+from .._grower import grow
+from .._records import GrowerInputs
 from .._progress import _Monitor, _Step
 from ..kernels import get_kernels
 from ._cluster import DaskRows

@@ -221,7 +221,8 @@ class Shard:
 
         Returns the TreeBatch on the host (NumPy arrays).
         """
-        from .._grower import GrowerInputs, grow
+        from .._grower import grow
+        from .._records import GrowerInputs
 
         if stop <= first:
             return None

@@ -43,7 +43,7 @@ from typing import Callable
 
 from .._backend import is_cupy_namespace, is_numpy_namespace
 from ._quantise import quantisation_scale, quantise
-from ._records import ActiveRows, TreeRows
+from .._records import ActiveRows, TreeRows
 
 __all__ = ["ActiveRows", "TreeRows", "Kernels", "get_kernels", "KERNEL_NAMES", "numba_available", "cuda_available",
            "quantisation_scale", "quantise"]
@@ -99,11 +99,11 @@ class Kernels:
     best_splits : callable or None
         A compiled :func:`gputrees._splitting.find_best_splits` (same
         arguments and record) that returns None for the cases it does not
-        cover; see :func:`gputrees.kernels._numba_split.best_splits`. None:
+        cover; see :func:`gputrees.kernels.cpu.scan.best_splits`. None:
         the generic search only.
     sorted_splits : callable or None
         The same for :func:`gputrees._sorted_split.find_best_splits_sorted`;
-        see :func:`gputrees.kernels._numba_split.sorted_splits`.
+        see :func:`gputrees.kernels.cpu.sorted_scan.sorted_splits`.
     sibling_histograms : callable or None
         ``sibling_histograms(xp, parent_hist, parent_index, small,
         small_is_right, children)``: the histograms of sibling pairs'
@@ -122,25 +122,25 @@ class Kernels:
         ``keep_pairs(xp, arrays, keep)``: ``tuple(a[keep] for a in
         arrays)`` for the row set's retirement of finished nodes' pairs,
         into buffers the set may reuse; see
-        :func:`gputrees.kernels._numba.keep_pairs`. None: boolean indexing.
+        :func:`gputrees.kernels.cpu.pairs.keep_pairs`. None: boolean indexing.
     pair_weights : callable or None
         ``pair_weights(xp, active, chan, mask)``: the channels of the active
         pairs (those where ``mask``), multiplicities applied, for the
         sort-based search and the subtree kernel; see
         :func:`gputrees.kernels._reference.active_weights`, which ``None``
-        means, and :func:`gputrees.kernels._numba.pair_weights`.
+        means, and :func:`gputrees.kernels.cpu.pairs.pair_weights`.
     codes_by_feature : callable or None
         ``codes_by_feature(xp, codes)``: the binned matrix feature-major,
         (n_features, n_samples), which this set's ``route_rows`` and
         ``route_and_sum`` read faster when given it as their
         ``codes_by_feature`` keyword (the grower makes it once per fit); see
-        :func:`gputrees.kernels._numba.codes_by_feature`. None: the set's
+        :func:`gputrees.kernels.cpu.binning.codes_by_feature`. None: the set's
         routing takes no such keyword.
     round_end : callable or None
         ``round_end(xp, loss, raw, values, row_leaf, y, w, table)``: a
         boosting round's end in a few compiled passes, or None for a loss it
         does not carry; see :func:`gputrees._boosting.round_end` (the generic passes,
-        which ``None`` means) and :func:`gputrees.kernels._numba_loss.round_end`.
+        which ``None`` means) and :func:`gputrees.kernels.cpu.loss.round_end`.
         It may update ``raw`` in place.
     boost_rounds : callable or None
         ``boost_rounds(xp, inputs, params, loss, learning_rate, y, w)``: a
@@ -149,7 +149,7 @@ class Kernels:
         and ends the round, returning ``(batch, values, raw, loss, table,
         sums)``), the round-by-round path's results bit for bit, or None
         for the fits it does not cover; see
-        :func:`gputrees.kernels._numba_boost.boost_rounds`. None: every
+        :func:`gputrees.kernels.cpu.boost.boost_rounds`. None: every
         round runs its steps one by one.
     covered_values : callable or None
         ``covered_values(xp, X, features, values)``: whether every
@@ -168,7 +168,7 @@ class Kernels:
         depth-wise in one compiled call, equal to the generic grower's with
         this set (:func:`gputrees._grower.grow` tries it first), or None for
         the inputs it does not cover; see
-        :func:`gputrees.kernels._numba_grow.grow_tree`. None: the generic
+        :func:`gputrees.kernels.cpu.grow.grow_tree`. None: the generic
         grower only.
     grow_subtrees : callable or None
         ``grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree,
@@ -180,14 +180,14 @@ class Kernels:
         ``tree_rows=TreeRows(...)`` instead of ``rows``, ``slot`` and
         ``weights``, the nodes are roots whose rows it reads from the
         multiplicities; ``tree_sums(tree_rows)`` gives their statistics. See
-        :class:`gputrees.kernels._numba_subtree.SubtreeKernel`. None: the
+        :class:`gputrees.kernels.cpu.subtree.SubtreeKernel`. None: the
         generic grower grows small nodes level by level.
     layout_subtrees : callable or None
         ``layout_subtrees(xp, n_trees, parent, depth, tree, stats, split_ids,
         record, split_first_child)``: the padded node arrays of a batch part
         of whose nodes ``grow_subtrees`` grew, each tree numbered
         breadth-first, in one compiled pass; see
-        :func:`gputrees.kernels._numba_subtree.layout_grouped`. None: the
+        :func:`gputrees.kernels.cpu.subtree.layout_grouped`. None: the
         grower's array-API twin (``Grower._breadth_first`` and
         ``_finalize_grouped``).
     workspace : callable or None
@@ -195,7 +195,7 @@ class Kernels:
         hand out their large outputs (histograms) in buffers they reuse once
         the caller has dropped every reference to them; the grower enters one
         per batch of trees, and the buffers go with it. See
-        :func:`gputrees.kernels._numba.workspace`. None: every output is new.
+        :func:`gputrees.kernels.cpu.buffers.workspace`. None: every output is new.
     """
 
     name: str
@@ -327,41 +327,9 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
             raise ValueError("the numba kernels need NumPy arrays")
         if not numba_available():
             raise ImportError("GPUTREES_KERNELS=numba needs Numba: pip install numba")
-        from . import (
-            _bincount, _numba, _numba_boost, _numba_grow, _numba_loss, _numba_predict, _numba_split, _numba_subtree,
-        )
+        from .cpu import make_kernels
 
-        threads = _numba.thread_count(n_jobs)
-        return Kernels(
-            "numba",
-            functools.partial(_numba.build_histograms, n_threads=threads),
-            _numba.segmented_cumsum,
-            _numba.segment_max,
-            _numba.segment_min,
-            functools.partial(_numba.node_histograms, n_threads=threads),
-            functools.partial(_numba.node_sums, n_threads=threads),
-            functools.partial(_numba.route_rows, n_threads=threads),
-            functools.partial(_numba_predict.apply_trees, n_threads=threads),
-            functools.partial(_numba.bin_codes, n_threads=threads),
-            functools.partial(_numba_predict.predict_raw, n_threads=threads),
-            scatter_rows=_bincount.scatter_rows,
-            route_and_sum=functools.partial(_numba.route_and_sum, n_threads=threads),
-            best_splits=functools.partial(_numba_split.best_splits, n_threads=threads),
-            sorted_splits=functools.partial(_numba_split.sorted_splits, n_threads=threads),
-            codes_by_feature=functools.partial(_numba.codes_by_feature, n_threads=threads),
-            sibling_histograms=functools.partial(_numba.sibling_histograms, n_threads=threads),
-            drawn_histograms=functools.partial(_numba.drawn_histograms, n_threads=threads),
-            keep_pairs=functools.partial(_numba.keep_pairs, n_threads=threads),
-            pair_weights=functools.partial(_numba.pair_weights, n_threads=threads),
-            workspace=_numba.workspace,
-            round_end=functools.partial(_numba_loss.round_end, n_threads=threads),
-            boost_rounds=functools.partial(_numba_boost.boost_rounds, n_threads=threads),
-            covered_values=functools.partial(_numba.covered_values, n_threads=threads),
-            sorted_columns=functools.partial(_numba.sorted_columns, n_threads=threads),
-            grow_tree=functools.partial(_numba_grow.grow_tree, n_threads=threads),
-            grow_subtrees=_numba_subtree.SubtreeKernel(threads),
-            layout_subtrees=functools.partial(_numba_subtree.layout_grouped, n_threads=threads),
-        )
+        return make_kernels(n_jobs)
     if name == "cuda":
         return _cuda_set(xp)
     from . import _reference
@@ -397,7 +365,7 @@ def _cuda_set(xp) -> Kernels:
 
     scans = _reference
     if simulated:  # NumPy arrays: the CPU set's scans (Numba is a dependency of gputrees)
-        from . import _numba as scans
+        from .cpu import segments as scans
     return Kernels(
         "cuda",
         _cuda.build_histograms,

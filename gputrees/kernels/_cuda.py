@@ -56,7 +56,7 @@ import math
 import numba
 from numba import cuda
 
-from ._records import ActiveRows
+from .._records import ActiveRows
 
 __all__ = [
     "SHARED_WORDS",

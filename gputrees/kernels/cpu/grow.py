@@ -40,41 +40,40 @@ uses the generic grower.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, fields
 
 import numba
 import numpy as np
 from numba import prange
 
-from .._criteria import NEWTON_GAIN_RTOL, Newton
-from .._rows import given_root_sums, unit_counts
-from .._splitting import TIE_RTOL
-from ._numba import (
-    _JIT,
-    MIN_WORK_PER_THREAD,
-    _row_bytes,
-    _at,
-    _at1,
-    _put1,
-    _histograms,
-    _run_sums_serial,
-    _search_range,
-    kept,
-    serial_twin,
-    _Threads,
+from ..._records import (
+    NEWTON,
+    NEWTON_GH,
+    TreeBatch,
+    criterion_code,
+    given_root_sums,
+    unit_counts,
 )
-from ._numba_split import (
-    _BLOCKS_PER_THREAD,
-    _NEWTON,
-    _NEWTON_GH,
-    _best_splits,
-    _best_splits_serial,
-    _has_values,
-    _mapper_arrays,
+from ..rules import (
+    TIE_RTOL,
+    can_split,
+    newton_accept,
+    newton_gradient_channel,
+    newton_improvement,
 )
-
-__all__ = ["grow_tree", "covered", "TreeCall", "tree_batch", "MAX_DEPTH"]
+from .binning import search_range
+from .buffers import kept
+from .histograms import grouped_histograms
+from .jit import JIT, MIN_WORK_PER_THREAD, Threads, serial_twin
+from .memory import at, at1, put1, row_bytes
+from .pairs import run_sums_serial
+from .scan import (
+    BLOCKS_PER_THREAD,
+    has_values,
+    mapper_arrays,
+    scan_nodes_kernel,
+    scan_nodes_kernel_serial,
+)
 
 #: Deepest tree grown here: node arrays are sized for a full tree
 #: (2 ** (MAX_DEPTH + 1) nodes); deeper trees use the generic grower.
@@ -93,14 +92,14 @@ PARTITION_THREAD_ROWS = 1 << 14
 #: every thread's in turn: rows of early leaves, gone from the pass, may
 #: cluster by row (data sorted by a feature the tree split on)
 LEAF_RANGES_PER_THREAD = 4
-#: Histogram updates (``_numba.MIN_WORK_PER_THREAD``) one bin and channel of
+#: Histogram updates (``jit.MIN_WORK_PER_THREAD``) one bin and channel of
 #: the split scan counts for when choosing its threads: a node's Newton scan
 #: took about 6 ns a bin of two channels (Bank marketing's 616 bins: 16 nodes
 #: 54 us on one thread, 40 us on two; 8 nodes 30 / 39 us). Measured again
 #: after the scan's proxies were vectorised (fewer ns a bin): a Bank marketing
 #: fit alternated with 1 and with 6 here read 1.016 and 1.007 against 3
 SCAN_WORK_PER_BIN = 3
-_JIT_GROW = dict(_JIT, error_model="numpy")
+_JIT_GROW = dict(JIT, error_model="numpy")
 
 
 @numba.njit(**_JIT_GROW)
@@ -145,16 +144,16 @@ def _node_totals(t_of, per_task, n_nodes):
 
 
 @numba.njit(inline="always")
-def _left(codes_t, r, feature, bin_, missing_left, missing_bin):
-    """Whether row ``r`` goes left at a numerical split (``_numba._goes_left``)."""
-    code = _at(codes_t, feature, r)
+def goes_left_numerical(codes_t, r, feature, bin_, missing_left, missing_bin):
+    """Whether row ``r`` goes left at a numerical split (``routing._goes_left``)."""
+    code = at(codes_t, feature, r)
     if code == missing_bin:
         return missing_left
     return code <= bin_
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _partition(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin):
+def _partition_rows(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin):
     """Stable partition of the nodes ``sel``'s rows: left child's rows first, each side in row order.
 
     Rows of node ``j = sel[i]`` are ``order[seg_a[j]:seg_b[j]]``; they go to
@@ -177,8 +176,8 @@ def _partition(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missin
         f, b, ml = feature[i], bin_[i], missing_left[i]
         c = 0
         for p in range(t_a[t], t_b[t]):
-            g = _left(codes_t, _at1(order, p), f, b, ml, missing_bin)
-            _put1(go, p, g)
+            g = goes_left_numerical(codes_t, at1(order, p), f, b, ml, missing_bin)
+            put1(go, p, g)
             c += g
         lefts[t] = c
     n_left = _node_totals(t_of, lefts, sel.shape[0])
@@ -201,9 +200,9 @@ def _partition(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missin
         # mispredicted branch a row cost half the pass (245k rows, one
         # thread: 2.3 -> 0.9 ms without channels, 3.3 -> 2.0 ms with two)
         for p in range(t_a[t], t_b[t]):
-            g = np.int64(_at1(go, p))
+            g = np.int64(at1(go, p))
             d = pr + g * (pl - pr)
-            _put1(out, d, _at1(order, p))
+            put1(out, d, at1(order, p))
             pl += g
             pr += 1 - g
     return n_left
@@ -226,7 +225,7 @@ def _row_range_bounds(order, seg_a, seg_b, sel, n_ranges):
         bounds[0, i] = a
         bounds[n_ranges, i] = b
         for k in range(1, n_ranges):
-            a = _search_range(order, a, b, _range_start(k, n, n_ranges))
+            a = search_range(order, a, b, _range_start(k, n, n_ranges))
             bounds[k, i] = a
     return bounds
 
@@ -251,7 +250,7 @@ def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, m
 
     Node ``sel[i]``'s children are ``first_child + 2 i`` (left) and ``+ 1``;
     each node's rows in ``order`` increasing (as the partitions keep them).
-    Returns the left counts (len(sel),), as :func:`_partition` does, without
+    Returns the left counts (len(sel),), as :func:`_partition_rows` does, without
     moving the rows.
 
     The writes land at the rows, scattered: threads that each took runs of
@@ -274,9 +273,9 @@ def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, m
                 left = first_child + 2 * i
                 c = 0
                 for p in range(bounds[k, i], bounds[k + 1, i]):
-                    r = _at1(order, p)
-                    g = np.int64(_left(codes_t, r, f, b, ml, missing_bin))
-                    _put1(row_leaf, r, left + 1 - g)
+                    r = at1(order, p)
+                    g = np.int64(goes_left_numerical(codes_t, r, f, b, ml, missing_bin))
+                    put1(row_leaf, r, left + 1 - g)
                     c += g
                 lefts[k, i] = c
     return lefts.sum(axis=0)
@@ -294,12 +293,12 @@ def _mark_leaves(order, seg_a, seg_b, sel, row_leaf, n_threads):
             for i in range(m):
                 node = sel[i]
                 for p in range(bounds[k, i], bounds[k + 1, i]):
-                    _put1(row_leaf, _at1(order, p), node)
+                    put1(row_leaf, at1(order, p), node)
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
 def _siblings(parent_hist, parent_index, small, small_is_right, children, out, used):
-    """``_numba._sibling_histograms`` over each feature's first ``used[f]`` bins and the missing bin only.
+    """``histograms._sibling_histograms`` over each feature's first ``used[f]`` bins and the missing bin only.
 
     ``out[j]``: child ``children[j]`` (pair ``c // 2``, right when odd), the
     built histogram or its parent's minus it. The split scan reads no other
@@ -308,7 +307,7 @@ def _siblings(parent_hist, parent_index, small, small_is_right, children, out, u
     20 features fill 633 of their 20 x 255 bins.
 
     Each feature's bins are one run of a node's flat histogram, walked by
-    unsigned positions (``_numba_loss._block``'s reason: an index Numba must
+    unsigned positions (``loss._block``'s reason: an index Numba must
     map when negative kept the loop from being vectorised): 16 parents'
     32 children of Bank marketing's bins 53.1 -> 12.4 us on one thread,
     29.3 -> 7.6 us on two (alternated in one process).
@@ -335,7 +334,7 @@ def _siblings(parent_hist, parent_index, small, small_is_right, children, out, u
 
 
 _start_rows_serial = serial_twin(_start_rows)
-_partition_serial = serial_twin(_partition)
+_partition_rows_serial = serial_twin(_partition_rows)
 _leaf_pass_serial = serial_twin(_leaf_pass)
 _mark_leaves_serial = serial_twin(_mark_leaves)
 _siblings_serial = serial_twin(_siblings)
@@ -352,31 +351,15 @@ def _threaded_rows(seg_a, seg_b, sel, n_threads):
 
 
 @numba.njit(**_JIT_GROW)
-def _score(s, gi, l2):
-    """Newton's ``G^2 / (H + l2)`` (``Newton.score``), G at channel ``gi``, H after it."""
-    d = s[gi + 1] + l2
-    d = d if d > 0 else 1.0
-    return s[gi] * s[gi] / d
-
-
-@numba.njit(**_JIT_GROW)
-def _can_split(s, depth, max_depth, min_split, msl, mwl):
-    """``Grower._can_split`` for Newton statistics ``[count, G, H]``."""
-    c = s[0]
-    w = s[2]
-    return c >= min_split and c >= 2 * msl and w >= 2 * mwl and w > 0 and depth < max_depth
-
-
-@numba.njit(**_JIT_GROW)
-def _n_blocks(m, F, work, n_threads):
-    """``_numba_split.best_splits``' blocks: one per thread share of the (node, feature) tasks."""
+def _scan_blocks(m, F, work, n_threads):
+    """``scan.best_splits``' blocks: one per thread share of the (node, feature) tasks."""
     threads = _workers(work, n_threads)
-    return min(m * F, threads * _BLOCKS_PER_THREAD) if threads > 1 else 1
+    return min(m * F, threads * BLOCKS_PER_THREAD) if threads > 1 else 1
 
 
 @numba.njit(**_JIT_GROW)
 def _workers(work, n_threads):
-    """``_numba._threads_for`` (the thread cap is the caller's): threads with enough work each."""
+    """``jit.threads_for`` (the thread cap is the caller's): threads with enough work each."""
     return max(1, min(n_threads, work // MIN_WORK_PER_THREAD))
 
 
@@ -400,25 +383,24 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
         for c in range(Ch):
             parent[i, c] = node_stats[cand[i], first + c]
     d1 = np.zeros((1, 1))
-    n_blocks = _n_blocks(m, F, m * filled * Ch * SCAN_WORK_PER_BIN, n_threads)
+    n_blocks = _scan_blocks(m, F, m * filled * Ch * SCAN_WORK_PER_BIN, n_threads)
     args = (hist, parent, crit, np.ones((1, 1), dtype=np.bool_), False, d1, False, np.zeros((1, 1), dtype=np.int64),
             False, d1, d1, False, thresholds, bin_values, is_exact, n_value_bins, True, False, tie_rtol, n_blocks)
     if n_blocks > 1:
-        found, proxy, feature, bin_, missing_left, left, threshold = _best_splits(*args)
+        found, proxy, feature, bin_, missing_left, left, threshold = scan_nodes_kernel(*args)
     else:
-        found, proxy, feature, bin_, missing_left, left, threshold = _best_splits_serial(*args)
+        found, proxy, feature, bin_, missing_left, left, threshold = scan_nodes_kernel_serial(*args)
     o_feature, o_bin, o_missing_left, o_threshold, o_left = out
-    kind, l2 = crit[0], crit[2]
-    gi = 1 if kind == _NEWTON else 0
+    l2 = crit[2]
+    gi = newton_gradient_channel(crit[0])
     ok = np.zeros(m, dtype=np.bool_)
-    right = np.empty(Ch)
     for i in range(m):
         if not found[i]:
             continue
-        for c in range(Ch):
-            right[c] = parent[i, c] - left[i, c]
-        imp = _score(left[i], gi, l2) + _score(right, gi, l2) - _score(parent[i], gi, l2)
-        if imp > max(min_dec, NEWTON_GAIN_RTOL * abs(proxy[i])):
+        g, h = parent[i, gi], parent[i, gi + 1]
+        gl, hl = left[i, gi], left[i, gi + 1]
+        imp = newton_improvement(g, h, gl, hl, g - gl, h - hl, l2)
+        if newton_accept(imp, proxy[i], min_dec):
             ok[i] = True
             node = cand[i]
             o_feature[node] = feature[i]
@@ -491,17 +473,17 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             stats[0, c] = root_sums[c]
     else:
         # (one slot: one thread sums it either way)
-        rs = _run_sums_serial(order, empty, empty, 0, chan, seg_a[:1], seg_b[:1])
+        rs = run_sums_serial(order, empty, empty, 0, chan, seg_a[:1], seg_b[:1])
         for c in range(C):
             stats[0, c] = rs[0, c]
     n_nodes = 1
-    if not _can_split(stats[0], 0, max_depth, min_split, msl, mwl):
+    if not can_split(NEWTON, stats[0], 0, 1, msl, mwl, min_split, max_depth, empty):
         row_leaf[:] = 0
         right, deepest = _right_children(first_child, depth, n_nodes)
         return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest
     # a level's histograms are written over the level before the last
     # (the parents' stay for the subtraction): two buffers in turn
-    hist = _histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins,
+    hist = grouped_histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins,
                        _workers(n * F, n_threads), row_bytes, hist_a[:1], first, used, n_threads)
     next_in_b = True
     ok = _scan_nodes(hist, stats, root, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out)
@@ -525,10 +507,10 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                                        missing_bin, row_leaf, base, 1)
         else:
             if threaded:
-                n_left = _partition(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
+                n_left = _partition_rows(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
                                     f_missing_left, missing_bin)
             else:
-                n_left = _partition_serial(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
+                n_left = _partition_rows_serial(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
                                            f_missing_left, missing_bin)
             order, spare = spare, order
         can = np.zeros(2 * k, dtype=np.bool_)
@@ -551,8 +533,8 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                 stats[rc, 0] = seg_b[rc] - seg_a[rc]
                 # no node had missing values: NaN goes to the child with more rows
                 missing_left[node] = stats[lc, 0] > stats[rc, 0]
-            can[2 * j] = _can_split(stats[lc], depth[lc], max_depth, min_split, msl, mwl)
-            can[2 * j + 1] = _can_split(stats[rc], depth[rc], max_depth, min_split, msl, mwl)
+            can[2 * j] = can_split(NEWTON, stats[lc], depth[lc], 1, msl, mwl, min_split, max_depth, empty)
+            can[2 * j + 1] = can_split(NEWTON, stats[rc], depth[rc], 1, msl, mwl, min_split, max_depth, empty)
         n_nodes += 2 * k
         # pairs with a child to split: the smaller child built (the left on a
         # tie), the splittable children by subtraction from the parent's
@@ -591,7 +573,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             for i in range(n_pairs):
                 if seg_b[small[i]] == s_a[i]:
                     s_a[i] = -1  # no rows (the kernels' mark of an empty run)
-            small_hist = _histograms(codes, order, order, empty, empty, 0, chan, s_a, seg_b[small], n_bins,
+            small_hist = grouped_histograms(codes, order, order, empty, empty, 0, chan, s_a, seg_b[small], n_bins,
                                      _workers(built * F, n_threads), row_bytes, small_buf[:n_pairs], first, used,
                                      n_threads)
             level = hist_b[:n_can] if next_in_b else hist_a[:n_can]
@@ -685,7 +667,7 @@ class _Work:
 
 def covered(xp, inputs, params) -> bool:
     """Whether :func:`grow_tree` grows this batch (else the generic grower does)."""
-    return _fixed_covered(inputs, params) and _round_covered(xp, inputs, params)
+    return _fixed_covered(inputs, params) and round_covered(xp, inputs, params)
 
 
 def _fixed_covered(inputs, params) -> bool:
@@ -696,7 +678,7 @@ def _fixed_covered(inputs, params) -> bool:
         isinstance(inputs.codes, np.ndarray)
         and (mono is None or not np.any(np.asarray(mono) != 0))
         and not np.any(mapper.is_categorical)
-        and _has_values(mapper)
+        and has_values(mapper)
         and params.max_depth is not None
         and 1 <= params.max_depth <= MAX_DEPTH
         and params.max_leaf_nodes is None
@@ -716,7 +698,7 @@ def _fixed_covered(inputs, params) -> bool:
     return 2 ** params.max_depth * hist_bytes <= params.memory_limit
 
 
-def _round_covered(xp, inputs, params) -> bool:
+def round_covered(xp, inputs, params) -> bool:
     """:func:`covered`'s checks of what changes from round to round: the channels, the draws, the criterion."""
     chan = _channels(inputs)
     if not (
@@ -724,7 +706,7 @@ def _round_covered(xp, inputs, params) -> bool:
         and chan.ndim == 2
         and chan.shape[1] == 3
         and chan.dtype == np.float64
-        and type(inputs.criterion) is Newton
+        and criterion_code(inputs.criterion) == NEWTON
         and inputs.multiplicity is None
         and inputs.weight_multiplicity is None
         and inputs.tree_features is None
@@ -749,14 +731,14 @@ class _Fixed:
     Attributes
     ----------
     source : tuple
-        The objects whose ids key it (:func:`_fixed`), held so that the ids
+        The objects whose ids key it (:func:`fixed_inputs`), held so that the ids
         stay theirs while it is kept.
     covered : bool
         :func:`_fixed_covered`.
     codes : (n, F) uint8/uint16, C-contiguous
     codes_t : (F, n), the same dtype, C-contiguous
     mapper_arrays : tuple
-        ``_mapper_arrays(mapper)``.
+        ``mapper_arrays(mapper)``.
     count_free : bool
     """
 
@@ -776,11 +758,11 @@ class _Fixed:
         codes_t = inputs.codes_by_feature
         if codes_t is None or not isinstance(codes_t, np.ndarray) or codes_t.shape != codes.shape[::-1]:
             codes_t = codes.T
-        return cls(source, True, codes, np.ascontiguousarray(codes_t), tuple(_mapper_arrays(inputs.bin_mapper)),
+        return cls(source, True, codes, np.ascontiguousarray(codes_t), tuple(mapper_arrays(inputs.bin_mapper)),
                    _count_free(inputs, params))
 
 
-def _fixed(inputs, params) -> _Fixed:
+def fixed_inputs(inputs, params) -> _Fixed:
     """The fit's :class:`_Fixed`: kept in its workspace under the ids of what it was made from."""
     key = (id(inputs.codes), id(inputs.codes_by_feature), id(inputs.bin_mapper), id(inputs.monotonic_cst), id(params),
            bool(inputs.count_free_histograms))
@@ -795,28 +777,19 @@ def _channels(inputs):
     return chan
 
 
-_NO_SUMS = np.empty(0)
+NO_SUMS = np.empty(0)
 
 
 def _root_sums(inputs):
     """``inputs.channel_sums`` as a (C,) float64 array for :func:`_grow` (checked as the generic grower checks
     them, :func:`gputrees._rows.given_root_sums`), or an empty one where not given."""
     sums = given_root_sums(np, inputs.channels, inputs.multiplicity, inputs.channel_sums)
-    return _NO_SUMS if sums is None else np.ascontiguousarray(sums[0])
+    return NO_SUMS if sums is None else np.ascontiguousarray(sums[0])
 
 
 def _count_free(inputs, params) -> bool:
     """The generic grower's choice of two-channel histograms (``Grower.__init__``), for the covered case."""
     return bool(inputs.count_free_histograms and params.min_samples_leaf <= 1)
-
-
-@functools.cache
-def _tree_batch_class():
-    """:class:`gputrees._grower.TreeBatch`, imported on first use (``_grower`` imports the kernels) and kept
-    (an import statement run every round costs about 0.5 us)."""
-    from .._grower import TreeBatch
-
-    return TreeBatch
 
 
 def grow_tree(xp, inputs, params, *, n_threads: int = 1):
@@ -843,14 +816,14 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
     """
     # the round's checks first: they turn away forests and single trees
     # (other criteria, multiplicities) without making a _Fixed for them
-    if not _round_covered(xp, inputs, params):
+    if not round_covered(xp, inputs, params):
         return None
-    fixed = _fixed(inputs, params)
+    fixed = fixed_inputs(inputs, params)
     if not fixed.covered:
         return None
     call = TreeCall.new(inputs, params, fixed, n_threads)
     row_leaf = np.empty(call.n_rows, dtype=np.int64)
-    with _Threads(call.threads):
+    with Threads(call.threads):
         out = call(np.ascontiguousarray(_channels(inputs)), row_leaf, _root_sums(inputs))
     return tree_batch(out, row_leaf[None, :])
 
@@ -860,7 +833,7 @@ class TreeCall:
     """:func:`_grow`'s arguments of one fit but the round's channels, leaves and root sums.
 
     :func:`grow_tree` makes one a tree; a fit whose rounds run in few
-    compiled calls (:mod:`gputrees.kernels._numba_boost`) one for all of
+    compiled calls (:mod:`gputrees.kernels.cpu.boost`) one for all of
     its trees, in its workspace (the work buffers are the workspace's).
 
     Attributes
@@ -873,7 +846,7 @@ class TreeCall:
         threads, row bytes and the :class:`_Work` buffers, in
         :func:`_grow`'s order.
     threads : int
-        The threads the call is run under (``_Threads``).
+        The threads the call is run under (``Threads``).
     n_rows : int
     """
 
@@ -884,12 +857,12 @@ class TreeCall:
 
     @classmethod
     def new(cls, inputs, params, fixed: "_Fixed", n_threads: int) -> "TreeCall":
-        """The call of ``inputs`` (covered: :func:`covered`) under ``fixed`` (``_fixed(inputs, params)``)."""
+        """The call of ``inputs`` (covered: :func:`covered`) under ``fixed`` (``fixed_inputs(inputs, params)``)."""
         codes = fixed.codes
         mapper = inputs.bin_mapper
         count_free = fixed.count_free
         crit = (
-            _NEWTON_GH if count_free else _NEWTON,
+            NEWTON_GH if count_free else NEWTON,
             1,
             float(inputs.criterion.l2),
             float(params.min_samples_leaf),
@@ -903,13 +876,13 @@ class TreeCall:
         tail = (
             count_free, int(mapper.n_bins), int(mapper.missing_bin), crit, float(params.min_impurity_decrease),
             int(params.max_depth), float(params.min_samples_split), fixed.mapper_arrays, TIE_RTOL, threads,
-            _row_bytes(codes), work.arrays(),
+            row_bytes(codes), work.arrays(),
         )
         return cls((codes, fixed.codes_t), tail, threads, int(n))
 
     def __call__(self, chan, row_leaf, root_sums):
         """:func:`_grow` on ``chan`` (n, 3) float64, C-contiguous; ``row_leaf`` (n,) int64 out; ``root_sums``
-        (3,) float64 or empty. Returns its results (run it under ``_Threads(self.threads)``)."""
+        (3,) float64 or empty. Returns its results (run it under ``Threads(self.threads)``)."""
         return _grow(*self.head, chan, *self.tail, row_leaf, root_sums)
 
 
@@ -920,7 +893,7 @@ def tree_batch(out, row_leaf):
     """
     n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest = out
     k = int(n_nodes)
-    return _tree_batch_class()(
+    return TreeBatch(
         node_count=np.array([k], dtype=np.int64),
         left=first_child[None, :k],
         right=right[None, :k],

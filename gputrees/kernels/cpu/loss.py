@@ -37,14 +37,11 @@ import numba
 import numpy as np
 from numba import prange
 
-from .._loss import MIN_HESSIAN, BinaryLogLoss, SquaredError
-from ._numba import _JIT, _Threads, _threads_for, serial_twin
+from ..._records import LOSS_BINARY_LOG, LOSS_SQUARED_ERROR, loss_code
+from ..rules import MIN_HESSIAN
+from .jit import JIT, Threads, serial_twin, threads_for
 
-__all__ = ["round_end", "EndPasses", "LOSS_KINDS"]
-
-#: Losses (their exact classes) with a compiled round end, and their kernel code
-LOSS_KINDS = {SquaredError: 0, BinaryLogLoss: 1}
-#: Elementary updates (see ``_numba.MIN_WORK_PER_THREAD``) a row of one of
+#: Elementary updates (see ``jit.MIN_WORK_PER_THREAD``) a row of one of
 #: these passes counts for when choosing their threads: a row of log-loss's
 #: channel pass takes 1.6 ns on one thread, of its other passes 0.6-0.9 ns,
 #: against about 1 ns an update (31k rows, one / two threads: the three
@@ -60,7 +57,7 @@ def _block(b, n, n_blocks):
     """Bounds of block ``b``'s rows as unsigned integers.
 
     An index of an unsigned type skips Numba's negative-index mapping
-    (``_numba._unchecked``), which kept these passes from being vectorised:
+    (``memory._unchecked``), which kept these passes from being vectorised:
     800k rows, two threads, the log term 1.2-1.9 -> 0.35 ms, the leaf
     values' addition 0.41-0.68 -> 0.21 ms, log-loss's channels 1.0-1.6 ->
     0.9-1.1 ms.
@@ -68,7 +65,7 @@ def _block(b, n, n_blocks):
     return np.uint64(b * n // n_blocks), np.uint64((b + 1) * n // n_blocks)
 
 
-@numba.njit(parallel=True, **_JIT)
+@numba.njit(parallel=True, **JIT)
 def _squared_error_end(raw, values, leaf, y, w, table, n_blocks):
     """Half squared error: ``raw`` (n,) updated in place, ``table`` (n, 3) = [1, g, h]; returns the blocks' sums.
 
@@ -100,7 +97,7 @@ def _squared_error_end(raw, values, leaf, y, w, table, n_blocks):
     return part
 
 
-@numba.njit(parallel=True, **_JIT)
+@numba.njit(parallel=True, **JIT)
 def _add_leaf_values(raw, values, leaf, neg, n_blocks):
     """``raw`` (n,) += its leaf's value, in place; ``neg`` (n,) = -raw."""
     n = raw.shape[0]
@@ -117,8 +114,6 @@ _SQRT2_M1 = math.sqrt(2.0) - 1.0
 #: ``2 / (2 k + 1)``, k = 0 .. 11: ``log1p(t) = 2 atanh(s)`` as a series in
 #: ``s``, whose twelfth term is below 2^-53 of the first for ``|s| <= 0.172``
 _ATANH2 = tuple(2.0 / (2 * k + 1) for k in range(12))
-
-
 #: Fast-math flags of the loss's log term (:func:`_log1p_sums`): reassociation
 #: lets the compiler reorder the block's sum, contraction fuses multiply-adds
 #: (the series inside the gradient pass without them: 9 ms more a round of
@@ -154,7 +149,7 @@ def _log1p_unit(t):
     return s * p + (_LN2 if big else 0.0)
 
 
-@numba.njit(parallel=True, fastmath=_LOSS_FASTMATH, **_JIT)
+@numba.njit(parallel=True, fastmath=_LOSS_FASTMATH, **JIT)
 def _log1p_sums(raw, e, w, n_blocks):
     """(n_blocks,) sums of ``w * log1p(exp(-|raw|))`` per block, from ``e`` = exp(-raw) (n,).
 
@@ -173,7 +168,7 @@ def _log1p_sums(raw, e, w, n_blocks):
     return out
 
 
-@numba.njit(parallel=True, **_JIT)
+@numba.njit(parallel=True, **JIT)
 def _logistic_channels(raw, e, y, w, table, n_blocks):
     """Binary log-loss's [1, g, h] into ``table`` (n, 3) from ``e`` = exp(-raw).
 
@@ -224,7 +219,7 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 
     h]``, is each block's rows summed in order and the blocks in block order
     (the generic path returns None there: the grower then sums the rows).
     """
-    kind = LOSS_KINDS.get(type(loss))
+    kind = loss_code(loss)
     if kind is None or int(raw.shape[1]) != 1:
         return None
     n = int(raw.shape[0])
@@ -244,13 +239,13 @@ class EndPasses:
     """:func:`round_end`'s compiled passes over arrays already checked, for one loss and row count.
 
     A boosting fit whose rounds run in few compiled calls
-    (:mod:`gputrees.kernels._numba_boost`) makes one for all of its rounds;
+    (:mod:`gputrees.kernels.cpu.boost`) makes one for all of its rounds;
     :func:`round_end` makes one a call.
 
     Attributes
     ----------
     kind : int
-        The loss' code (:data:`LOSS_KINDS`).
+        The loss' code (:func:`gputrees._records.loss_code`).
     threads : int
         Threads of the passes (the serial twins where 1).
     n_blocks : int
@@ -263,13 +258,13 @@ class EndPasses:
 
     def __init__(self, kind: int, threads: int, n_blocks: int, neg: np.ndarray):
         self.kind, self.threads, self.n_blocks, self.neg = kind, threads, n_blocks, neg
-        keys = (_squared_error_end,) if kind == 0 else (_add_leaf_values, _logistic_channels, _log1p_sums)
+        keys = (_squared_error_end,) if kind == LOSS_SQUARED_ERROR else (_add_leaf_values, _logistic_channels, _log1p_sums)
         self._passes = tuple(k if threads > 1 else _SERIAL[k] for k in keys)
 
     @classmethod
     def new(cls, kind: int, n: int, n_threads: int) -> "EndPasses":
-        threads = _threads_for(n_threads, ROW_WORK * n)
-        return cls(kind, threads, max(1, -(-n // _BLOCK)), np.empty(n) if kind == 1 else np.empty(0))
+        threads = threads_for(n_threads, ROW_WORK * n)
+        return cls(kind, threads, max(1, -(-n // _BLOCK)), np.empty(n) if kind == LOSS_BINARY_LOG else np.empty(0))
 
     def __call__(self, r, v, leaf, y, w, table):
         """``r`` (n,) += ``v[leaf]`` in place; ``table`` (n, 3) = the next ``[1, g, h]``.
@@ -288,8 +283,8 @@ class EndPasses:
             ``[n, sum g, sum h]`` of the new table, by blocks in block order.
         """
         n_blocks = self.n_blocks
-        with _Threads(self.threads):
-            if self.kind == 0:
+        with Threads(self.threads):
+            if self.kind == LOSS_SQUARED_ERROR:
                 part = self._passes[0](r, v, leaf, y, w, table, n_blocks)
                 total_l = _in_order(part[:, 0])
             else:

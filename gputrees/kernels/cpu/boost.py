@@ -2,11 +2,11 @@
 
 A round of the generic loop (:meth:`gputrees._boosting._BaseGradientBoosting.fit`)
 builds its :class:`~gputrees._grower.GrowerInputs`, asks the kernel set for
-the compiled tree (:func:`gputrees.kernels._numba_grow.grow_tree`: its
+the compiled tree (:func:`gputrees.kernels.cpu.grow.grow_tree`: its
 round's checks, the fit's cached inputs looked up, the call's arguments
 assembled), computes the leaf values with the criterion's array operations,
 scales them, and ends the round through
-:func:`gputrees.kernels._numba_loss.round_end` (its checks and
+:func:`gputrees.kernels.cpu.loss.round_end` (its checks and
 conversions). On small data that Python is a tenth of the round (Bank
 marketing, 31k rows: about 60 us of Python against about 700 us of
 compiled work, while the other threads wait).
@@ -15,9 +15,9 @@ compiled work, while the other threads wait).
 compiled tree and round end both cover (one tree a round, every row in,
 every feature, the Newton criterion, squared error or binary log-loss
 without a leaf update, no quantised gradients), and runs each round as the
-tree (:class:`~gputrees.kernels._numba_grow.TreeCall`), the leaf values
+tree (:class:`~gputrees.kernels.cpu.grow.TreeCall`), the leaf values
 (:func:`_newton_leaf_values`) and the round end's passes
-(:class:`~gputrees.kernels._numba_loss.EndPasses`). It is not a second
+(:class:`~gputrees.kernels.cpu.loss.EndPasses`). It is not a second
 algorithm: the same kernels on the same arrays, and the leaf values by the
 generic path's operations in its order, so the trees, the values, the raw
 predictions and the losses are the round-by-round path's bit for bit
@@ -29,14 +29,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._numba import _JIT, _Threads
-from ._numba_grow import _NO_SUMS, TreeCall, _fixed, _round_covered, tree_batch
-from ._numba_loss import LOSS_KINDS, EndPasses
+from ..._records import loss_code
+from ..rules import newton_value
+from .grow import NO_SUMS, TreeCall, fixed_inputs, round_covered, tree_batch
+from .jit import JIT, Threads
+from .loss import EndPasses
 
-__all__ = ["boost_rounds", "BoostRounds"]
 
-
-@numba.njit(**_JIT)
+@numba.njit(**JIT)
 def _newton_leaf_values(stats, first_child, n_nodes, l2, learning_rate):
     """A round's node values (1, n_nodes) float64: ``learning_rate * -G / (H + l2)`` at leaves, 0 elsewhere.
 
@@ -47,8 +47,7 @@ def _newton_leaf_values(stats, first_child, n_nodes, l2, learning_rate):
     """
     out = np.empty((1, n_nodes))
     for i in range(n_nodes):
-        d = stats[i, 2] + l2
-        v = -stats[i, 1] / (d if d > 0 else 1.0)
+        v = newton_value(stats[i, 1], stats[i, 2], l2)
         out[0, i] = learning_rate * (v if first_child[i] < 0 else 0.0)
     return out
 
@@ -111,8 +110,8 @@ class BoostRounds:
         if not (raw.flags.c_contiguous and raw.dtype == np.float64):
             raw = np.ascontiguousarray(raw, dtype=np.float64)
         call = self.call
-        with _Threads(call.threads):
-            out = call(table[0], self.row_leaf, _NO_SUMS if sums is None else sums)
+        with Threads(call.threads):
+            out = call(table[0], self.row_leaf, NO_SUMS if sums is None else sums)
             values = _newton_leaf_values(out[3], out[4], out[0], self.l2, self.learning_rate)
         loss, sums = self.end(raw[:, 0], values[0], self.row_leaf, self.y, self.w, table[0])
         return tree_batch(out, None), values, raw, loss, table, sums
@@ -127,12 +126,12 @@ def boost_rounds(xp, inputs, params, loss, learning_rate: float, y, w, *, n_thre
     xp : array namespace (NumPy)
     inputs : GrowerInputs
         The fit's first round's, whose ``channels`` (1, n, 3) table every
-        round writes over; covered where :func:`gputrees.kernels._numba_grow.covered`
+        round writes over; covered where :func:`gputrees.kernels.cpu.grow.covered`
         covers it, every row in (no multiplicities, ``channel_sums`` made by
         the round ends), and no feature drawn.
     params : GrowerParams
     loss : Loss
-        One of :data:`gputrees.kernels._numba_loss.LOSS_KINDS`' (one tree a
+        A loss with a compiled round end (:func:`gputrees._records.loss_code`; one tree a
         round, no leaf update).
     learning_rate : float
     y, w : (n,) float64
@@ -145,7 +144,7 @@ def boost_rounds(xp, inputs, params, loss, learning_rate: float, y, w, *, n_thre
     BoostRounds or None
     """
     # (the loss classes with a compiled round end grow one tree a round and update no leaf)
-    kind = LOSS_KINDS.get(type(loss))
+    kind = loss_code(loss)
     table = inputs.channels
     if (
         kind is None
@@ -153,10 +152,10 @@ def boost_rounds(xp, inputs, params, loss, learning_rate: float, y, w, *, n_thre
         or table.ndim != 3
         or table.shape[0] != 1
         or not table.flags.c_contiguous
-        or not _round_covered(xp, inputs, params)  # the criterion, no draws, the channels' form
+        or not round_covered(xp, inputs, params)  # the criterion, no draws, the channels' form
     ):
         return None
-    fixed = _fixed(inputs, params)
+    fixed = fixed_inputs(inputs, params)
     if not fixed.covered or table.shape[1] != fixed.codes.shape[0]:
         return None
     call = TreeCall.new(inputs, params, fixed, n_threads)

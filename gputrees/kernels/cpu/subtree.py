@@ -16,7 +16,7 @@ level-wise grower's searches -- histograms over the drawn features for
 nodes with as many rows as bins (:func:`_hist_node`, the compiled scan's
 per-node body), else the sort-based search of :mod:`gputrees._sorted_split`
 (its compiled per-node body
-:func:`gputrees.kernels._numba_split._sorted_node`, which finds the
+:func:`gputrees.kernels.cpu.sorted_scan.sorted_node`, which finds the
 histogram search's split where thresholds are local to the node) --, the
 grower's rules with the same formulas (which nodes can split,
 scikit-learn's impurity improvement and its acceptance), the same per-node
@@ -44,56 +44,57 @@ thresholds; depth-wise growth of a local row set without recorded leaves
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 
 import numba
 import numpy as np
 from numba import prange
 
-from .._criteria import _LOG2, EPSILON, Entropy, Gini, Misclassification, SquaredError
-from .._node_draws import GOLDEN, LEFT, MIX_1, MIX_2, RIGHT
-from .._splitting import TIE_RTOL, SubtreeParams
-from ._numba import _add_sums, _at, _at1, _put1, _take_next, _threads_for, _Threads
-from ._numba import _weight as _pair_weight
-from ._numba_grow import _left
-from ._records import TreeRows
-from ._numba_split import (
-    _JIT_LEAF,
-    _JIT_SPLIT,
-    _fast_pass,
-    _fast_scan,
-    _NEG_INF,
-    _UPDATES_PER_CODE,
-    CRITERION_KINDS,
-    _has_rows,
-    _scan,
-    _threshold,
-    _crit,
-    _has_values,
-    _mapper_arrays,
-    _node_tasks,
-    _scratch,
-    _sort_scratch,
-    _sorted_node,
-    _supported_criterion,
+from ..._records import (
+    ENTROPY,
+    GINI,
+    MISCLASSIFICATION,
+    SQUARED_ERROR,
+    SubtreeParams,
+    TreeRows,
+    criterion_code,
+)
+from ..rules import (
+    NEG_INF,
+    TIE_RTOL,
+    can_split,
+    child_key,
+    draw_features,
+    has_rows,
+    impurity_accept,
+    impurity_improvement,
+    tie_target,
+    uniform,
+)
+from .grow import goes_left_numerical
+from .jit import JIT_LEAF, JIT_NUMPY, Threads, threads_for
+from .memory import at, at1, put1, take_next
+from .pairs import add_sums, pair_weight
+from .scan import (
+    criterion_record,
+    fast_scan,
+    has_values,
+    mapper_arrays,
+    node_threshold,
+    scan_feature,
+    scan_scratch,
+    supported_criterion,
+)
+from .sorted_scan import (
+    UPDATES_PER_CODE,
+    fast_pass,
+    node_tasks,
+    sorted_node,
+    sorted_scratch,
 )
 
-__all__ = ["grow_subtrees", "layout_grouped", "SubtreeKernel", "Subtrees", "SubtreeRecords", "TreeRows",
-           "SUBTREE_CRITERIA"]
-
-#: Criteria whose impurity is written here (exact types, as CRITERION_KINDS).
-SUBTREE_CRITERIA = (Gini, Entropy, Misclassification, SquaredError)
-_GINI, _ENTROPY, _MISCLASSIFICATION, _SQUARED_ERROR = (CRITERION_KINDS[c] for c in SUBTREE_CRITERIA)
-_U11 = np.uint64(11)
-_U27 = np.uint64(27)
-_U30 = np.uint64(30)
-_U31 = np.uint64(31)
-_TO_UNIT = 2.0 ** -53
-#: Most features for which :func:`_draw_features` ranks integer keys: a
-#: uniform's 53 bits shifted past 11 bits that hold the feature (2^11)
-RANK_DRAW_FEATURES = 2048
-_LAST_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
+#: Criteria the subtree kernel grows with (codes of :mod:`gputrees._records`).
+SUBTREE_CRITERIA = (GINI, ENTROPY, MISCLASSIFICATION, SQUARED_ERROR)
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ def _grower_id(i, j, root, root_ids, first_new):
     return root_ids[i] if j == 0 else first_new + root[i] + j - (i + 1)
 
 
-@numba.njit(parallel=True, **_JIT_SPLIT)
+@numba.njit(parallel=True, **JIT_NUMPY)
 def _records(region, count, tree, parent, depth, key, stats, split, feature, bin_, ml, thr, first_child,
              root_ids, first_new):
     """:meth:`Subtrees.records`: two passes in parallel over subtrees (count the splits, then write)."""
@@ -292,136 +293,8 @@ def _records(region, count, tree, parent, depth, key, stats, split, feature, bin
     return o_parent, o_depth, o_tree, o_stats, o_key, s_ids, s_feature, s_bin, s_ml, s_thr, s_first
 
 
-# -- draws (twins of gputrees._node_draws) -----------------------------------------------
-@numba.njit(**_JIT_LEAF)
-def _mix64(z):
-    """:func:`gputrees._node_draws.mix64` of one uint64."""
-    z = (z ^ (z >> _U30)) * MIX_1
-    z = (z ^ (z >> _U27)) * MIX_2
-    return z ^ (z >> _U31)
-
-
-@numba.njit(**_JIT_LEAF)
-def _draw_bits(key, d):
-    """The 53 random bits (uint64) of draw ``d`` (int) of the node with key ``key``."""
-    return _mix64(key + np.uint64(d + 1) * GOLDEN) >> _U11
-
-
-@numba.njit(**_JIT_LEAF)
-def _uniform(key, d):
-    """Draw ``d`` (int) of the node with key ``key``: :func:`gputrees._node_draws.uniforms`."""
-    return np.float64(_draw_bits(key, d)) * _TO_UNIT
-
-
-@numba.njit(**_JIT_LEAF)
-def _draw_features(key, k, allowed, has_allowed, u, mask):
-    """``mask`` (F,) = :func:`gputrees._node_draws.feature_mask` of one node (``u`` (F,) work space).
-
-    The k smallest uniforms, ties to the lower feature, among the allowed
-    features. Up to :data:`RANK_DRAW_FEATURES` features each uniform's 53
-    bits and its feature make one integer key (distinct, ordered as the
-    uniforms and then the features), and a feature is drawn when fewer than
-    k keys are below its own: a loop of compares the compiler vectorises
-    (28 features, k = 5: 231-236 -> 136-171 ns a node with a loop over
-    the mask, against k passes of a running minimum, which stay for more
-    features).
-    """
-    F = mask.shape[0]
-    if F <= RANK_DRAW_FEATURES:
-        z = u.view(np.uint64)
-        for f in range(F):
-            z[f] = (_draw_bits(key, f) << _U11) | np.uint64(f)
-        if has_allowed:
-            for f in range(F):
-                if not allowed[f]:
-                    z[f] = _LAST_KEY  # below no allowed feature's key
-        for f in range(F):
-            zf = z[f]
-            r = 0
-            for g in range(F):
-                r += np.int64(z[g] < zf)
-            mask[f] = (r < k) & (not has_allowed or allowed[f])
-        return
-    for f in range(F):
-        u[f] = np.inf if has_allowed and not allowed[f] else _uniform(key, f)
-        mask[f] = False
-    for _ in range(min(k, F)):
-        best = 0
-        for g in range(1, F):
-            best = g if u[g] < u[best] else best
-        if u[best] == np.inf:  # only features not allowed remain
-            break
-        mask[best] = True
-        u[best] = np.inf
-
-
-# -- the grower's rules (twins of gputrees._criteria and Grower._can_split) -------------
-@numba.njit(**_JIT_LEAF)
-def _weight(kind, s):
-    """``Criterion.weight``: the class weights' sum (in channel order), or the regression weight."""
-    if kind == _SQUARED_ERROR:
-        return s[1]
-    w = 0.0
-    for c in range(1, s.shape[0]):
-        w += s[c]
-    return w
-
-
-@numba.njit(**_JIT_LEAF)
-def _impurity(kind, s, n_out):
-    """``Criterion.impurity`` of one node's statistics ``s`` (C,)."""
-    w = _weight(kind, s)
-    ws = w if w > 0 else 1.0
-    C = s.shape[0]
-    if kind == _GINI:
-        sq = 0.0
-        for c in range(1, C):
-            sq += s[c] * s[c]
-        return 1.0 - sq / (ws * ws)
-    if kind == _ENTROPY:
-        acc = 0.0
-        for c in range(1, C):
-            p = s[c] / ws
-            acc += p * (math.log(p if p > 0 else 1.0) / _LOG2)
-        return -acc
-    if kind == _MISCLASSIFICATION:
-        best = -np.inf
-        for c in range(1, C):
-            best = max(best, s[c] / ws)
-        return 1.0 - best
-    total = 0.0  # squared error: mean over outputs of E[y^2] - E[y]^2
-    for j in range(n_out):
-        mean = s[2 + j] / ws
-        total += s[2 + n_out + j] / ws - mean * mean
-    return total / n_out
-
-
-@numba.njit(**_JIT_LEAF)
-def _improvement(kind, P, L, R, n_out, total_weight):
-    """``Criterion.improvement``: ``w / W * (i - w_r / w * i_r - w_l / w * i_l)``."""
-    w = _weight(kind, P)
-    ws = w if w > 0 else 1.0
-    wl, wr = _weight(kind, L), _weight(kind, R)
-    return (w / total_weight) * (
-        _impurity(kind, P, n_out) - (wr / ws) * _impurity(kind, R, n_out) - (wl / ws) * _impurity(kind, L, n_out)
-    )
-
-
-@numba.njit(**_JIT_LEAF)
-def _can_split(kind, s, depth, n_out, msl, mwl, min_samples_split, max_depth):
-    """``Grower._can_split`` of one node."""
-    count = s[0]
-    return (
-        count >= min_samples_split
-        and count >= 2 * msl
-        and _weight(kind, s) >= 2 * mwl
-        and _impurity(kind, s, n_out) > EPSILON
-        and (max_depth < 0 or depth < max_depth)
-    )
-
-
 # -- the kernel ---------------------------------------------------------------------------
-@numba.njit(**_JIT_LEAF)
+@numba.njit(**JIT_LEAF)
 def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact, n_value_bins,
                tie_rtol, scratch, h, fbest, left, drawn, record):
     """The histogram search of one node (best splits, local thresholds): ``_best_splits``' for one node.
@@ -429,10 +302,10 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
     Builds the node's histograms of its drawn features (``fmask``) from its
     rows ``pairs`` of ``codes`` / ``weights`` (the subtree's gathered block)
     into ``h`` (F, nb, C), scans them, and returns what
-    :func:`gputrees.kernels._numba_split._sorted_node` returns (the same
+    :func:`gputrees.kernels.cpu.sorted_scan.sorted_node` returns (the same
     split: both searches find the best candidate among the node's values).
     ``drawn`` (F,) int64: work space for the drawn features' indices;
-    ``record``: the near-best records of :func:`_sort_scratch` (its last
+    ``record``: the near-best records of :func:`sorted_scratch` (its last
     four arrays), work space here.
     """
     F = codes.shape[1]
@@ -456,12 +329,12 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
         four = C == 4
         for k in range(pairs.shape[0]):
             p = pairs[k]
-            w0, w1, w2 = _at(weights, p, 0), _at(weights, p, 1), _at(weights, p, 2)
-            w3 = _at(weights, p, 3) if four else 0.0
+            w0, w1, w2 = at(weights, p, 0), at(weights, p, 1), at(weights, p, 2)
+            w3 = at(weights, p, 3) if four else 0.0
             for j in range(n_drawn):
-                # unsigned indices: no negative-index mapping (_numba._unchecked)
+                # unsigned indices: no negative-index mapping (memory._unchecked)
                 f = np.uint64(drawn[j])
-                b = _at(codes, p, f)
+                b = at(codes, p, f)
                 h[f, b, 0] += w0
                 h[f, b, 1] += w1
                 h[f, b, 2] += w2
@@ -476,29 +349,29 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
                 for c in range(C):
                     h[f, b, c] += weights[p, c]
     rec_ok, rec_bin, rec_p, rec_left = record
-    # two or three classes, or squared error: _fast_scan where no rows are missing
-    fast = _fast_pass(kind, C, False)
-    mse = kind == _SQUARED_ERROR
+    # two or three classes, or squared error: fast_scan where no rows are missing
+    fast = fast_pass(kind, C, False)
+    mse = kind == SQUARED_ERROR
     P3 = P[3] if C == 4 else 0.0
-    best = _NEG_INF
+    best = NEG_INF
     for f in range(F):
-        fbest[f] = _NEG_INF
+        fbest[f] = NEG_INF
         rec_ok[f] = False
         if fmask[f]:
             n_scan = min(nb - 1, n_value_bins[f])
-            if fast and not _has_rows(kind, h[f, nb - 1]):
-                fb, ok, b, pj, l0, l1, l2, l3 = _fast_scan(
+            if fast and not has_rows(kind, h[f, nb - 1]):
+                fb, ok, b, pj, l0, l1, l2, l3 = fast_scan(
                     h[f], P[0], P[1], P[2], P3, mse, crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5])
                 fbest[f], rec_ok[f], rec_bin[f, 0], rec_p[f] = fb, ok, b, pj
                 rec_left[f, 0], rec_left[f, 1], rec_left[f, 2] = l0, l1, l2
                 if C == 4:
                     rec_left[f, 3] = l3
             else:
-                fbest[f] = _scan(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, _NEG_INF, scratch, n_scan)[0]
+                fbest[f] = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, NEG_INF, scratch, n_scan)[0]
             best = max(best, fbest[f])
-    target = best - tie_rtol * abs(best)
+    target = tie_target(best, tie_rtol)
     for f in range(F):
-        if not (fbest[f] > _NEG_INF and fbest[f] >= target):
+        if not (fbest[f] > NEG_INF and fbest[f] >= target):
             continue
         if rec_ok[f] and fbest[f] == best:
             # the first near-best feature holds the best: its record is what
@@ -507,24 +380,24 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
             for c in range(C):
                 left[c] = rec_left[f, c]
             missing_left = left[0] > P[0] - left[0]
-            threshold = _threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, True)
+            threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, True)
             return True, rec_p[f], f, b, missing_left, threshold
-        p, b, variant = _scan(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, target, scratch,
+        p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, target, scratch,
                               min(nb - 1, n_value_bins[f]))
         if b < 0:
             continue
         for c in range(C):
             left[c] = scratch[3][c]
-        if _has_rows(kind, h[f, nb - 1]):
+        if has_rows(kind, h[f, nb - 1]):
             missing_left = variant == 1
         else:  # no missing values in the node: NaN goes to the child with more rows
             missing_left = left[0] > P[0] - left[0]
-        threshold = _threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, True)
+        threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, True)
         return True, p, f, b, missing_left, threshold
-    return False, _NEG_INF, 0, 0, False, np.inf
+    return False, NEG_INF, 0, 0, False, np.inf
 
 
-@numba.njit(**_JIT_LEAF)
+@numba.njit(**JIT_LEAF)
 def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
     """Stable partition of ``perm[a:b]`` (rows of ``codes``), left-going rows first; returns the right ones' start."""
     codes_t = codes.T  # the compiled tree's side rule reads codes feature-major
@@ -533,10 +406,10 @@ def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
     for k in range(a, b):
         # without branches (a row's side is as good as random): both
         # destinations written, one kept (perm's lies at or before k)
-        p = _at1(perm, k)
-        g = np.int64(_left(codes_t, p, f, bin_, missing_left, missing))
-        _put1(perm, a + n_left, p)
-        _put1(tmp, n_right, p)
+        p = at1(perm, k)
+        g = np.int64(goes_left_numerical(codes_t, p, f, bin_, missing_left, missing))
+        put1(perm, a + n_left, p)
+        put1(tmp, n_right, p)
         n_left += g
         n_right += 1 - g
     for k in range(n_right):
@@ -544,7 +417,7 @@ def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
     return a + n_left
 
 
-@numba.njit(**_JIT_LEAF)
+@numba.njit(**JIT_LEAF)
 def _sum_rows(weights, local, a, b, out):
     """``out`` (C,) = the sum of ``weights[local[a:b]]`` (rows in that order)."""
     C = weights.shape[1]
@@ -552,10 +425,10 @@ def _sum_rows(weights, local, a, b, out):
         four = C == 4
         s0 = s1 = s2 = s3 = 0.0
         for k in range(a, b):
-            r = _at1(local, k)
-            s0, s1, s2 = s0 + _at(weights, r, 0), s1 + _at(weights, r, 1), s2 + _at(weights, r, 2)
+            r = at1(local, k)
+            s0, s1, s2 = s0 + at(weights, r, 0), s1 + at(weights, r, 1), s2 + at(weights, r, 2)
             if four:
-                s3 = s3 + _at(weights, r, 3)
+                s3 = s3 + at(weights, r, 3)
         out[0], out[1], out[2] = s0, s1, s2
         if four:
             out[3] = s3
@@ -571,13 +444,13 @@ def _sum_rows(weights, local, a, b, out):
 @numba.njit(inline="always")
 def _tree_mults(trees, t):
     """Tree ``t``'s multiplicities and weight multiplicities (rows of :func:`_tree_source`'s tuple) and the
-    mode in which :func:`gputrees.kernels._numba._weight` (``_pair_weight`` here) applies them (2: the weight multiplicity to the
+    mode in which :func:`gputrees.kernels.cpu.pairs.pair_weight` (``pair_weight`` here) applies them (2: the weight multiplicity to the
     channels after the count; 1: the multiplicity to every channel), as the row set's pairs are weighted."""
     _, mult, wmult, has_wmult, _ = trees
     return mult[t], wmult[t], 2 if has_wmult else 1
 
 
-@numba.njit(**_JIT_LEAF)
+@numba.njit(**JIT_LEAF)
 def _gather_tree(codes, trees, t, lcodes, lweights, local):
     """Copy the in-bag rows of tree ``t`` (multiplicity above 0), in row order, to ``lcodes`` / ``lweights``
     (their codes and channels, multiplicities applied) and number them in ``local``; returns how many."""
@@ -591,13 +464,13 @@ def _gather_tree(codes, trees, t, lcodes, lweights, local):
             for f in range(F):
                 lcodes[k, f] = codes[r, f]
             for c in range(C):
-                lweights[k, c] = _pair_weight(chan, r, c, r, mult, wmult, mode)
+                lweights[k, c] = pair_weight(chan, r, c, r, mult, wmult, mode)
             local[k] = k
             k += 1
     return k
 
 
-@numba.njit(parallel=True, **_JIT_SPLIT)
+@numba.njit(parallel=True, **JIT_NUMPY)
 def _tree_sums(trees):
     """Each tree's channel sums (n_trees, C) over its in-bag rows, in row order: :func:`_gather_tree`'s
     channels summed as the row set's node sums add a node's pairs (one after the other, from 0)."""
@@ -609,7 +482,7 @@ def _tree_sums(trees):
         mult, wmult, mode = _tree_mults(trees, t)
         for r in range(mult.shape[0]):
             if mult[r] > 0:
-                _add_sums(out, t, chan, r, r, mult, wmult, mode)
+                add_sums(out, t, chan, r, r, mult, wmult, mode)
     return out[:, :C]
 
 
@@ -626,7 +499,7 @@ def _tree_source(tree_rows=None):
             np.ascontiguousarray(tree_rows.channels, dtype=f8))
 
 
-@numba.njit(parallel=True, **_JIT_SPLIT)
+@numba.njit(parallel=True, **JIT_NUMPY)
 def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_depth, root_tree, root_key, total_weight,
                    crit, rules, k_features, allowed, has_allowed, has_u, nb, thresholds, bin_values, is_exact,
                    n_value_bins, tie_rtol, task_order, n_workers, max_rows, trees):
@@ -670,10 +543,10 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     draw_mask = k_features < F or has_allowed
     next_task = np.zeros(1, dtype=np.int64)
     for _ in prange(n_workers):
-        scratch = _scratch(nb + 1, C)  # candidates: at most one per code
+        scratch = scan_scratch(nb + 1, C)  # candidates: at most one per code
         hbuf = np.empty((F, nb, C))
         left = np.empty(C)  # the searched node's left child's statistics
-        sort_scratch = _sort_scratch(max_rows, nb, F, C)
+        sort_scratch = sorted_scratch(max_rows, nb, F, C)
         fbest = np.empty(F)
         drawn = np.empty(F, dtype=np.int64)
         fmask = np.ones(F, dtype=np.bool_)
@@ -683,6 +556,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
         lo = np.empty(2 * max_rows, dtype=np.int64)  # each node's pairs: perm[lo : hi]
         hi = np.empty(2 * max_rows, dtype=np.int64)
         right = np.empty(C)
+        rule_tmp = np.empty(C)  # the rules' work space (impurities)
         # the node's pairs gathered once (codes of every feature, channels):
         # its whole subtree then reads them from one block, not from rows
         # scattered over the tables; ``local`` numbers them 0 .. n - 1
@@ -701,7 +575,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
         b_hi = np.zeros(n_levels, dtype=np.int64)
         held = 0  # blocks in use (the outer ones first)
         while True:
-            q = _take_next(next_task)
+            q = take_next(next_task)
             if q >= m:
                 break
             i = task_order[q]
@@ -736,13 +610,13 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 j = stack[top]
                 g = base + j
                 P = stats[g]
-                if not _can_split(kind, P, depth[g], n_out, msl, mwl, min_samples_split, max_depth):
+                if not can_split(kind, P, depth[g], n_out, msl, mwl, min_samples_split, max_depth, rule_tmp):
                     continue
                 if draw_mask:
-                    _draw_features(key[g], k_features, allowed[t if has_allowed else 0], has_allowed, u, fmask)
+                    draw_features(key[g], k_features, allowed[t if has_allowed else 0], has_allowed, u, fmask)
                 if has_u:
                     for f in range(F):
-                        u[f] = _uniform(key[g], F + f)
+                        u[f] = uniform(key[g], F + f)
                 # the node's rows read from the innermost compact block that
                 # holds them (a block's subtree is grown before any node
                 # outside it: the stack is depth-first); copied into the next
@@ -767,15 +641,15 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                         cod, wts, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
                         n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:8])
                 else:
-                    found, p, f, code, ml, thr = _sorted_node(
+                    found, p, f, code, ml, thr = sorted_node(
                         cod, ident, wts, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
                         bin_values, is_exact, tie_rtol, scratch, sort_scratch, fbest, left)
                 if not found:
                     continue
                 for c in range(C):
                     right[c] = P[c] - left[c]
-                imp = _improvement(kind, P, left, right, n_out, total_weight[t])
-                if not imp + EPSILON >= min_decrease:
+                imp = impurity_improvement(kind, P, left, right, n_out, total_weight[t], rule_tmp)
+                if not impurity_accept(imp, min_decrease):
                     continue
                 split[g] = True
                 feature[g] = f
@@ -789,7 +663,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     _new_slot(h, split, feature, bin_, missing_left, threshold, first_child)
                     parent[h] = j
                     depth[h] = depth[g] + 1
-                    key[h] = _mix64(key[g] ^ (LEFT if side == 0 else RIGHT))
+                    key[h] = child_key(key[g], side)
                     lo[n + side] = lo[j] if side == 0 else mid
                     hi[n + side] = mid if side == 0 else hi[j]
                     _sum_rows(wts, local, lo[n + side], hi[n + side], stats[h])
@@ -821,18 +695,18 @@ def _new_slot(g, split, feature, bin_, missing_left, threshold, first_child):
 COMPACT_ROWS = (32768, 4096, 256)
 
 
-@numba.njit(**_JIT_LEAF)
+@numba.njit(**JIT_LEAF)
 def _compact(codes, weights, local, a, b, ccodes, cweights):
     """Copy the rows ``local[a:b]`` of ``codes`` / ``weights`` to rows ``0 .. b - a - 1`` of ``ccodes`` /
     ``cweights``, in that order, and number them so in ``local[a:b]``."""
     F = codes.shape[1]
     C = weights.shape[1]
     for k in range(a, b):
-        p = _at1(local, k)
+        p = at1(local, k)
         for f in range(F):
-            ccodes[k - a, f] = _at(codes, p, f)
+            ccodes[k - a, f] = at(codes, p, f)
         for c in range(C):
-            cweights[k - a, c] = _at(weights, p, c)
+            cweights[k - a, c] = at(weights, p, c)
         local[k] = k - a
 
 
@@ -853,7 +727,7 @@ def _regions(n_rows, depth, max_depth: int):
 
 def covers(criterion, n_channels: int, bin_mapper) -> bool:
     """Whether :func:`grow_subtrees` grows subtrees with this criterion and bin mapper."""
-    return type(criterion) in SUBTREE_CRITERIA and _supported_criterion(criterion, n_channels) and _has_values(
+    return criterion_code(criterion) in SUBTREE_CRITERIA and supported_criterion(criterion, n_channels) and has_values(
         bin_mapper
     )
 
@@ -866,7 +740,7 @@ def tree_sums(tree_rows: TreeRows, *, n_threads: int = 1):
     """
     source = _tree_source(tree_rows)
     n_trees, n = source[1].shape
-    with _Threads(max(1, min(_threads_for(n_threads, n_trees * n), n_trees))):
+    with Threads(max(1, min(threads_for(n_threads, n_trees * n), n_trees))):
         return _tree_sums(source)
 
 
@@ -936,17 +810,17 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
     f8 = np.float64
     source = _tree_source(tree_rows)
     if tree_rows is None:
-        perm, start, threads, _ = _node_tasks(slot, m, int(codes.shape[1]), n_threads)
+        perm, start, threads, _ = node_tasks(slot, m, int(codes.shape[1]), n_threads)
         n_rows = np.diff(start)
     else:
         tree = np.asarray(tree, dtype=np.int64)
         n_rows = np.count_nonzero(source[1] > 0, axis=1).astype(np.int64)[tree]
         perm, start = np.zeros(1, dtype=np.int64), np.zeros(m + 1, dtype=np.int64)
-        threads = _threads_for(n_threads, int(n_rows.sum()) * int(codes.shape[1]) * _UPDATES_PER_CODE)
+        threads = threads_for(n_threads, int(n_rows.sum()) * int(codes.shape[1]) * UPDATES_PER_CODE)
         rows, weights = perm, np.zeros((1, n_channels))
     region = _regions(n_rows, np.asarray(depth, dtype=np.int64), params.max_depth)
     has_allowed = tree_features is not None
-    with _Threads(threads):
+    with Threads(threads):
         out = _grow_subtrees(
             codes,
             np.asarray(rows, dtype=np.int64),
@@ -959,14 +833,14 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
             np.asarray(tree, dtype=np.int64),
             np.asarray(keys, dtype=np.uint64),
             np.ascontiguousarray(total_weight, dtype=f8),
-            _crit(criterion, cons),
+            criterion_record(criterion, cons),
             (float(params.min_samples_split), int(params.max_depth), float(params.min_impurity_decrease)),
             int(params.max_features),
             np.ascontiguousarray(tree_features, dtype=np.bool_) if has_allowed else np.ones((1, 1), dtype=np.bool_),
             has_allowed,
             bool(random_splits),
             int(bin_mapper.n_bins),
-            *_mapper_arrays(bin_mapper),
+            *mapper_arrays(bin_mapper),
             TIE_RTOL,
             np.argsort(-n_rows, kind="stable"),
             min(m, threads),
@@ -977,7 +851,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
 
 
 # -- the padded layout of a batch whose nodes were partly grown here ---------------
-@numba.njit(parallel=True, **_JIT_SPLIT)
+@numba.njit(parallel=True, **JIT_NUMPY)
 def _layout_grouped(parent, depth, tree, stats, split_ids, rec_feature, rec_bin, rec_missing_left, rec_threshold,
                     split_first_child, n_trees):
     """Every tree's nodes numbered breadth-first and laid out padded (see :func:`layout_grouped`)."""
@@ -1071,7 +945,7 @@ def layout_grouped(xp, n_trees, parent, depth, tree, stats, split_ids, record, s
     """
     i8, f8 = np.int64, np.float64
     threads = max(1, min(int(n_threads), int(n_trees)))
-    with _Threads(threads):
+    with Threads(threads):
         return _layout_grouped(
             np.asarray(parent, dtype=i8), np.asarray(depth, dtype=i8), np.asarray(tree, dtype=i8),
             np.ascontiguousarray(stats, dtype=f8), np.asarray(split_ids, dtype=i8),

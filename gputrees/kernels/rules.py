@@ -1,0 +1,413 @@
+"""The rules of tree growing, written once for every compiled kernel: criteria, split rules, leaf values, draws.
+
+Each function is plain Python over scalars (and, where a rule reads a
+node's statistics, a 1-D array of its channels). The compiled kernel sets
+register them for their target (:func:`gputrees.kernels.numba.jit.compile_rules`
+for Numba's CPU target), so that every compiled grower calls the same
+formula: the level-wise scan, the whole-tree boosting grower, the subtree
+kernel and the compiled boosting rounds. A rule changes here, in one place.
+
+The array-API engine (:mod:`gputrees._criteria`, :mod:`gputrees._splitting`,
+:mod:`gputrees._node_draws`) is the oracle the compiled kernels are tested
+against; it uses the functions of this module that are written with
+operators only (the draws' mixing, Newton's value and score), and computes
+the rest over whole arrays in the same operation order, so both give the
+same bits.
+
+Criteria are selected by their code (:mod:`gputrees._records`: ``GINI`` ..
+``NEWTON_GH``); a node's statistics ``s`` are its channels: the row count,
+then the class weights (classification), ``w, w y_j, w y_j^2`` (regression)
+or ``G, H`` (Newton; ``NEWTON_GH`` without the count). Sums over channels
+follow NumPy's order (:func:`channel_sum`), as the oracle's do.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._records import ENTROPY, GINI, MISCLASSIFICATION, NEWTON, NEWTON_GH
+
+# -- constants the rules share with the oracle ------------------------------------
+#: float64 machine epsilon, scikit-learn's EPSILON for "pure node" and min_impurity_decrease.
+EPSILON = 2.220446049250313e-16
+#: scikit-learn's Poisson guard: a child whose target sum is below this cannot be split off.
+POISSON_EPSILON = 10 * EPSILON
+LOG2 = math.log(2.0)
+#: Splits whose Newton gain is below this fraction of the children's score
+#: are rounding noise (a node whose gradients already sum to ~0 both sides),
+#: not improvements; XGBoost uses an absolute 1e-6 for the same purpose.
+NEWTON_GAIN_RTOL = 1e-12
+#: Candidates whose proxies are within this relative distance of the node's
+#: best are ties, decided by the tie rule (lowest feature, missing right
+#: first, lowest bin). Sums taken in different orders (a histogram built or
+#: obtained by subtraction, chunked or not, statistics carried from a
+#: parent's split) differ by a few hundred ulps at most; without a tolerance
+#: those ulps, not the rule, would decide exact ties. The largest gap
+#: observed between two candidates that cut a node into the same row sets
+#: was 1.04e-13, relative: the tolerance keeps a 100x margin.
+TIE_RTOL = 1e-11
+#: Up to this many channels a sum over channels is a chain of additions
+#: (the oracle's unrolled sum); above, NumPy's pairwise summation.
+UNROLL_CHANNELS = 8
+#: NumPy's pairwise summation adds up to this many terms in one block of
+#: eight partial sums; longer sums are not reproduced (the kernels leave
+#: such criteria to the oracle).
+PAIRWISE_BLOCK = 128
+#: Smallest hessian of a log-loss row (keeps Newton steps finite).
+MIN_HESSIAN = 1e-16
+
+#: SplitMix64's constants: its increment (2^64 / golden ratio, odd) and the
+#: finaliser's multipliers.
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+MIX_2 = np.uint64(0x94D049BB133111EB)
+#: Mixed into a parent's key for its left and right child (two odd constants
+#: unlike GOLDEN: the fractional parts of sqrt(2) and sqrt(3), as in SHA-2).
+LEFT = np.uint64(0x6A09E667F3BCC909)
+RIGHT = np.uint64(0xBB67AE8584CAA73B)
+#: Scale of the top 53 bits of a key to a uniform in [0, 1).
+TO_UNIT = 2.0 ** -53
+#: Most features for which :func:`draw_features` ranks integer keys: a
+#: uniform's 53 bits shifted past 11 bits that hold the feature (2^11)
+RANK_DRAW_FEATURES = 2048
+_U11 = np.uint64(11)
+_U27 = np.uint64(27)
+_U30 = np.uint64(30)
+_U31 = np.uint64(31)
+_LAST_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
+NEG_INF = -np.inf
+
+#: Rules inlined into their callers by the compilers (small formulas inside
+#: loops that must vectorise); the others are compiled as functions of their own.
+INLINE = ()
+
+__all__ = [
+    "EPSILON", "POISSON_EPSILON", "LOG2", "NEWTON_GAIN_RTOL", "TIE_RTOL", "UNROLL_CHANNELS", "PAIRWISE_BLOCK",
+    "MIN_HESSIAN", "GOLDEN", "MIX_1", "MIX_2", "LEFT", "RIGHT", "TO_UNIT", "RANK_DRAW_FEATURES", "NEG_INF", "INLINE",
+    "pairwise_sum", "channel_sum", "safe", "newton_gradient_channel", "criterion_weight", "entropy_term", "impurity",
+    "poisson_term", "sum_sq_proxy", "friedman_proxy", "newton_denominator", "newton_score", "newton_value",
+    "newton_gain_at", "newton_bounded", "newton_proxy", "newton_improvement", "newton_accept",
+    "impurity_improvement", "impurity_accept", "can_split", "has_rows", "tie_target", "random_bin", "random_pick",
+    "split_threshold", "mix64", "draw_bits", "uniform", "child_key", "draw_features",
+]
+
+
+# -- sums over channels, in NumPy's order ----------------------------------------
+def _term(a, i, square):
+    v = a[i]
+    return v * v if square else v
+
+
+def pairwise_sum(a, start, n, square):
+    """``numpy.sum`` of ``a[start:start + n]`` (of its squares): pairwise, ``n <= PAIRWISE_BLOCK``."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += _term(a, start + i, square)
+        return res
+    r0, r1 = _term(a, start, square), _term(a, start + 1, square)
+    r2, r3 = _term(a, start + 2, square), _term(a, start + 3, square)
+    r4, r5 = _term(a, start + 4, square), _term(a, start + 5, square)
+    r6, r7 = _term(a, start + 6, square), _term(a, start + 7, square)
+    i = 8
+    while i < n - (n % 8):
+        j = start + i
+        r0 += _term(a, j, square)
+        r1 += _term(a, j + 1, square)
+        r2 += _term(a, j + 2, square)
+        r3 += _term(a, j + 3, square)
+        r4 += _term(a, j + 4, square)
+        r5 += _term(a, j + 5, square)
+        r6 += _term(a, j + 6, square)
+        r7 += _term(a, j + 7, square)
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += _term(a, start + i, square)
+        i += 1
+    return 0.0 + res
+
+
+def channel_sum(a, start, n, square):
+    """The oracle's sum over ``n`` channels from ``start``: a chain of adds up to :data:`UNROLL_CHANNELS`, else
+    :func:`pairwise_sum`."""
+    if n > UNROLL_CHANNELS:
+        return pairwise_sum(a, start, n, square)
+    res = _term(a, start, square)
+    for i in range(1, n):
+        res = res + _term(a, start + i, square)
+    return res
+
+
+# -- criteria -------------------------------------------------------------------
+def safe(w):
+    """A weight or denominator as divisor: itself where positive, else 1."""
+    return w if w > 0 else 1.0
+
+
+def newton_gradient_channel(kind):
+    """The channel of G in Newton statistics (H follows): 1 after the count, 0 over [G, H]."""
+    return 1 if kind == NEWTON else 0
+
+
+def criterion_weight(kind, s):
+    """A node's weight: the class weights' sum, the regression weight ``w``, or Newton's hessian sum."""
+    if kind <= MISCLASSIFICATION:
+        return channel_sum(s, 1, s.shape[0] - 1, False)
+    if kind != NEWTON:
+        return s[1]
+    return s[2]
+
+
+def entropy_term(p):
+    """``p log2 p`` (0 at 0) of one class fraction."""
+    return p * (math.log(p if p > 0 else 1.0) / LOG2)
+
+
+def impurity(kind, s, n_out, tmp):
+    """The impurity of a node with statistics ``s`` (``tmp``: work space of a channel per class or output).
+
+    Gini ``1 - sum p_k^2``, entropy ``-sum p_k log2 p_k``, misclassification
+    ``1 - max p_k``, squared error (the mean over outputs of ``E[y^2] -
+    E[y]^2``); Newton ``-G^2 / (2 (H + l2))`` is not asked here (its
+    splittability is ``H > 0``).
+    """
+    ws = safe(criterion_weight(kind, s))
+    k = s.shape[0] - 1
+    if kind == GINI:
+        return 1.0 - channel_sum(s, 1, k, True) / (ws * ws)
+    if kind == ENTROPY:
+        for j in range(k):
+            tmp[j] = entropy_term(s[1 + j] / ws)
+        return -pairwise_sum(tmp, 0, k, False)
+    if kind == MISCLASSIFICATION:
+        best = s[1] / ws
+        for j in range(1, k):
+            p = s[1 + j] / ws
+            if p > best:
+                best = p
+        return 1.0 - best
+    for j in range(n_out):  # squared error
+        mean = s[2 + j] / ws
+        tmp[j] = s[2 + n_out + j] / ws - mean * mean
+    return pairwise_sum(tmp, 0, n_out, False) / n_out
+
+
+def poisson_term(v, ws):
+    """One output's ``S log(S / w)`` of a child with target sum ``v`` (1 at or below the guard) and weight ``ws``."""
+    v = v if v > POISSON_EPSILON else 1.0
+    return v * math.log(v / ws)
+
+
+def sum_sq_proxy(sl, sr, wl, wr):
+    """Gini's and squared error's proxy ``S_l / w_l + S_r / w_r`` (sums of squared class weights or target sums)."""
+    return sl / safe(wl) + sr / safe(wr)
+
+
+def friedman_proxy(sl, sr, a, b):
+    """Friedman's ``(w_r S_l - w_l S_r)^2 / (w_l w_r)`` from the target sums and the safe weights ``a``, ``b``."""
+    diff = b * sl - a * sr
+    return diff * diff / (a * b)
+
+
+def newton_denominator(h, l2):
+    """``H + l2`` as a divisor (1 where not positive)."""
+    return safe(h + l2)
+
+
+def newton_score(g, h, l2):
+    """``G^2 / (H + l2)``: twice the loss decrease of a node at its optimal value."""
+    return g * g / newton_denominator(h, l2)
+
+
+def newton_value(g, h, l2):
+    """The Newton leaf value ``-G / (H + l2)``."""
+    return -g / newton_denominator(h, l2)
+
+
+def newton_gain_at(g, h, l2, v):
+    """The score of a node whose value is forced to ``v``: ``-(2 G v + (H + l2) v^2)``."""
+    return -(2.0 * g * v + (h + l2) * v * v)
+
+
+def newton_bounded(g, h, l2, lo, up):
+    """The leaf value clipped to ``[lo, up]`` (monotonic bounds) and the score at it."""
+    v = newton_value(g, h, l2)
+    v = max(v, lo)
+    v = min(v, up)
+    return v, newton_gain_at(g, h, l2, v)
+
+
+def newton_proxy(gl, hl, gr, hr, l2):
+    """Newton's proxy ``G_l^2 / (H_l + l2) + G_r^2 / (H_r + l2)`` of a candidate."""
+    return newton_score(gl, hl, l2) + newton_score(gr, hr, l2)
+
+
+def newton_improvement(gp, hp, gl, hl, gr, hr, l2):
+    """A split's Newton gain: the children's scores minus the node's (XGBoost's ``loss_chg`` times 2)."""
+    return newton_score(gl, hl, l2) + newton_score(gr, hr, l2) - newton_score(gp, hp, l2)
+
+
+def newton_accept(improvement, proxy, min_decrease):
+    """Whether a Newton split is kept: its gain above ``min_split_gain`` and above rounding noise."""
+    return improvement > max(min_decrease, NEWTON_GAIN_RTOL * abs(proxy))
+
+
+def impurity_improvement(kind, P, L, R, n_out, total_weight, tmp):
+    """scikit-learn's weighted impurity decrease ``w / W * (i - w_r / w * i_r - w_l / w * i_l)``."""
+    w = criterion_weight(kind, P)
+    ws = safe(w)
+    wl, wr = criterion_weight(kind, L), criterion_weight(kind, R)
+    return (w / total_weight) * (
+        impurity(kind, P, n_out, tmp) - (wr / ws) * impurity(kind, R, n_out, tmp)
+        - (wl / ws) * impurity(kind, L, n_out, tmp)
+    )
+
+
+def impurity_accept(improvement, min_decrease):
+    """Whether an impurity split is kept: scikit-learn's ``improvement + EPSILON >= min_impurity_decrease``."""
+    return improvement + EPSILON >= min_decrease
+
+
+def can_split(kind, s, depth, n_out, msl, mwl, min_samples_split, max_depth, tmp):
+    """Whether a node may be split: rows, weight, depth (``max_depth`` < 0: none) and an impure node (Newton:
+    a positive hessian sum)."""
+    count = s[0]
+    w = criterion_weight(kind, s)
+    if not (count >= min_samples_split and count >= 2 * msl and w >= 2 * mwl and (max_depth < 0 or depth < max_depth)):
+        return False
+    if kind == NEWTON:
+        return w > 0
+    return impurity(kind, s, n_out, tmp) > EPSILON
+
+
+# -- split rules ------------------------------------------------------------------
+def has_rows(kind, s):
+    """Whether a bin with statistics ``s`` holds rows: its count, or (Newton over [G, H]) any non-zero channel."""
+    if kind != NEWTON_GH:
+        return s[0] > 0
+    for c in range(s.shape[0]):
+        if s[c] != 0:
+            return True
+    return False
+
+
+def tie_target(best, tie_rtol):
+    """The smallest proxy that ties with ``best``: the tie rule then picks among those."""
+    return best - tie_rtol * abs(best)
+
+
+def random_bin(h, nb, u):
+    """An extremely randomised candidate of one (node, feature) histogram ``h`` (nb, C): the bin, or -1.
+
+    Uniform ``u`` over the bins between the node's first and last non-empty
+    value bins (the missing bin, last, excluded).
+    """
+    lo = 0
+    while lo < nb - 1 and not (h[lo, 0] > 0):
+        lo += 1
+    if lo == nb - 1:
+        lo = 0
+    back = 0
+    while back < nb - 1 and not (h[nb - 2 - back, 0] > 0):
+        back += 1
+    if back == nb - 1:
+        back = 0
+    hi = (nb - 2) - back
+    if hi - lo <= 0:
+        return -1
+    return random_pick(lo, hi, u)
+
+
+def random_pick(lo, hi, u):
+    """The extremely randomised split between the codes ``lo`` < ``hi`` of a node: codes up to the one
+    returned go left, drawn uniformly (``u``) among ``lo .. hi - 1``."""
+    pick = lo + np.int64(math.floor(u * np.float64(hi - lo)))
+    return min(pick, hi - 1)
+
+
+def split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact):
+    """The threshold of a numerical split at bin ``pos`` whose next value bin in the node is ``nxt``.
+
+    Quantile bins: the bin's edge. Exactly binned features: the midpoint of
+    the two values (scikit-learn's), or the lower one where the midpoint
+    rounds up to the upper. ``inf`` where no value bin follows (only missing
+    values go right).
+    """
+    if not has_next:
+        return np.inf
+    f = max(feat, 0)
+    width = thresholds.shape[1]
+    p = min(max(pos, 0), width - 1)
+    nxt = min(max(nxt, 0), width - 1)
+    if not is_exact[feat]:
+        return thresholds[f, p]
+    lo = bin_values[f, p]
+    hi = bin_values[f, nxt]
+    mid = lo / 2.0 + hi / 2.0
+    return lo if mid == hi else mid
+
+
+# -- draws keyed by a node's path (gputrees._node_draws) ------------------------------
+def mix64(z):
+    """SplitMix64's finaliser (wrapping uint64 arithmetic; a uint64 or an array of them)."""
+    z = (z ^ (z >> _U30)) * MIX_1
+    z = (z ^ (z >> _U27)) * MIX_2
+    return z ^ (z >> _U31)
+
+
+def draw_bits(key, d):
+    """The 53 random bits (uint64) of draw ``d`` of the node with key ``key``."""
+    return mix64(key + np.uint64(d + 1) * GOLDEN) >> _U11
+
+
+def uniform(key, d):
+    """Draw ``d`` of the node with key ``key``: a uniform in [0, 1)."""
+    return np.float64(draw_bits(key, d)) * TO_UNIT
+
+
+def child_key(key, side):
+    """The key of a node's left (``side`` 0) or right child."""
+    return mix64(key ^ (LEFT if side == 0 else RIGHT))
+
+
+def draw_features(key, k, allowed, has_allowed, u, mask):
+    """``mask`` (F,) = the ``k`` features drawn for the node with key ``key`` (``u`` (F,) float64: work space).
+
+    The k smallest uniforms, ties to the lower feature, among the allowed
+    features (all of them when fewer than k). Up to
+    :data:`RANK_DRAW_FEATURES` features each uniform's 53 bits and its
+    feature make one integer key (distinct, ordered as the uniforms and then
+    the features), and a feature is drawn when fewer than k keys are below
+    its own: a loop of compares that vectorises. Above, k passes of a
+    running minimum.
+    """
+    F = mask.shape[0]
+    if F <= RANK_DRAW_FEATURES:
+        z = u.view(np.uint64)
+        for f in range(F):
+            z[f] = (draw_bits(key, f) << _U11) | np.uint64(f)
+        if has_allowed:
+            for f in range(F):
+                if not allowed[f]:
+                    z[f] = _LAST_KEY  # below no allowed feature's key
+        for f in range(F):
+            zf = z[f]
+            r = 0
+            for g in range(F):
+                r += np.int64(z[g] < zf)
+            mask[f] = (r < k) & (not has_allowed or allowed[f])
+        return
+    for f in range(F):
+        u[f] = np.inf if has_allowed and not allowed[f] else uniform(key, f)
+        mask[f] = False
+    for _ in range(min(k, F)):
+        best = 0
+        for g in range(1, F):
+            best = g if u[g] < u[best] else best
+        if u[best] == np.inf:  # only features not allowed remain
+            break
+        mask[best] = True
+        u[best] = np.inf
