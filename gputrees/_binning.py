@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._backend import from_numpy, to_numpy
+from .kernels.rules import midpoint
 from .kernels._reference import bin_codes as bin_codes_reference
 from .kernels._reference import covered_values as covered_values_reference
 from .kernels._reference import sorted_columns as sorted_columns_reference
@@ -155,7 +156,7 @@ class BinMapper:
 def _midpoints(xp, u):
     """Midpoints ``u[i] / 2 + u[i + 1] / 2``, or ``u[i]`` where rounding hits ``u[i+1]``."""
     lo, hi = u[:-1], u[1:]
-    mid = lo / 2.0 + hi / 2.0
+    mid = midpoint(lo, hi)
     return xp.where(mid == hi, lo, mid)
 
 
@@ -293,7 +294,7 @@ def _feature_bins(xp, f, s, distinct, is_categorical: bool, max_bins: int):
     pos = k * (n_valid - 1) / max_bins
     lo = from_numpy(xp, np.floor(pos).astype(np.int64))
     hi = from_numpy(xp, np.ceil(pos).astype(np.int64))
-    cand = xp.take(s, lo) / 2.0 + xp.take(s, hi) / 2.0
+    cand = midpoint(xp.take(s, lo), xp.take(s, hi))
     cand = xp.sort(cand, stable=False)
     keep = xp.concat([xp.ones(1, dtype=xp.bool), cand[1:] != cand[:-1]])
     edges = cand[keep]

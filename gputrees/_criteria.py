@@ -27,7 +27,8 @@ scikit-learn's ``_criterion.pyx`` so that the same splits are chosen.
 from __future__ import annotations
 
 from . import _records as codes
-from .kernels.rules import EPSILON, LOG2, NEWTON_GAIN_RTOL, POISSON_EPSILON, UNROLL_CHANNELS, newton_gain_at
+from .kernels import rules
+from .kernels.rules import EPSILON, NEWTON_GAIN_RTOL, POISSON_EPSILON, UNROLL_CHANNELS
 
 
 def _safe(xp, w):
@@ -115,7 +116,7 @@ class Criterion:
 
     def accept(self, xp, improvement, proxy, min_decrease):
         """Whether a found split is kept: scikit-learn's ``improvement + EPSILON >= min_impurity_decrease``."""
-        return improvement + EPSILON >= min_decrease
+        return rules.impurity_accept(improvement, min_decrease)
 
     # -- gains ------------------------------------------------------------
     def proxy(self, xp, left, right):
@@ -133,12 +134,8 @@ class Criterion:
         """
         w = self.weight(xp, parent)
         wl, wr = self.weight(xp, left), self.weight(xp, right)
-        ws = _safe(xp, w)
-        return (w / total_weight) * (
-            self.impurity(xp, parent)
-            - (wr / ws) * self.impurity(xp, right)
-            - (wl / ws) * self.impurity(xp, left)
-        )
+        return rules.weighted_decrease(w, total_weight, _safe(xp, w), self.impurity(xp, parent), wl,
+                                       self.impurity(xp, left), wr, self.impurity(xp, right))
 
 
 class _ClassificationCriterion(Criterion):
@@ -180,8 +177,7 @@ class Gini(_ClassificationCriterion):
 
     def impurity(self, xp, s):
         w = _safe(xp, self.weight(xp, s))
-        sq = _channel_sum(xp, s[..., 1:], square=True)
-        return 1.0 - sq / (w * w)
+        return rules.gini_impurity(_channel_sum(xp, s[..., 1:], square=True), w)
 
     def proxy(self, xp, left, right):
         # -(w_l * gini_l + w_r * gini_r) = sum_k L_k^2 / w_l + sum_k R_k^2 / w_r - w:
@@ -190,7 +186,7 @@ class Gini(_ClassificationCriterion):
         wr = _safe(xp, self.weight(xp, right))
         sl = _channel_sum(xp, left[..., 1:], square=True)
         sr = _channel_sum(xp, right[..., 1:], square=True)
-        return sl / wl + sr / wr
+        return rules.sum_sq_proxy(sl, sr, wl, wr)
 
 
 class Entropy(_ClassificationCriterion):
@@ -202,7 +198,7 @@ class Entropy(_ClassificationCriterion):
     def impurity(self, xp, s):
         p = self._fractions(xp, s)
         safe_p = xp.where(p > 0, p, xp.ones_like(p))
-        return -xp.sum(p * (xp.log(safe_p) / LOG2), axis=-1)
+        return -xp.sum(rules.entropy_term(p, xp.log(safe_p)), axis=-1)
 
 
 class Misclassification(_ClassificationCriterion):
@@ -250,7 +246,7 @@ class SquaredError(_RegressionCriterion):
         w = _safe(xp, self.weight(xp, s))
         sums = self._sums(s)
         sq = s[..., 2 + self.n_outputs :]
-        per_output = sq / w[..., None] - (sums / w[..., None]) ** 2
+        per_output = rules.variance(sq, sums, w[..., None])
         return xp.sum(per_output, axis=-1) / self.n_outputs
 
     def proxy(self, xp, left, right):
@@ -258,7 +254,7 @@ class SquaredError(_RegressionCriterion):
         wl = _safe(xp, self.weight(xp, left))
         wr = _safe(xp, self.weight(xp, right))
         sl, sr = self._sums(left), self._sums(right)
-        return _channel_sum(xp, sl, square=True) / wl + _channel_sum(xp, sr, square=True) / wr
+        return rules.sum_sq_proxy(_channel_sum(xp, sl, square=True), _channel_sum(xp, sr, square=True), wl, wr)
 
 
 class FriedmanMSE(SquaredError):
@@ -275,8 +271,7 @@ class FriedmanMSE(SquaredError):
     def proxy(self, xp, left, right):
         wl = _safe(xp, self.weight(xp, left))
         wr = _safe(xp, self.weight(xp, right))
-        diff = wr * xp.sum(self._sums(left), axis=-1) - wl * xp.sum(self._sums(right), axis=-1)
-        return diff * diff / (wl * wr)
+        return rules.friedman_proxy(xp.sum(self._sums(left), axis=-1), xp.sum(self._sums(right), axis=-1), wl, wr)
 
     def improvement(self, xp, parent, left, right, total_weight):
         wl = _safe(xp, self.weight(xp, left))
@@ -304,7 +299,7 @@ class Poisson(_RegressionCriterion):
         ylogy = s[..., 2 + self.n_outputs :]
         ok = sums > POISSON_EPSILON
         safe_sums = xp.where(ok, sums, xp.ones_like(sums))
-        loss = ylogy - sums * xp.log(safe_sums / w[..., None])
+        loss = ylogy - rules.poisson_term(sums, xp.log(safe_sums / w[..., None]))
         total = xp.sum(loss, axis=-1) / (w * self.n_outputs)
         return xp.where(xp.all(ok, axis=-1), total, xp.full_like(total, xp.inf))
 
@@ -315,8 +310,8 @@ class Poisson(_RegressionCriterion):
         ok = xp.all((sl > POISSON_EPSILON) & (sr > POISSON_EPSILON), axis=-1)
         sl_s = xp.where(sl > POISSON_EPSILON, sl, xp.ones_like(sl))
         sr_s = xp.where(sr > POISSON_EPSILON, sr, xp.ones_like(sr))
-        val = xp.sum(sl_s * xp.log(sl_s / wl[..., None]), axis=-1) + xp.sum(
-            sr_s * xp.log(sr_s / wr[..., None]), axis=-1
+        val = xp.sum(rules.poisson_term(sl_s, xp.log(sl_s / wl[..., None])), axis=-1) + xp.sum(
+            rules.poisson_term(sr_s, xp.log(sr_s / wr[..., None])), axis=-1
         )
         return xp.where(ok, val, xp.full_like(val, -xp.inf))
 
@@ -379,14 +374,14 @@ class Newton(Criterion):
 
     def leaf_value(self, xp, s):
         """``-G / (H + l2)``, shape ``s.shape[:-1]``."""
-        return -s[..., self._G] / self._den(xp, s)
+        return rules.newton_value(s[..., self._G], self._den(xp, s))
 
     def value(self, xp, s):
         return self.leaf_value(xp, s)[..., None, None]
 
     def score(self, xp, s):
         """``G^2 / (H + l2)`` (twice the loss decrease of the optimal leaf value)."""
-        return s[..., self._G] * s[..., self._G] / self._den(xp, s)
+        return rules.newton_score(s[..., self._G], self._den(xp, s))
 
     def impurity(self, xp, s):
         """``-G^2 / (2 (H + l2))``: the second-order loss of the node at its optimal value."""
@@ -412,7 +407,7 @@ class Newton(Criterion):
 
     def gain_at(self, xp, s, v):
         """Score of a node whose value is forced to ``v``: ``-(2 G v + (H + l2) v^2)``."""
-        return newton_gain_at(s[..., self._G], s[..., self._H], self.l2, v)
+        return rules.newton_gain_at(s[..., self._G], s[..., self._H], self.l2, v)
 
     def bounded_gain(self, xp, s, lower, upper):
         """Score of nodes whose value is clipped to ``[lower, upper]`` (shape ``s.shape[:-1]``)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._records import SplitConstraints, SplitRecord
-from .kernels.rules import TIE_RTOL
+from .kernels.rules import TIE_RTOL, midpoint, tie_target
 
 
 
@@ -96,7 +96,7 @@ def _score(xp, criterion, left, parent_b, cons, allow, mono=None):
 
 def near_best(xp, proxy, best):
     """Candidates within the tie tolerance of ``best`` (broadcastable)."""
-    return (proxy >= best - TIE_RTOL * xp.abs(best)) & (proxy > -xp.inf)
+    return (proxy >= tie_target(best, TIE_RTOL)) & (proxy > -xp.inf)
 
 
 def _random_bins(xp, hist, u):
@@ -402,7 +402,7 @@ def split_thresholds(xp, bin_mapper, feature, position, next_bin, has_next):
     values = xp.reshape(bin_mapper.bin_values, (-1,))
     lo = xp.take(values, base + position)
     hi = xp.take(values, base + next_bin)
-    mid = lo / 2.0 + hi / 2.0
+    mid = midpoint(lo, hi)
     mid = xp.where(mid == hi, lo, mid)
     exact = xp.take(_bool_table(xp, bin_mapper.is_exact), feature)
     thr = xp.where(exact, mid, edge)

@@ -79,15 +79,11 @@ _U31 = np.uint64(31)
 _LAST_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
 NEG_INF = -np.inf
 
-#: Rules inlined into their callers by the compilers (small formulas inside
-#: loops that must vectorise); the others are compiled as functions of their own.
-INLINE = ()
-
 __all__ = [
     "EPSILON", "POISSON_EPSILON", "LOG2", "NEWTON_GAIN_RTOL", "TIE_RTOL", "UNROLL_CHANNELS", "PAIRWISE_BLOCK",
-    "MIN_HESSIAN", "GOLDEN", "MIX_1", "MIX_2", "LEFT", "RIGHT", "TO_UNIT", "RANK_DRAW_FEATURES", "NEG_INF", "INLINE",
+    "MIN_HESSIAN", "GOLDEN", "MIX_1", "MIX_2", "LEFT", "RIGHT", "TO_UNIT", "RANK_DRAW_FEATURES", "NEG_INF",
     "pairwise_sum", "channel_sum", "safe", "newton_gradient_channel", "criterion_weight", "entropy_term", "impurity",
-    "poisson_term", "sum_sq_proxy", "friedman_proxy", "newton_denominator", "newton_score", "newton_value",
+    "gini_impurity", "variance", "weighted_decrease", "midpoint", "poisson_term", "sum_sq_proxy", "friedman_proxy", "newton_denominator", "newton_score", "newton_value",
     "newton_gain_at", "newton_bounded", "newton_proxy", "newton_improvement", "newton_accept",
     "impurity_improvement", "impurity_accept", "can_split", "has_rows", "tie_target", "random_bin", "random_pick",
     "split_threshold", "mix64", "draw_bits", "uniform", "child_key", "draw_features",
@@ -161,9 +157,20 @@ def criterion_weight(kind, s):
     return s[2]
 
 
-def entropy_term(p):
-    """``p log2 p`` (0 at 0) of one class fraction."""
-    return p * (math.log(p if p > 0 else 1.0) / LOG2)
+def entropy_term(p, log_p):
+    """A class fraction's ``p log2 p`` term of the entropy, given ``log(p)`` (0 at ``p == 0``: ``log_p`` 0)."""
+    return p * (log_p / LOG2)
+
+
+def gini_impurity(sum_sq, w):
+    """Gini impurity ``1 - sum p_k^2`` from the sum of squared class weights and the weight as divisor."""
+    return 1.0 - sum_sq / (w * w)
+
+
+def variance(sum_sq, total, w):
+    """One output's ``E[y^2] - E[y]^2`` from its sums of ``w y^2`` and ``w y`` and the weight as divisor."""
+    mean = total / w
+    return sum_sq / w - mean * mean
 
 
 def impurity(kind, s, n_out, tmp):
@@ -177,10 +184,11 @@ def impurity(kind, s, n_out, tmp):
     ws = safe(criterion_weight(kind, s))
     k = s.shape[0] - 1
     if kind == GINI:
-        return 1.0 - channel_sum(s, 1, k, True) / (ws * ws)
+        return gini_impurity(channel_sum(s, 1, k, True), ws)
     if kind == ENTROPY:
         for j in range(k):
-            tmp[j] = entropy_term(s[1 + j] / ws)
+            p = s[1 + j] / ws
+            tmp[j] = entropy_term(p, math.log(p if p > 0 else 1.0))
         return -pairwise_sum(tmp, 0, k, False)
     if kind == MISCLASSIFICATION:
         best = s[1] / ws
@@ -190,26 +198,26 @@ def impurity(kind, s, n_out, tmp):
                 best = p
         return 1.0 - best
     for j in range(n_out):  # squared error
-        mean = s[2 + j] / ws
-        tmp[j] = s[2 + n_out + j] / ws - mean * mean
+        tmp[j] = variance(s[2 + n_out + j], s[2 + j], ws)
     return pairwise_sum(tmp, 0, n_out, False) / n_out
 
 
-def poisson_term(v, ws):
-    """One output's ``S log(S / w)`` of a child with target sum ``v`` (1 at or below the guard) and weight ``ws``."""
-    v = v if v > POISSON_EPSILON else 1.0
-    return v * math.log(v / ws)
+def poisson_term(v, log_ratio):
+    """One output's ``S log(S / w)`` of the Poisson proxy, given the target sum and ``log(S / w)``."""
+    return v * log_ratio
 
 
 def sum_sq_proxy(sl, sr, wl, wr):
-    """Gini's and squared error's proxy ``S_l / w_l + S_r / w_r`` (sums of squared class weights or target sums)."""
-    return sl / safe(wl) + sr / safe(wr)
+    """Gini's and squared error's proxy ``S_l / w_l + S_r / w_r`` (``S``: sums of squared class weights or of
+    target sums; ``w``: the children's weights as divisors, 1 where not positive)."""
+    return sl / wl + sr / wr
 
 
-def friedman_proxy(sl, sr, a, b):
-    """Friedman's ``(w_r S_l - w_l S_r)^2 / (w_l w_r)`` from the target sums and the safe weights ``a``, ``b``."""
-    diff = b * sl - a * sr
-    return diff * diff / (a * b)
+def friedman_proxy(sl, sr, wl, wr):
+    """Friedman's ``(w_r S_l - w_l S_r)^2 / (w_l w_r)`` from the target sums and the children's weights as
+    divisors."""
+    diff = wr * sl - wl * sr
+    return diff * diff / (wl * wr)
 
 
 def newton_denominator(h, l2):
@@ -217,14 +225,15 @@ def newton_denominator(h, l2):
     return safe(h + l2)
 
 
-def newton_score(g, h, l2):
-    """``G^2 / (H + l2)``: twice the loss decrease of a node at its optimal value."""
-    return g * g / newton_denominator(h, l2)
+def newton_score(g, d):
+    """``G^2 / (H + l2)`` from ``G`` and the divisor ``d`` (:func:`newton_denominator`): twice the loss
+    decrease of a node at its optimal value."""
+    return g * g / d
 
 
-def newton_value(g, h, l2):
-    """The Newton leaf value ``-G / (H + l2)``."""
-    return -g / newton_denominator(h, l2)
+def newton_value(g, d):
+    """The Newton leaf value ``-G / (H + l2)`` from ``G`` and the divisor ``d`` (:func:`newton_denominator`)."""
+    return -g / d
 
 
 def newton_gain_at(g, h, l2, v):
@@ -234,7 +243,7 @@ def newton_gain_at(g, h, l2, v):
 
 def newton_bounded(g, h, l2, lo, up):
     """The leaf value clipped to ``[lo, up]`` (monotonic bounds) and the score at it."""
-    v = newton_value(g, h, l2)
+    v = newton_value(g, newton_denominator(h, l2))
     v = max(v, lo)
     v = min(v, up)
     return v, newton_gain_at(g, h, l2, v)
@@ -242,12 +251,12 @@ def newton_bounded(g, h, l2, lo, up):
 
 def newton_proxy(gl, hl, gr, hr, l2):
     """Newton's proxy ``G_l^2 / (H_l + l2) + G_r^2 / (H_r + l2)`` of a candidate."""
-    return newton_score(gl, hl, l2) + newton_score(gr, hr, l2)
+    return newton_score(gl, newton_denominator(hl, l2)) + newton_score(gr, newton_denominator(hr, l2))
 
 
 def newton_improvement(gp, hp, gl, hl, gr, hr, l2):
     """A split's Newton gain: the children's scores minus the node's (XGBoost's ``loss_chg`` times 2)."""
-    return newton_score(gl, hl, l2) + newton_score(gr, hr, l2) - newton_score(gp, hp, l2)
+    return newton_proxy(gl, hl, gr, hr, l2) - newton_score(gp, newton_denominator(hp, l2))
 
 
 def newton_accept(improvement, proxy, min_decrease):
@@ -255,15 +264,18 @@ def newton_accept(improvement, proxy, min_decrease):
     return improvement > max(min_decrease, NEWTON_GAIN_RTOL * abs(proxy))
 
 
+def weighted_decrease(w, total_weight, ws, i, wl, il, wr, ir):
+    """scikit-learn's weighted impurity decrease ``w / W * (i - w_r / w * i_r - w_l / w * i_l)`` of a split
+    (``ws``: the node's weight as divisor)."""
+    return (w / total_weight) * (i - (wr / ws) * ir - (wl / ws) * il)
+
+
 def impurity_improvement(kind, P, L, R, n_out, total_weight, tmp):
-    """scikit-learn's weighted impurity decrease ``w / W * (i - w_r / w * i_r - w_l / w * i_l)``."""
+    """:func:`weighted_decrease` of a split from the statistics of the node and its children."""
     w = criterion_weight(kind, P)
-    ws = safe(w)
     wl, wr = criterion_weight(kind, L), criterion_weight(kind, R)
-    return (w / total_weight) * (
-        impurity(kind, P, n_out, tmp) - (wr / ws) * impurity(kind, R, n_out, tmp)
-        - (wl / ws) * impurity(kind, L, n_out, tmp)
-    )
+    return weighted_decrease(w, total_weight, safe(w), impurity(kind, P, n_out, tmp), wl,
+                             impurity(kind, L, n_out, tmp), wr, impurity(kind, R, n_out, tmp))
 
 
 def impurity_accept(improvement, min_decrease):
@@ -346,8 +358,13 @@ def split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact):
         return thresholds[f, p]
     lo = bin_values[f, p]
     hi = bin_values[f, nxt]
-    mid = lo / 2.0 + hi / 2.0
+    mid = midpoint(lo, hi)
     return lo if mid == hi else mid
+
+
+def midpoint(lo, hi):
+    """The threshold between two values (scikit-learn's): their halves added, which does not overflow."""
+    return lo / 2.0 + hi / 2.0
 
 
 # -- draws keyed by a node's path (gputrees._node_draws) ------------------------------

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from ..._records import loss_code
-from ..rules import newton_value
+from ..rules import newton_denominator, newton_value
 from .grow import NO_SUMS, TreeCall, fixed_inputs, round_covered, tree_batch
 from .jit import JIT, Threads
 from .loss import EndPasses
@@ -47,7 +47,7 @@ def _newton_leaf_values(stats, first_child, n_nodes, l2, learning_rate):
     """
     out = np.empty((1, n_nodes))
     for i in range(n_nodes):
-        v = newton_value(stats[i, 1], stats[i, 2], l2)
+        v = newton_value(stats[i, 1], newton_denominator(stats[i, 2], l2))
         out[0, i] = learning_rate * (v if first_child[i] < 0 else 0.0)
     return out
 

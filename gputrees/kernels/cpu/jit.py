@@ -16,6 +16,8 @@ not depend on the number of threads.
 from __future__ import annotations
 
 import functools
+import hashlib
+from pathlib import Path
 from types import FunctionType
 
 import numba
@@ -42,16 +44,62 @@ except ImportError:  # (an internal module of Numba's)
 
 
 def compile_rules():
-    """Make every function of :mod:`gputrees.kernels.rules` callable from this module's kernels (Numba's CPU
-    target): the rules are compiled within the kernels that call them, with :data:`JIT_LEAF`'s options."""
+    """Make every function of :mod:`gputrees.kernels.rules` callable from the CPU kernels (Numba's CPU target):
+    each rule is compiled within the kernels that call it, with :data:`JIT_LEAF`'s options."""
     options = {k: v for k, v in JIT_LEAF.items() if k != "cache"}
-    for name, fn in vars(rules).items():
+    for fn in vars(rules).values():
         if isinstance(fn, FunctionType) and fn.__module__ == rules.__name__:
-            inline = "always" if name in rules.INLINE else "never"
-            overload(fn, jit_options=options, inline=inline, strict=False, target="cpu")(lambda *args, _fn=fn: _fn)
+            overload(fn, jit_options=options, strict=False, target="cpu")(lambda *args, _fn=fn: _fn)
+
+
+def _sources_fingerprint() -> bytes:
+    """A hash of the compiled sources: the rules and every module of this package."""
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in [Path(rules.__file__)] + sorted(here.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.digest()
+
+
+def stamp_kernel_caches():
+    """Tie every cached kernel of this package to all of its sources and the rules.
+
+    A kernel's machine code holds what it calls in other modules (the rules,
+    the memory intrinsics, another module's kernels), but Numba validates a
+    cache entry by the source of the kernel's own file only: after a change
+    to a rule, the cached kernels that call it would still be loaded. Each of
+    Numba's cache locators gets a twin for the files of this package whose
+    stamp adds a hash of them all; other code's caches are untouched.
+    """
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    if impl is None:  # (Numba's caching machinery changed: file stamps only)
+        return
+    here = Path(__file__).parent.resolve()
+    fingerprint = _sources_fingerprint()
+
+    def stamped(locator):
+        class Stamped(locator):
+            @classmethod
+            def from_function(cls, py_func, py_file):
+                if Path(py_file).resolve().parent != here:
+                    return None
+                return super().from_function(py_func, py_file)
+
+            def get_source_stamp(self):
+                return super().get_source_stamp(), fingerprint
+
+        Stamped.__name__ = Stamped.__qualname__ = "GputreesKernels" + locator.__name__
+        return Stamped
+
+    classes = [c for c in impl._locator_classes if not c.__name__.startswith("GputreesKernels")]
+    impl._locator_classes = [stamped(c) for c in classes] + classes
 
 
 compile_rules()
+stamp_kernel_caches()
 
 
 @functools.cache

@@ -30,6 +30,8 @@ left to the oracle: :func:`best_splits` returns None for them.
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from numba import prange
@@ -79,7 +81,9 @@ BLOCKS_PER_THREAD = 4
 def _poisson_sum(s, ws, n_out, tmp):
     """A child's Poisson term summed over outputs in NumPy's order (``tmp``: work space)."""
     for j in range(n_out):
-        tmp[j] = poisson_term(s[2 + j], ws)
+        v = s[2 + j]
+        v = v if v > POISSON_EPSILON else 1.0
+        tmp[j] = poisson_term(v, math.log(v / ws))
     return pairwise_sum(tmp, 0, n_out, False)
 
 
@@ -87,11 +91,11 @@ def _poisson_sum(s, ws, n_out, tmp):
 def _proxy(kind, L, R, wl, wr, n_out, l2, tmp):
     if kind == GINI:
         k = L.shape[0] - 1
-        return sum_sq_proxy(channel_sum(L, 1, k, True), channel_sum(R, 1, k, True), wl, wr)
+        return sum_sq_proxy(channel_sum(L, 1, k, True), channel_sum(R, 1, k, True), safe(wl), safe(wr))
     if kind <= MISCLASSIFICATION:  # -(w_r i_r) - w_l i_l
         return -(wr * impurity(kind, R, n_out, tmp)) - wl * impurity(kind, L, n_out, tmp)
     if kind == SQUARED_ERROR:
-        return sum_sq_proxy(channel_sum(L, 2, n_out, True), channel_sum(R, 2, n_out, True), wl, wr)
+        return sum_sq_proxy(channel_sum(L, 2, n_out, True), channel_sum(R, 2, n_out, True), safe(wl), safe(wr))
     if kind == FRIEDMAN_MSE:
         return friedman_proxy(pairwise_sum(L, 2, n_out, False), pairwise_sum(R, 2, n_out, False), safe(wl), safe(wr))
     if kind == POISSON:
@@ -237,8 +241,8 @@ def _row_regression(kind, L, b, P, a, c, n_out):
         else:
             if not (vl > POISSON_EPSILON and vr > POISSON_EPSILON):
                 return NEG_INF
-            sl += poisson_term(vl, a)
-            sr += poisson_term(vr, c)
+            sl += poisson_term(vl, math.log(vl / a))
+            sr += poisson_term(vr, math.log(vr / c))
     if kind == POISSON:
         return sl + sr
     return friedman_proxy(sl, sr, a, c)
@@ -253,7 +257,7 @@ def _row_impurity(kind, L, b, P, right, w):
     for c in range(1, L.shape[1]):
         p = ((P[c] - L[b, c]) if right else L[b, c]) / ws
         if kind == ENTROPY:
-            acc += entropy_term(p)
+            acc += entropy_term(p, math.log(p if p > 0 else 1.0))
         elif p > acc:
             acc = p
     return -acc if kind == ENTROPY else 1.0 - acc
@@ -665,7 +669,7 @@ def fast_proxies(LT, n, P0, P1, P2, P3, msl, mwl, mse, four, out):
 def _select_proxy(l0, r0, sl, sr, wl, wr, msl, mwl):
     """:func:`checked_sum_sq_proxy` without branches (the same value: the conditions and NaN test as selects)."""
     ok = (l0 >= msl) & (r0 >= msl) & (wl >= mwl) & (wr >= mwl) & (wl > 0) & (wr > 0)
-    p = sum_sq_proxy(sl, sr, wl, wr)
+    p = sum_sq_proxy(sl, sr, safe(wl), safe(wr))
     return p if ok & (p == p) else NEG_INF
 
 
@@ -692,7 +696,7 @@ def checked_sum_sq_proxy(l0, r0, sl, sr, wl, wr, msl, mwl):
     ``l0``, ``r0``), -inf where a side is below ``msl`` / ``mwl`` or empty, or where it is NaN."""
     p = NEG_INF
     if l0 >= msl and r0 >= msl and wl >= mwl and wr >= mwl and wl > 0 and wr > 0:
-        p = sum_sq_proxy(sl, sr, wl, wr)
+        p = sum_sq_proxy(sl, sr, safe(wl), safe(wr))
         if p != p:
             p = NEG_INF
     return p
