@@ -13,10 +13,10 @@ from ._forest import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
-from ._model_io import ModelFormatError, load_model
+from ._model_io import ModelFormatError, load_model, register_estimators
 from ._weight_boosting import AdaBoostClassifier, AdaBoostRegressor
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "DecisionTreeClassifier",
@@ -35,3 +35,6 @@ __all__ = [
     "ModelFormatError",
     "__version__",
 ]
+
+# the classes a model file may name
+register_estimators(*(obj for obj in map(globals().get, __all__) if isinstance(obj, type) and hasattr(obj, "fit")))

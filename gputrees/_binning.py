@@ -34,9 +34,7 @@ import numpy as np
 
 from ._backend import from_numpy, to_numpy
 from .kernels.rules import midpoint
-from .kernels._reference import bin_codes as bin_codes_reference
-from .kernels._reference import covered_values as covered_values_reference
-from .kernels._reference import sorted_columns as sorted_columns_reference
+from .kernels import reference
 
 MAX_BINS_LIMIT = 65535
 #: Rows sampled to place quantile edges on large data (as LightGBM and
@@ -97,16 +95,15 @@ class BinMapper:
         ----------
         X : array of shape (n_samples, n_features), float64, in namespace ``xp``
         kernels : Kernels or None
-            The fit's kernel set: its ``bin_codes`` when it has one (the Numba
-            set's compiled pass), else the array-API reference
-            (:func:`gputrees.kernels._reference.bin_codes`). Same codes.
+            The fit's kernel set, whose ``bin_codes`` makes them (the Numba
+            set's compiled pass); None: the array-API reference
+            (:func:`gputrees.kernels.reference.bin_codes`). Same codes.
 
         Returns
         -------
         codes : array of shape (n_samples, n_features), uint8 or uint16
         """
-        fast = None if kernels is None else kernels.bin_codes
-        return (fast or bin_codes_reference)(xp, X, self)
+        return (reference if kernels is None else kernels).bin_codes(xp, X, self)
 
     def encode_for_predict(self, xp, X):
         """``X`` with categorical columns replaced by their codes (as float64).
@@ -180,9 +177,9 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
         Largest number of value bins per feature, 2 .. 65535.
     kernels : Kernels or None
         Its ``sorted_columns``, when set, sorts the features' values
-        (:func:`gputrees.kernels._reference.sorted_columns` otherwise), and its
+        (:func:`gputrees.kernels.reference.sorted_columns` otherwise), and its
         ``covered_values`` checks the sampled features' values against every
-        row (:func:`gputrees.kernels._reference.covered_values` otherwise).
+        row (:func:`gputrees.kernels.reference.covered_values` otherwise).
 
     Returns
     -------
@@ -190,8 +187,8 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
     """
     if not 2 <= max_bins <= MAX_BINS_LIMIT:
         raise ValueError(f"max_bins must be in [2, {MAX_BINS_LIMIT}], got {max_bins}")
-    covered_values = getattr(kernels, "covered_values", None) or covered_values_reference
-    sorted_columns = getattr(kernels, "sorted_columns", None) or sorted_columns_reference
+    covered_values = (reference if kernels is None else kernels).covered_values
+    sorted_columns = (reference if kernels is None else kernels).sorted_columns
     n_features = X.shape[1]
     n_samples = X.shape[0]
     sample = None
@@ -264,7 +261,7 @@ def bin_mapper_from_summaries(xp, distinct, sample, is_categorical, max_bins: in
             continue
         if is_categorical[f]:
             raise ValueError(f"categorical feature {f} has more than max_bins={max_bins} categories")
-        s = sorted_columns_reference(xp, sample, f, f + 1)[0]
+        s = reference.sorted_columns(xp, sample, f, f + 1)[0]
         features.append(_feature_bins(xp, f, s, None, False, max_bins))
     return _assemble(xp, features, is_categorical)
 

@@ -1,23 +1,18 @@
 """GradientBoostingClassifier and GradientBoostingRegressor: Newton boosting of histogram trees.
 
-Each round computes the loss's gradients and hessians of every row, grows
-one tree (K trees for K-class log-loss, as one batch of trees) with the
-Newton criterion of :mod:`gputrees._criteria` (leaf value ``-G / (H + l2)``,
-XGBoost's split gain), and adds ``learning_rate`` times the leaf values to the
-raw predictions. The grower records the leaf each training row ends in, so
-the raw predictions are updated without a prediction pass; validation rows
-are pushed through the round's trees only (incremental). Where the kernel
-set covers the fit (``Kernels.boost_rounds``: the Numba set, one tree a
-round, every row and feature, squared error or binary log-loss), each round
-runs as a few compiled calls made once per fit instead of these steps, with
-the same results bit for bit.
+``fit`` validates the data, bins it, makes the loss, the baseline and the
+validation sets, and runs the rounds with :func:`gputrees._boost.boost` over
+the local rows (:class:`gputrees._boost.LocalRounds`): each round grows one
+tree (K trees for K-class log-loss, as one batch of trees) with the Newton
+criterion of :mod:`gputrees._criteria` (leaf value ``-G / (H + l2)``,
+XGBoost's split gain) and adds ``learning_rate`` times the leaf values to the
+raw predictions. The fitted rounds are kept as one padded batch for
+prediction.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import dataclasses
 import functools
 import numbers
 
@@ -33,12 +28,12 @@ from ._model_io import ModelFileMixin
 from ._scoring import ClassifierMixin, RegressorMixin
 from ._xgboost import XGBoostExportMixin
 from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
+from ._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, LocalRounds, boost
 from ._criteria import Newton
-from ._grower import grow
-from ._records import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams, Round, TreeBatch
+from ._records import DEFAULT_MEMORY_LIMIT, GrowerParams, TreeBatch
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
-from ._predictor import apply_trees, gather_node_values
-from ._progress import _Monitor, _Step
+from ._predictor import apply_trees
+from ._progress import Monitor
 from ._state import transactional_fit
 from ._validation import (
     encode_classes,
@@ -51,8 +46,8 @@ from ._validation import (
     to_numeric_2d,
     y_to_host,
 )
-from .kernels._reference import predict_raw as predict_raw_reference
-from .kernels import get_kernels, quantisation_scale, quantise
+from .kernels.reference import gather_node_values
+from .kernels import get_kernels
 
 __all__ = ["GradientBoostingClassifier", "GradientBoostingRegressor"]
 
@@ -61,112 +56,6 @@ __all__ = ["GradientBoostingClassifier", "GradientBoostingRegressor"]
 PREDICT_CHUNK = 1 << 22
 #: early_stopping="auto" turns early stopping on above this many rows (scikit-learn's rule).
 AUTO_EARLY_STOPPING_ROWS = 10_000
-
-
-class RoundGenerator:
-    """A round's random generator, ``np.random.default_rng([seed, round])``, made on its first use.
-
-    Most rounds draw nothing (no row or column subsample, a grower that
-    searches every feature); making the generator (a seed sequence hashed,
-    a bit generator seeded) cost about 0.1 ms a round in a fit, a tenth of
-    a round on 31k rows. Attributes are the generator's; the draws are the
-    generator's, in the same order.
-    """
-
-    __slots__ = ("_key", "_generator")
-
-    def __init__(self, seed: int, round_index: int):
-        self._key = [seed, round_index]
-        self._generator = None
-
-    def __getattr__(self, name):
-        if name in RoundGenerator.__slots__:  # not set yet (a copy being made): no generator to ask
-            raise AttributeError(name)
-        generator = self._generator
-        if generator is None:
-            generator = self._generator = np.random.default_rng(self._key)
-        return getattr(generator, name)
-
-
-def round_inbag(round_rng, n: int, n_sub: int):
-    """In-bag indicator (n,) float64 (host) of a round's row subsample, or None without subsampling.
-
-    Draws from ``round_rng`` (the round's generator), so the draws after it
-    (column samples, the grower's) follow the same stream on every machine.
-    """
-    if n_sub >= n:
-        return None
-    inbag = np.zeros(n, dtype=np.float64)
-    inbag[round_rng.choice(n, size=n_sub, replace=False)] = 1.0
-    return inbag
-
-
-def round_channels(xp, g, h, count, out=None):
-    """Channels (K, n, 3) of a round's K trees: [in-bag count, g, h], gradients zero out of the bag.
-
-    g, h : (n, K) float64 ; count : (n,) float64 (1 in the bag, 0 out), or None (every row in).
-    out : (K, n, 3) float64 or None
-        The previous round's channels, written over (a fit keeps one
-        table: a fresh 19 MB one every round of an 800k-row fit cost 5-10 ms
-        in page faults, as much as the round's gradients). None: a new array.
-    """
-    k, n = int(g.shape[1]), int(g.shape[0])
-    if out is None or tuple(out.shape) != (k, n, 3):
-        out = xp.empty((k, n, 3), dtype=xp.float64)
-    if count is None:
-        out[:, :, 0] = 1.0
-    else:
-        g, h = g * count[:, None], h * count[:, None]
-        out[:, :, 0] = xp.broadcast_to(count[None, :], (k, n))
-    out[:, :, 1] = xp.permute_dims(g, (1, 0))
-    out[:, :, 2] = xp.permute_dims(h, (1, 0))
-    return out
-
-
-def round_end(xp, loss, raw, values, row_leaf, y, w, table):
-    """The end of a round without row subsample: new raw predictions, their loss, the next round's channels.
-
-    Parameters
-    ----------
-    loss : Loss
-    raw : array of shape (n, K), float64
-        Raw predictions before the round's trees.
-    values : array of shape (K, n_nodes), float64
-        The round's node values (learning rate included).
-    row_leaf : array of shape (K, n), int64
-        Every row's leaf in each of the round's trees.
-    y, w : arrays of shape (n,), float64
-        Encoded targets and sample weights.
-    table : array of shape (K, n, 3), float64, or None
-        The channel table to write over (see :func:`round_channels`).
-
-    Returns
-    -------
-    raw : array of shape (n, K), float64
-        ``raw`` plus every row's leaf values.
-    loss : float
-        The weighted mean loss of the new raw predictions (``Loss.loss``).
-    table : array of shape (K, n, 3), float64
-        ``[1, g, h]`` of the new raw predictions: the next round's channels
-        when it draws no row subsample.
-    sums : array of shape (3,), float64, or None
-        The table's column sums where the pass made them (a compiled round
-        end, one tree a round: ``GrowerInputs.channel_sums``); None here, the
-        grower then sums the rows.
-    """
-    raw = raw + gather_node_values(xp, values, xp.permute_dims(row_leaf, (1, 0)))
-    g, h = loss.gradients(xp, raw, y, w)
-    return raw, loss.loss(xp, raw, y, w), round_channels(xp, g, h, None, table), None
-
-
-def round_tree_features(round_rng, k: int, n_features: int, n_col: int):
-    """Features (K, n_features) bool each tree of the round may use, or None (all)."""
-    if n_col >= n_features:
-        return None
-    tree_features = np.zeros((k, n_features), dtype=bool)
-    for t in range(k):
-        tree_features[t, round_rng.choice(n_features, size=n_col, replace=False)] = True
-    return tree_features
 
 
 def _stack_rounds(xp, rounds):
@@ -389,128 +278,37 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             self.validation_score_ = []
             self._eval_scores = []
         codes = bin_mapper.transform(xp, Xd, kernels)
-        # the routing's feature-major copy, once per fit (not per round)
-        codes_by_feature = kernels.feature_major(xp, codes)
         k = loss.n_trees_per_round
         raw = self._raw_binned(xp, bin_mapper.encode_for_predict(xp, Xd), n)
-        val = []
-        for Xv, yv, wv in val_sets:
-            Xvp = bin_mapper.encode_for_predict(xp, Xv)
-            val.append((Xvp, yv, wv, self._raw_binned(xp, Xvp, int(Xv.shape[0]))))
-        params = self._grower_params(n_features)
-        criterion = Newton(self.l2_regularization)
-        train_scores = list(self.train_score_) if warm else []
-        val_scores = [list(s) for s in self._eval_scores] if warm else [[] for _ in val]
+        evals = [
+            EvalSet(xp, Xvp, yv, wv, self._raw_binned(xp, Xvp, int(Xv.shape[0])), bin_mapper.missing_bin, self.n_jobs)
+            for Xv, yv, wv in val_sets
+            for Xvp in (bin_mapper.encode_for_predict(xp, Xv),)
+        ]
+        history = BoostHistory(list(self._rounds), list(self.train_score_) if warm else [],
+                               [list(v) for v in self._eval_scores] if warm else [[] for _ in evals])
         if not warm:
-            train_scores.append(-loss.loss(xp, raw, y_dev, w_dev))
-            for i, (_, yv, wv, rv) in enumerate(val):
-                val_scores[i].append(-loss.loss(xp, rv, yv, wv))
-        rounds = list(self._rounds)
-        start = len(rounds)
-        n_sub = max(1, int(self.subsample * n)) if self.subsample < 1.0 else n
-        n_col = max(1, int(self.colsample_bytree * n_features))
-        monitor = _Monitor(self, self.n_estimators, start, "round")
-        stopped_at = None
+            history.train_scores.append(-loss.loss(xp, raw, y_dev, w_dev))
+            for ev, scores in zip(evals, history.val_scores):
+                scores.append(ev.score(loss))
+        plan = BoostPlan(
+            n_rounds=self.n_estimators, seed=seed, n_rows=n,
+            n_sub=max(1, int(self.subsample * n)) if self.subsample < 1.0 else n,
+            n_features=n_features, n_col=max(1, int(self.colsample_bytree * n_features)), n_trees=k,
+        )
         quantised = kernels.fixed_point if self.quantised_gradients == "auto" else bool(self.quantised_gradients)
-        # two-channel histograms ([G, H], see gputrees._grower.Grower) where no
-        # training value is missing; quantised kernels scale every channel
-        count_free = not quantised and not bool(xp.any(codes == bin_mapper.missing_bin))
-        table = None  # the channel table, written over every round (round_channels)
-        table_sums = None  # its column sums, where the round end made them
-        # without a row subsample, a round ends by writing the next round's
-        # channels (round_end, one compiled pass where the kernels have one)
-        ahead = False  # whether ``table`` holds the channels of ``raw``
-        # the kernels may keep work buffers for every round's tree (Kernels.workspace)
-        reuse = kernels.workspace
-        # every round in a few compiled calls where the kernels cover the fit
-        # (Kernels.boost_rounds: the same trees, values and losses as the
-        # steps below); made at the fit's first round, from its inputs
-        runner = None
-        may_run = (kernels.boost_rounds is not None and n_sub >= n and n_col >= n_features and not quantised
-                   and k == 1)
-        with reuse() if reuse is not None else contextlib.nullcontext():
-            for it in range(start, self.n_estimators):
-                round_rng = RoundGenerator(seed, it)
-                if runner is None:
-                    inbag = round_inbag(round_rng, n, n_sub)
-                    count = None if inbag is None else _backend.from_numpy(xp, inbag)
-                    if not ahead:
-                        g, h = loss.gradients(xp, raw, y_dev, w_dev)
-                        table = round_channels(xp, g, h, count, table)
-                        table_sums = None
-                    channels = table
-                    round_kernels = kernels
-                    if quantised:
-                        # one host synchronisation per round (not per level): the
-                        # scale is a host value, see gputrees.kernels._quantise
-                        scale = quantisation_scale(xp, channels, n)
-                        channels = quantise(xp, channels, scale)
-                        round_kernels = kernels.quantised(scale)
-                    tree_features = round_tree_features(round_rng, k, n_features, n_col)
-                    inputs = GrowerInputs(
-                        codes=codes,
-                        channels=channels,
-                        multiplicity=None,
-                        bin_mapper=bin_mapper,
-                        criterion=criterion,
-                        kernels=round_kernels,
-                        rng=round_rng,
-                        tree_features=tree_features,
-                        record_leaves=True,
-                        monotonic_cst=mono,
-                        codes_by_feature=codes_by_feature,
-                        count_free_histograms=count_free,
-                        unit_count_channel=count is None and not quantised,
-                        channel_sums=None if quantised else table_sums,
-                    )
-                    if may_run and it == start:
-                        runner = kernels.boost_rounds(xp, inputs, params, loss, self.learning_rate, y_dev, w_dev)
-                if runner is not None:
-                    batch, values, raw, score, table, table_sums = runner(raw, table, table_sums)
-                    ahead = True
-                else:
-                    batch = grow(xp, inputs, params)
-                    w_round = w_dev if count is None else w_dev * count
-                    values = self._leaf_values(xp, kernels, loss, criterion, batch, raw, y_dev, w_round)
-                    values = self.learning_rate * values
-                    if count is None:
-                        # quantised fits promise the same model, train_score_ included,
-                        # on every kernel set: the generic passes, whose loss sums are
-                        # NumPy's (a compiled round end sums the loss in another order)
-                        compiled = kernels.round_end is not None and not quantised
-                        end = (kernels.round_end(xp, loss, raw, values, batch.row_leaf, y_dev, w_dev, table)
-                               if compiled else None)
-                        raw, score, table, table_sums = end or round_end(xp, loss, raw, values, batch.row_leaf,
-                                                                         y_dev, w_dev, table)
-                        ahead = True
-                    else:
-                        leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)
-                        raw = raw + gather_node_values(xp, values, leaves)
-                        score = loss.loss(xp, raw, y_dev, w_dev)
-                    batch = dataclasses.replace(batch, row_leaf=None)
-                rounds.append(Round(batch=batch, values=values))
-                train_scores.append(-score)
-                for i, (Xvp, yv, wv, rv) in enumerate(val):
-                    lv = apply_trees(xp, batch, Xvp, bin_mapper.missing_bin, n_jobs=self.n_jobs)
-                    rv = rv + gather_node_values(xp, values, lv)
-                    val[i] = (Xvp, yv, wv, rv)
-                    val_scores[i].append(-loss.loss(xp, rv, yv, wv))
-                model = functools.partial(self._snapshot, xp, k, rounds, train_scores, val_scores, len(rounds))
-                step = _Step(it, len(rounds), train_scores[-1], val_scores[-1][-1] if val_scores else None, model)
-                if monitor.step(step):
-                    break
-                if es and self._should_stop(val_scores[-1]):
-                    stopped_at = it
-                    monitor.close()  # the bar ends before the message
-                    if int(self.verbose) > 0:
-                        print(
-                            f"early stopping after round {it + 1}: no validation improvement for "
-                            f"{self.n_iter_no_change} rounds",
-                            flush=True,
-                        )
-                    break
-        monitor.close()
-        return self._finish(xp, k, rounds, train_scores, val_scores, stopped_at)
+        rows = LocalRounds(
+            xp, kernels, loss, Newton(self.l2_regularization), self._grower_params(n_features), codes, bin_mapper,
+            y_dev, w_dev, raw, self.learning_rate, monotonic_cst=mono, quantised=quantised,
+            compiled_rounds=plan.n_sub >= n and plan.n_col >= n_features and not quantised and k == 1,
+        )
+        stopped_at = boost(
+            rows, loss, plan, history, evals,
+            monitor=Monitor(self, self.n_estimators, len(self._rounds), "round"),
+            snapshot=functools.partial(self._snapshot, xp, k, history),
+            early_stopping=EarlyStopping(self.n_iter_no_change, self.tol, int(self.verbose)) if es else None,
+        )
+        return self._finish(xp, k, history.rounds, history.train_scores, history.val_scores, stopped_at)
 
     def _finish(self, xp, k, rounds, train_scores, val_scores, stopped_at=None):
         """Set the fitted attributes from the rounds of a fit (K trees each) and their scores; returns self."""
@@ -529,11 +327,12 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         self._forest_cache = _stack_rounds(xp, self._rounds) if self._rounds else None
         return self
 
-    def _snapshot(self, xp, k, rounds, train_scores, val_scores, n_rounds):
-        """A fitted shallow copy holding the first ``n_rounds`` of the growing lists (``IterationEnv.model``)."""
-        later = len(rounds) - n_rounds  # rounds (and scores) appended after this snapshot was taken
-        scores = [v[: len(v) - later] for v in val_scores]
-        return copy.copy(self)._finish(xp, k, rounds[:n_rounds], train_scores[: len(train_scores) - later], scores)
+    def _snapshot(self, xp, k, history, n_rounds):
+        """A fitted shallow copy holding the first ``n_rounds`` of a fit's growing history (``IterationEnv.model``)."""
+        later = len(history.rounds) - n_rounds  # rounds (and scores) appended after this snapshot was taken
+        scores = [v[: len(v) - later] for v in history.val_scores]
+        return copy.copy(self)._finish(xp, k, history.rounds[:n_rounds],
+                                       history.train_scores[: len(history.train_scores) - later], scores)
 
     def _check_eval_set(self, eval_set):
         if not isinstance(eval_set, (list, tuple)) or not eval_set:
@@ -553,26 +352,6 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         yv_enc = self._encode_eval_y(yv_host)
         return Xvd, _backend.from_numpy(xp, yv_enc), xp.ones(n, dtype=xp.float64)
 
-    def _should_stop(self, scores) -> bool:
-        """scikit-learn's rule: none of the last ``n_iter_no_change`` scores beat the one before them by ``tol``."""
-        m = self.n_iter_no_change
-        if len(scores) <= m:
-            return False
-        reference = scores[-m - 1] + self.tol
-        return not any(s > reference for s in scores[-m:])
-
-    def _leaf_values(self, xp, kernels, loss, criterion, batch, raw, y, w):
-        """Unscaled values (K, n_nodes) of the round's trees (0 at internal nodes)."""
-        values = criterion.leaf_value(xp, batch.stats)
-        if loss.needs_leaf_update:
-            n_nodes = int(batch.left.shape[1])
-            leaf = batch.row_leaf[0, :]
-            values = loss.leaf_estimates(xp, kernels, leaf, raw, y, w, n_nodes)[None, :]
-        if batch.lower is not None:
-            values = xp.clip(values, batch.lower, batch.upper)
-        return xp.where(batch.left < 0, values, xp.zeros_like(values))
-
-    # -- predict --------------------------------------------------------------
     def _forest(self):
         """All rounds as one padded batch and its values (built at the end of fit)."""
         return self._forest_cache
@@ -587,7 +366,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
         # rounds added in training's order, so that the sums are bit-identical
         # to the raw predictions of the fit (warm_start)
-        predict = kernels.predict_raw or functools.partial(predict_raw_reference, apply_trees=kernels.apply_trees)
+        predict = kernels.predict_raw
         step = max(1, PREDICT_CHUNK // n_trees)
         parts = [
             predict(xp, batch, values, Xp[s : min(n, s + step), :], self._bin_mapper.missing_bin,

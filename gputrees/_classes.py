@@ -20,7 +20,8 @@ from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import grow
 from ._records import DEFAULT_MEMORY_LIMIT, GrowerInputs, GrowerParams
-from ._predictor import apply_trees, gather_node_values
+from ._predictor import apply_trees
+from .kernels.reference import gather_node_values
 from ._pruning import ccp_path, prune_ccp, prune_reduced_error
 from ._scoring import ClassifierMixin, RegressorMixin
 from ._state import transactional_fit

@@ -32,8 +32,9 @@ from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import grow
 from ._records import DEFAULT_MEMORY_LIMIT, GrowerInputs
-from ._predictor import apply_trees, gather_node_values
-from ._progress import _Monitor, _Step
+from ._predictor import apply_trees
+from .kernels.reference import gather_node_values
+from ._progress import Monitor, Step
 from ._scoring import ClassifierMixin, RegressorMixin
 from ._state import transactional_fit
 from ._tree import Tree
@@ -237,7 +238,7 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         n_channels = int(channels.shape[1])
         step = self._batch_size(n_samples, n_channels, self.n_estimators - first)
         n_batches = len(self._batches) + -(-(self.n_estimators - first) // step)
-        monitor = _Monitor(self, n_batches, len(self._batches), "batch")
+        monitor = Monitor(self, n_batches, len(self._batches), "batch")
         # every batch's draws and multiplicities in the same two buffers: their
         # pages (tens of MB a batch) written fresh once a fit, not once a batch
         buffers = np.empty((2, step, n_samples))
@@ -276,7 +277,7 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
                 total_w = criterion.weight(xp, batch.stats[:, 0, :])
                 batch = prune_ccp(xp, batch, criterion, self.ccp_alpha, total_w)
             self._batches.append(batch)
-            if monitor.step(_Step(len(self._batches) - 1, stop)):
+            if monitor.step(Step(len(self._batches) - 1, stop)):
                 break
         monitor.close()
         self._bin_mapper = bin_mapper

@@ -14,7 +14,7 @@ A *round* expands a set of frontier nodes of every tree of the batch:
    (``DRAWN_BUILD_SHARE``); pairs whose children both have fewer rows than bins skip histograms and
    use the sort-based search of :mod:`gputrees._sorted_split` (numerical
    data), or, with a kernel set that grows whole subtrees
-   (``Kernels.grow_subtrees``, the Numba set), hand those children (and
+   (``FastPaths.subtrees``, the Numba set), hand those children (and
    those of pairs below ``SUBTREE_BELOW_BINS`` times the bins, and with
    drawn features every pair of a round that has ``SUBTREE_PAIRS_PER_THREAD``
    pairs per thread) to it:
@@ -67,7 +67,6 @@ and one per chunk.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import heapq
 from dataclasses import dataclass
@@ -83,7 +82,7 @@ from ._records import (
 )
 from ._splitting import _clamp, find_best_splits
 from ._rows import LocalRows
-from .kernels._reference import children_slot_table, sibling_histograms, take_features
+from .kernels.reference import children_slot_table, take_features
 
 #: Working arrays of the split scan per byte of histogram (cumulative sums,
 #: left/right statistics for both missing-value directions, proxies, masks).
@@ -94,7 +93,7 @@ SCAN_FACTOR = 7
 #: smaller child alone costs over every feature (up to rows / 2 x F) before
 #: the subtraction; random forests draw sqrt(F) (5 of 28).
 DRAWN_BUILD_SHARE = 0.5
-#: With a kernel set that grows whole subtrees (``Kernels.grow_subtrees``),
+#: With a kernel set that grows whole subtrees (``FastPaths.subtrees``),
 #: children of pairs both below this many times the bins are grown to the
 #: end in it, from their rows, instead of level by level with histograms
 #: (below 1x the bins the level-wise search is sort-based too). Alternated in
@@ -339,15 +338,14 @@ class Grower:
         # grown subtrees, which only the grouped layouts read)
         self._exp_ids, self._exp_rec, self._exp_first_child = [], [], []
         # small nodes' whole subtrees in one compiled call where the kernel set
-        # has one (Kernels.grow_subtrees): depth-wise growth of local rows
-        # whose leaves are not recorded; their nodes are numbered
-        # breadth-first at the end (_breadth_first)
-        sub = inputs.kernels.grow_subtrees
+        # has a subtree kernel (FastPaths.subtrees) that covers the fit:
+        # depth-wise growth of local rows whose leaves are not recorded; the
+        # kernel numbers their nodes breadth-first at the end (its layout)
+        sub = inputs.kernels.fast.subtrees
         self._grow_subtrees = (
             sub
             if (
-                sub is not None
-                and (rows is None or isinstance(rows, LocalRows))
+                (rows is None or isinstance(rows, LocalRows))
                 and self.sorted_below > 0
                 and params.max_leaf_nodes is None
                 and not inputs.record_leaves
@@ -738,7 +736,7 @@ class Grower:
         return TreeRows(inp.multiplicity, inp.weight_multiplicity, inp.channels)
 
     def _finish_subtrees(self, ids, st, dp, tr, tree_rows=None) -> None:
-        """Grow the whole subtrees of the nodes ``ids`` (``Kernels.grow_subtrees``), under the memory bound.
+        """Grow the whole subtrees of the nodes ``ids`` (``FastPaths.subtrees``), under the memory bound.
 
         Their nodes are recorded as the level-wise growth would record them,
         their splits by their rules (:class:`_SplitRules`: the layout reads no
@@ -799,7 +797,7 @@ class Grower:
         if r.split_ids.shape[0]:
             self._exp_ids.append(from_numpy(xp, r.split_ids))
             # the rules only (the layout's fields): once subtrees are grown the
-            # batch is laid out by _finalize_compiled or _finalize_grouped
+            # batch is laid out by the subtree kernel (_finalize_subtrees)
             self._exp_rec.append(_SplitRules(
                 feature=from_numpy(xp, r.feature),
                 bin=from_numpy(xp, r.bin),
@@ -808,51 +806,6 @@ class Grower:
             ))
             self._exp_first_child.append(from_numpy(xp, r.first_child))
         self._subtrees_grown = True
-
-    def _breadth_first(self):
-        """Renumber every node tree by tree, breadth-first: by depth, then its parent's order, left before right.
-
-        Within each tree, the order in which the level-wise growth creates its
-        nodes; grown subtrees (:meth:`_finish_subtrees`) created theirs
-        depth-first, after their roots' level. Children stay consecutive
-        (left, right), and every tree's nodes are consecutive
-        (:meth:`_finalize_grouped` lays them out without sorting).
-        """
-        xp = self.xp
-        parent = xp.concat(self._parent)
-        depth = xp.concat(self._depth)
-        tree = xp.concat(self._tree)
-        n = int(parent.shape[0])
-        by_depth = xp.argsort(depth, stable=True)  # ids in order within each level
-        depth_sorted = xp.take(depth, by_depth)
-        n_levels = int(to_numpy(depth_sorted[-1])) + 1
-        bounds = to_numpy(xp.searchsorted(depth_sorted, xp.arange(n_levels + 1, dtype=xp.int64)))
-        ranks, prev, prev_rank = [], None, None
-        for d in range(n_levels):
-            level = by_depth[int(bounds[d]) : int(bounds[d + 1])]
-            if d == 0:
-                key = xp.take(tree, level)  # roots: in tree order
-            else:
-                # the parent's rank in its level (parents are the previous level's
-                # split nodes, looked up in its sorted ids), then the id: a left
-                # child's id is its right sibling's minus 1
-                parent_rank = xp.take(prev_rank, xp.searchsorted(prev, xp.take(parent, level)))
-                key = parent_rank * n + level
-            ranks.append(xp.argsort(xp.argsort(key)))
-            prev, prev_rank = level, ranks[-1]
-        rank = xp.take(xp.concat(ranks), xp.argsort(by_depth))  # by id
-        old_of = xp.argsort((tree * n_levels + depth) * n + rank)
-        new_of = xp.argsort(old_of)
-
-        def renumber(ids):
-            return xp.where(ids >= 0, xp.take(new_of, _clamp(xp, ids, 0)), ids)
-
-        self._parent = [renumber(xp.take(parent, old_of))]
-        self._depth = [xp.take(depth, old_of)]
-        self._tree = [xp.take(tree, old_of)]
-        self._stats = [xp.take(xp.concat(self._stats, axis=0), old_of, axis=0)]
-        self._exp_ids = [renumber(xp.concat(self._exp_ids))]
-        self._exp_first_child = [renumber(xp.concat(self._exp_first_child))]
 
     def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, keep_hist, draws, bounds=None, parents=None,
                     drawn=None):
@@ -868,7 +821,7 @@ class Grower:
         xp = self.xp
         n_pairs = int(pairs.shape[0])
         step = self._pairs_per_chunk(1.0 if drawn is None else int(drawn.shape[1]) / self.n_features)
-        siblings = self.inp.kernels.sibling_histograms or sibling_histograms
+        siblings = self.inp.kernels.sibling_histograms
         parts = []
         for start in range(0, n_pairs, step):
             stop = min(start + step, n_pairs)
@@ -1167,10 +1120,7 @@ class Grower:
             self._drop_finished_rows(front)
         selected = self._simulate(root_list)[0] if best_first else None
         if self._subtrees_grown:
-            if self.inp.kernels.layout_subtrees is not None:
-                return self._finalize_compiled()
-            self._breadth_first()
-            return self._finalize_grouped()
+            return self._finalize_subtrees()
         return self._finalize(selected)
 
     def _release_lists(self):
@@ -1200,11 +1150,12 @@ class Grower:
         self._exp_first_child = []
         return (parent, depth, tree, stats), rules, split_ids, first_child
 
-    def _finalize_compiled(self) -> TreeBatch:
-        """:meth:`_breadth_first` and :meth:`_finalize_grouped` in the kernel set's one pass (``layout_subtrees``)."""
+    def _finalize_subtrees(self) -> TreeBatch:
+        """The batch of a growth part of whose nodes the subtree kernel grew, laid out by it (its ``layout``):
+        every tree's nodes numbered breadth-first, as level-wise growth numbers them."""
         xp = self.xp
         nodes, rules, split_ids, first_child = self._release_lists()
-        count, left, feature, bin_, missing_left, threshold, stats, depth = self.inp.kernels.layout_subtrees(
+        count, left, feature, bin_, missing_left, threshold, stats, depth = self._grow_subtrees.layout(
             xp, self.n_trees, *nodes, split_ids, rules, first_child
         )
         del nodes, rules, split_ids, first_child
@@ -1221,59 +1172,6 @@ class Grower:
             threshold=threshold,
             stats=stats,
             depth=depth,
-            max_depth=int(to_numpy(xp.max(depth))),
-        )
-
-    def _finalize_grouped(self) -> TreeBatch:
-        """:meth:`_finalize` for nodes numbered tree by tree (:meth:`_breadth_first`), every node kept.
-
-        Subtrees are grown only with depth-wise growth, numerical features,
-        no value bounds and no recorded leaves: each tree's nodes are a run of
-        ids already in their final order, so a node's position in its tree is
-        its id minus its tree's first, and the padded arrays are the runs cut
-        and padded, without the general layout's sorts and gathers (on 20
-        forest trees of 50k nodes: 1.0 s of page faults in the general one).
-        """
-        xp = self.xp
-        # the lists joined and emptied, as for the compiled layout (the parents are not read)
-        (_, depth, tree, stats), rec, exp_ids, exp_first_child = self._release_lists()
-        n_nodes = self._n_created
-        ids = xp.arange(n_nodes, dtype=xp.int64)
-        first = to_numpy(xp.searchsorted(tree, xp.arange(self.n_trees + 1, dtype=xp.int64)))
-        counts = np.diff(first).astype(np.int64)
-        width = int(counts.max())
-        order = xp.argsort(exp_ids)
-        pos, is_split = _lookup(xp, xp.take(exp_ids, order), ids)
-        pos = xp.take(order, pos)  # each node's row of the records
-
-        def field(a, default, dtype):
-            return xp.where(is_split, xp.take(a, pos), xp.asarray(default, dtype=dtype))
-
-        # children in the same tree: their position there is their id minus the tree's first
-        tree_first = xp.take(from_numpy(xp, first[:-1].astype(np.int64)), tree)
-        left = field(exp_first_child - xp.take(tree_first, exp_ids), -1, xp.int64)
-        del tree, tree_first, exp_first_child
-
-        def pad(a, fill):
-            parts = []
-            for t in range(self.n_trees):
-                parts.append(a[int(first[t]) : int(first[t + 1]), ...])
-                if counts[t] < width:
-                    parts.append(xp.full((width - int(counts[t]),) + tuple(a.shape[1:]), fill, dtype=a.dtype))
-            return xp.reshape(xp.concat(parts, axis=0), (self.n_trees, width) + tuple(a.shape[1:]))
-
-        return TreeBatch(
-            node_count=counts,
-            left=pad(left, -1),
-            right=pad(xp.where(left >= 0, left + 1, left), -1),
-            feature=pad(field(rec.feature, -2, xp.int64), -2),
-            bin=pad(field(rec.bin, -1, xp.int64), -1),
-            missing_left=pad(field(rec.missing_left, False, xp.bool), False),
-            is_categorical=xp.zeros((self.n_trees, width), dtype=xp.bool),
-            cat_left=xp.zeros((self.n_trees, width, 0), dtype=xp.bool),
-            threshold=pad(field(rec.threshold, -2.0, xp.float64), -2.0),
-            stats=pad(stats, 0.0),
-            depth=pad(depth, 0),
             max_depth=int(to_numpy(xp.max(depth))),
         )
 
@@ -1414,7 +1312,7 @@ def grow(xp, inputs: GrowerInputs, params: GrowerParams, rows=None) -> TreeBatch
         multiplicities). A distributed row set lets ``inputs`` leave those None.
 
     With a kernel set that grows a tree in one compiled call
-    (``Kernels.grow_tree``, the Numba set's boosting trees of the common
+    (``FastPaths.grow_tree``, the Numba set's boosting trees of the common
     case), local rows are grown there when it covers the inputs: the same
     tree as the :class:`Grower`'s, bit for bit.
 
@@ -1423,11 +1321,10 @@ def grow(xp, inputs: GrowerInputs, params: GrowerParams, rows=None) -> TreeBatch
     TreeBatch
     """
     # one boosting tree in one compiled call where the kernel set has one that covers the case
-    if rows is None and inputs.kernels.grow_tree is not None:
-        batch = inputs.kernels.grow_tree(xp, inputs, params)
+    if rows is None:
+        batch = inputs.kernels.fast.grow_tree(xp, inputs, params)
         if batch is not None:
             return batch
     # the kernels may reuse their histogram buffers while the batch grows (Kernels.workspace)
-    reuse = inputs.kernels.workspace
-    with reuse() if reuse is not None else contextlib.nullcontext():
+    with inputs.kernels.workspace():
         return Grower(xp, inputs, params, rows).grow()

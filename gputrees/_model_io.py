@@ -35,6 +35,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from . import _backend
+from ._version import __version__
 
 __all__ = ["ModelFormatError", "ModelFileMixin", "load_model", "save_model", "FORMAT_VERSION"]
 
@@ -105,19 +106,26 @@ class ModelFileMixin:
 
 
 # -- the classes a file may name ------------------------------------------------
+#: The public estimator classes, by name (:func:`register_estimators`).
+_ESTIMATORS: dict[str, type] = {}
+
+
+def register_estimators(*classes):
+    """Let model files name these estimator classes (the package registers its public ones on import)."""
+    for cls in classes:
+        if not issubclass(cls, BaseEstimator):
+            raise TypeError(f"{cls.__name__} is not an estimator")
+        _ESTIMATORS[cls.__name__] = cls
+
+
 def _registry():
     """Name -> (kind, class) of every class a model file may instantiate."""
-    import gputrees
     from ._binning import BinMapper
     from ._criteria import Criterion
     from ._records import Round, TreeBatch
     from ._tree import Tree
 
-    reg = {}
-    for name in gputrees.__all__:
-        obj = getattr(gputrees, name)
-        if isinstance(obj, type) and issubclass(obj, BaseEstimator):
-            reg[name] = ("estimator", obj)
+    reg = {name: ("estimator", cls) for name, cls in _ESTIMATORS.items()}
     reg["BinMapper"] = ("dataclass", BinMapper)
     reg["TreeBatch"] = ("dataclass", TreeBatch)
     reg["BoostingRound"] = ("dataclass", Round)
@@ -231,15 +239,13 @@ def _check_saveable(est):
 
 def save_model(est, path):
     """Save a fitted gputrees estimator to ``path`` (atomic write). See :meth:`ModelFileMixin.save_model`."""
-    import gputrees
-
     _check_saveable(est)
     enc = _Encoder()
     node = enc.encode(est, type(est).__name__)
     meta = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
-        "gputrees_version": gputrees.__version__,
+        "gputrees_version": __version__,
         "estimator": node,
         "arrays": {k: {"dtype": a.dtype.str, "shape": list(a.shape)} for k, a in enc.arrays.items()},
     }

@@ -1,7 +1,7 @@
 """Progress display and callbacks of the ensembles' fit loops (host-side only).
 
-Every ensemble's ``fit`` makes one :class:`_Monitor` and calls
-:meth:`_Monitor.step` once per boosting round (gradient boosting, AdaBoost)
+Every ensemble's ``fit`` makes one :class:`Monitor` and calls
+:meth:`Monitor.step` once per boosting round (gradient boosting, AdaBoost)
 or per batch of trees (forests). The monitor shows a progress bar (tqdm,
 when installed and ``verbose > 0``; plain lines every ``verbose`` steps
 otherwise) and hands an :class:`IterationEnv` to every callback; a callback
@@ -89,7 +89,7 @@ def _tqdm_class():
 
 
 @dataclasses.dataclass(frozen=True)
-class _Step:
+class Step:
     """The numbers of one step, as the fit loop knows them."""
 
     iteration: int
@@ -99,7 +99,7 @@ class _Step:
     model: Optional[Callable[[], Any]] = None
 
 
-class _Monitor:
+class Monitor:
     """Progress bar or lines, and callbacks, for one ``fit`` of an ensemble.
 
     Parameters
@@ -135,7 +135,7 @@ class _Monitor:
                     leave=True,
                 )
 
-    def step(self, s: _Step) -> bool:
+    def step(self, s: Step) -> bool:
         """Show step ``s`` and run the callbacks; True when one of them asks to stop."""
         elapsed = time.perf_counter() - self.t0
         env = IterationEnv(

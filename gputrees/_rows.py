@@ -28,7 +28,7 @@ import numpy as np
 
 from ._backend import to_numpy
 from ._records import ActiveRows, LeafLayout, batch_trees
-from .kernels._reference import active_weights, children_slot_table, drawn_histograms
+from .kernels.reference import children_slot_table
 
 #: :meth:`LocalRows.retire` copies the staying and leaving pairs as slices of
 #: their node runs when they form at most this many blocks (a depth-6 tree's
@@ -64,9 +64,7 @@ class LocalRows:
         self.xp = xp
         self.codes = codes
         self.kernels = kernels
-        if kernels.codes_by_feature is None:
-            codes_by_feature = None
-        elif codes_by_feature is None:
+        if codes_by_feature is None:
             codes_by_feature = kernels.feature_major(xp, codes)
         self.codes_by_feature = codes_by_feature
         self.n = int(codes.shape[0])
@@ -138,11 +136,7 @@ class LocalRows:
         args = (xp, self.codes, self.active(), chan, slots, n_slots, n_bins)
         if features is None:
             return self.kernels.node_histograms(*args)
-        if self.kernels.drawn_histograms is not None:
-            out = self.kernels.drawn_histograms(*args, features)
-            if out is not None:
-                return out
-        return drawn_histograms(*args, features, node_histograms=self.kernels.node_histograms)
+        return self.kernels.drawn_histograms(*args, features)
 
     def sums(self, slots, n_slots: int):
         """Channel sums (n_slots, C), float64, of the nodes with a slot.
@@ -185,7 +179,7 @@ class LocalRows:
         """
         args = (self.xp, self.codes, self.active())
         kw = {} if self.codes_by_feature is None else {"codes_by_feature": self.codes_by_feature}
-        if sums and self.kernels.route_and_sum is not None:
+        if sums:
             routed, child_sums = self.kernels.route_and_sum(*args, self.chan, slots, split, base, missing_bin, **kw)
             self._child_sums = (base, 2 * int(split.feature.shape[0]), child_sums)
         else:
@@ -232,9 +226,7 @@ class LocalRows:
 
     def _compress(self, arrays, hit):
         """``[a[hit] for a in arrays]``, in one call of the kernel set's ``keep_pairs`` where it has one."""
-        if self.kernels.keep_pairs is not None:  # into reused buffers
-            return self.kernels.keep_pairs(self.xp, arrays, hit)
-        return [a[hit] for a in arrays]
+        return self.kernels.keep_pairs(self.xp, arrays, hit)
 
     def _keep(self, stay, leave) -> None:
         """Record the leaving pairs (keys and nodes) and keep the staying ones (every pair array).
@@ -305,8 +297,7 @@ class LocalRows:
         slot = xp.take(slots, self.node)
         hit = slot >= 0
         rows, slot = self._compress([self.row, slot], hit)
-        weights = self.kernels.pair_weights or active_weights
-        return rows, slot, weights(xp, self.active(), self.chan, hit)
+        return rows, slot, self.kernels.pair_weights(xp, self.active(), self.chan, hit)
 
     def row_leaves(self, layout: LeafLayout):
         """Leaf of every (tree, row), (n_trees, n) int64, in the final node numbering.
@@ -322,10 +313,7 @@ class LocalRows:
         if int(keys.shape[0]) != total:
             raise RuntimeError(f"recorded {int(keys.shape[0])} row leaves, expected {total}")
         # the node of every key, in key order: keys are a permutation of 0 .. total - 1
-        if self.kernels.scatter_rows is not None:
-            nodes = self.kernels.scatter_rows(xp, keys, nodes, total)
-        else:
-            nodes = xp.take(nodes, xp.argsort(keys))
+        nodes = self.kernels.scatter_rows(xp, keys, nodes, total)
         # every node kept (depth-wise growth): no walk; the test reads the node table, not every row
         if not bool(xp.all(layout.keep)):
             for _ in range(layout.n_rounds + 1):  # at most one step per round

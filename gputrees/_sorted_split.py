@@ -70,8 +70,9 @@ def find_best_splits_sorted(
     max_rows : int
         Upper bound on the rows of one node (sizes the doubling scans).
     kernels : Kernels
-        Provides the segmented scans and reductions, and may provide a
-        compiled twin of this function (``sorted_splits``), tried first.
+        Provides the segmented scans and reductions, and its compiled search
+        (``sorted_splits``), tried first: where it declines (returns None),
+        the search below runs.
     feature_mask : array of shape (m, n_features), bool, optional
     random_u : array of shape (m, n_features), float64, optional
         Extremely randomised splits: per (node, feature) a code drawn
@@ -83,14 +84,11 @@ def find_best_splits_sorted(
     -------
     SplitRecord (``cat_left`` of width 0)
     """
-    compiled = getattr(kernels, "sorted_splits", None)
-    if compiled is not None:
-        rec = compiled(
-            xp, codes, rows, slot, weights, parent, criterion, cons, bin_mapper, max_rows, kernels,
-            feature_mask, random_u,
-        )
-        if rec is not None:
-            return rec
+    rec = kernels.sorted_splits(
+        xp, codes, rows, slot, weights, parent, criterion, cons, bin_mapper, max_rows, kernels, feature_mask, random_u,
+    )
+    if rec is not None:
+        return rec
     m = parent.shape[0]
     n_features = codes.shape[1]
     nb = bin_mapper.n_bins

@@ -260,9 +260,9 @@ def find_best_splits(
         its bin code even when channel 0 leaves some rows out (boosting's
         row subsampling).
     kernel : callable, optional
-        A compiled twin of this function (:attr:`gputrees.kernels.Kernels.best_splits`,
-        same arguments and result), tried first; where it returns None (a
-        case it does not cover) the generic search below runs.
+        A kernel set's compiled search (:attr:`gputrees.kernels.Kernels.best_splits`,
+        same arguments and result), tried first; where it declines (returns
+        None) the search below runs.
 
     Returns
     -------

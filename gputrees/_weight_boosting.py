@@ -63,8 +63,9 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, has_fit_para
 from . import _backend
 from ._model_io import ModelFileMixin
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
-from ._predictor import apply_trees, gather_node_values
-from ._progress import _Monitor, _Step
+from ._predictor import apply_trees
+from .kernels.reference import gather_node_values
+from ._progress import Monitor, Step
 from ._scoring import ClassifierMixin, RegressorMixin, to_host
 from ._state import transactional_fit
 from ._validation import encode_classes, sample_weight_to_host, y_to_host
@@ -209,7 +210,7 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
     def _round_done(self, monitor, t, weights, errors) -> bool:
         """Show round ``t`` (its learner, weight and error stored) and run the callbacks; True: stop."""
         model = functools.partial(self._snapshot, weights, errors, len(weights))
-        return monitor.step(_Step(t, len(weights), -errors[-1], model=model))
+        return monitor.step(Step(t, len(weights), -errors[-1], model=model))
 
     def _snapshot(self, weights, errors, n):
         """A fitted shallow copy holding the first ``n`` learners (``IterationEnv.model``)."""
@@ -461,7 +462,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         self.estimators_ = []
         weights, errors = [], []
         w = data.w
-        monitor = _Monitor(self, self.n_estimators, 0, "round")
+        monitor = Monitor(self, self.n_estimators, 0, "round")
         for t in range(self.n_estimators):
             w = _clip_weights(xp, w, data.zero)
             est = self._next_estimator(data, rs)
@@ -848,7 +849,7 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         weights, errors = [], []
         w = data.w
         ones = xp.ones(w.shape, dtype=xp.float64)
-        monitor = _Monitor(self, self.n_estimators, 0, "round")
+        monitor = Monitor(self, self.n_estimators, 0, "round")
         for t in range(self.n_estimators):
             w = _clip_weights(xp, w, data.zero)
             est = self._next_estimator(data, rs)

@@ -11,6 +11,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import gputrees
+import gputrees._boost as boost_loop
 import gputrees._boosting as boosting
 from gputrees import GradientBoostingClassifier, GradientBoostingRegressor
 
@@ -76,13 +77,13 @@ def test_reproduces_xgboost_first_tree_binary():
 
 def test_multiclass_rounds_grow_k_trees_in_one_batch(monkeypatch):
     calls = []
-    real = boosting.grow
+    real = boost_loop.grow
 
     def spy(xp, inputs, params):
         calls.append(tuple(inputs.channels.shape))
         return real(xp, inputs, params)
 
-    monkeypatch.setattr(boosting, "grow", spy)
+    monkeypatch.setattr(boost_loop, "grow", spy)
     X, y = load_iris(return_X_y=True)
     m = GradientBoostingClassifier(n_estimators=4, early_stopping=False).fit(X, y)
     assert calls == [(3, 150, 3)] * 4
@@ -221,14 +222,14 @@ def test_same_random_state_same_model_and_different_seeds_differ():
 
 
 def test_a_rounds_generator_made_on_first_use_draws_the_seeded_stream():
-    lazy, eager = boosting.RoundGenerator(12345, 7), np.random.default_rng([12345, 7])
+    lazy, eager = boost_loop.RoundGenerator(12345, 7), np.random.default_rng([12345, 7])
     np.testing.assert_array_equal(lazy.choice(1000, size=50, replace=False), eager.choice(1000, size=50, replace=False))
     np.testing.assert_array_equal(lazy.integers(0, 2**62, size=4), eager.integers(0, 2**62, size=4))
-    assert not np.array_equal(boosting.RoundGenerator(12345, 8).random(4), boosting.RoundGenerator(12345, 7).random(4))
+    assert not np.array_equal(boost_loop.RoundGenerator(12345, 8).random(4), boost_loop.RoundGenerator(12345, 7).random(4))
     import copy
     import pickle
 
-    twin = pickle.loads(pickle.dumps(boosting.RoundGenerator(12345, 9)))
+    twin = pickle.loads(pickle.dumps(boost_loop.RoundGenerator(12345, 9)))
     np.testing.assert_array_equal(copy.deepcopy(twin).random(3), np.random.default_rng([12345, 9]).random(3))
 
 

@@ -93,8 +93,8 @@ def test_cuda_kernels_equal_the_reference_on_the_gpu(name):
 
     from test_kernels_numba import _active, _chan, _codes, _random_batch, _split
 
-    from gputrees._predictor import apply_trees_reference
-    from gputrees.kernels import _cuda, _reference, quantisation_scale, quantise
+    from gputrees.kernels.reference import apply_trees as apply_trees_reference
+    from gputrees.kernels import _cuda, reference as _reference, quantisation_scale, quantise
 
     np_ns = _backend.namespace_of(np.empty(0))
     cp_ns = _backend.namespace_for(None, "cuda")

@@ -18,10 +18,11 @@ from gputrees._binning import fit_bin_mapper
 from gputrees._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from gputrees._grower import grow
 from gputrees._records import GrowerInputs, GrowerParams
-from gputrees._predictor import apply_trees, gather_node_values
+from gputrees._predictor import apply_trees
+from gputrees.kernels.reference import gather_node_values
 from gputrees._tree import Tree
 from gputrees.datasets import load_titanic
-from gputrees.kernels import get_kernels
+from gputrees.kernels import get_kernels, reference
 
 from test_exactness import assert_same_as_sklearn
 
@@ -588,7 +589,7 @@ def test_local_rows_retire_and_row_leaves_with_and_without_scatter():
     for scatter in (True, False):
         kernels = get_kernels(xp, "numba")
         if not scatter:
-            kernels = dc.replace(kernels, scatter_rows=None)
+            kernels = dc.replace(kernels, scatter_rows=reference.scatter_rows)
         rows = LocalRows(xp, codes, channels, kernels, record_leaves=True)
         assert rows.key is rows.row  # one tree: one array
         order = np.argsort(node, kind="stable")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from gputrees._backend import namespace_of, to_numpy
-from gputrees.kernels import _bincount, _reference, get_kernels
+from gputrees.kernels import _bincount, reference as _reference, get_kernels
 
 NP = namespace_of(np.empty(0))  # array-api-compat's NumPy namespace
 

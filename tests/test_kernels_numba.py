@@ -10,6 +10,7 @@ composition of each block, the blocks added in order).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 
@@ -18,8 +19,8 @@ import pytest
 
 from gputrees._backend import namespace_of
 from gputrees._records import SplitRecord, TreeBatch
-from gputrees._predictor import apply_trees_reference
-from gputrees.kernels import ActiveRows, _bincount, _reference
+from gputrees.kernels.reference import apply_trees as apply_trees_reference
+from gputrees.kernels import ActiveRows, _bincount, reference as _reference
 
 pytest.importorskip("numba")
 from gputrees.kernels import cpu  # noqa: E402
@@ -965,7 +966,7 @@ def test_forest_grown_with_reused_buffers_equals_one_without(monkeypatch):
     y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.standard_normal(3000) > 0).astype(int)
     kw = dict(n_estimators=6, max_depth=8, random_state=0, n_jobs=2)
     reused = RandomForestClassifier(**kw).fit(X, y)
-    monkeypatch.setattr(cpu.buffers, "workspace", None)
+    monkeypatch.setattr(cpu.buffers, "workspace", contextlib.nullcontext)
     fresh = RandomForestClassifier(**kw).fit(X, y)
     np.testing.assert_array_equal(reused.predict_proba(X), fresh.predict_proba(X))
 

@@ -16,6 +16,7 @@ from gputrees._records import NEWTON_GH, GrowerInputs, GrowerParams
 
 pytest.importorskip("numba")
 from gputrees.kernels import cpu, get_kernels  # noqa: E402
+from gputrees.kernels.interface import declines  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 BATCH_FIELDS = ("node_count", "left", "right", "feature", "bin", "missing_left", "is_categorical", "cat_left",
@@ -57,7 +58,8 @@ def _params(**kw):
 
 
 def _generic(inputs):
-    return dataclasses.replace(inputs, kernels=dataclasses.replace(inputs.kernels, grow_tree=None))
+    fast = dataclasses.replace(inputs.kernels.fast, grow_tree=declines)
+    return dataclasses.replace(inputs, kernels=dataclasses.replace(inputs.kernels, fast=fast))
 
 
 def _assert_same_batch(a, b):

@@ -18,8 +18,8 @@ import pytest
 
 from gputrees._backend import namespace_of
 from gputrees._records import TreeBatch
-from gputrees._predictor import apply_trees_reference
-from gputrees.kernels import _reference
+from gputrees.kernels.reference import apply_trees as apply_trees_reference
+from gputrees.kernels import reference as _reference
 
 pytest.importorskip("numba")
 from gputrees.kernels import cpu  # noqa: E402

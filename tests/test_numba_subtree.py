@@ -23,7 +23,8 @@ from gputrees._grower import grow
 from gputrees._records import GrowerInputs, GrowerParams, SplitConstraints, SubtreeParams
 
 pytest.importorskip("numba")
-from gputrees.kernels import cpu, get_kernels  # noqa: E402
+from gputrees.kernels import cpu, get_kernels, reference  # noqa: E402
+from gputrees.kernels.interface import NoSubtrees  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 SEED = 11
@@ -65,7 +66,8 @@ def _inputs(seed, n=3000, p=6, *, criterion=None, trees=3, bootstrap=True, missi
 
 def _level_wise(inputs):
     """The same inputs (a new generator of the same seed) without the subtree kernel."""
-    return dataclasses.replace(inputs, kernels=dataclasses.replace(inputs.kernels, grow_subtrees=None),
+    fast = dataclasses.replace(inputs.kernels.fast, subtrees=NoSubtrees())
+    return dataclasses.replace(inputs, kernels=dataclasses.replace(inputs.kernels, fast=fast),
                                rng=np.random.default_rng(SEED))
 
 
@@ -109,18 +111,30 @@ CASES = {
 
 @pytest.mark.parametrize("case", ["gini_bootstrap", "regression", "max_depth", "min_samples"])
 def test_compiled_layout_equals_the_array_api_one(case, monkeypatch):
-    """``Kernels.layout_subtrees`` (one compiled pass) lays the batch out as the grower's array-API twin
-    (``_breadth_first`` then ``_finalize_grouped``) does: every field equal, statistics bit for bit."""
+    """The subtree kernel's compiled layout (one pass) lays the batch out as the array-API reference
+    (:func:`gputrees.kernels.reference.layout_grouped`) does: every field equal, statistics bit for bit."""
     data, params = CASES[case]
     inputs = _inputs(7, **data)
     p = GrowerParams(**params)
     calls = []
-    layout = inputs.kernels.layout_subtrees
-    kernels = dataclasses.replace(inputs.kernels, layout_subtrees=lambda *a, **k: calls.append(1) or layout(*a, **k))
-    got = grow(NP, dataclasses.replace(_fresh(inputs), kernels=kernels), p)
+    sub = inputs.kernels.fast.subtrees
+
+    class Counted(type(sub)):
+        def layout(self, *args):
+            calls.append(1)
+            return super().layout(*args)
+
+    class Reference(type(sub)):
+        def layout(self, *args):
+            return reference.layout_grouped(*args)
+
+    def with_subtrees(kind):
+        fast = dataclasses.replace(inputs.kernels.fast, subtrees=kind(sub.n_threads))
+        return dataclasses.replace(_fresh(inputs), kernels=dataclasses.replace(inputs.kernels, fast=fast))
+
+    got = grow(NP, with_subtrees(Counted), p)
     assert calls
-    twin = dataclasses.replace(inputs.kernels, layout_subtrees=None)
-    want = grow(NP, dataclasses.replace(_fresh(inputs), kernels=twin), p)
+    want = grow(NP, with_subtrees(Reference), p)
     _assert_same_trees(got, want)
     np.testing.assert_array_equal(np.asarray(got.stats), np.asarray(want.stats))
     assert np.asarray(got.left).shape[0] == 3 and int(np.asarray(got.node_count).min()) > 50
@@ -240,12 +254,12 @@ def test_tree_sums_equal_the_row_sets_root_sums(weighted):
     kernels = get_kernels(NP, "numba", n_jobs=2)
     from gputrees._rows import LocalRows
     from gputrees.kernels import TreeRows
-    from gputrees.kernels._reference import children_slot_table
+    from gputrees.kernels.reference import children_slot_table
 
     codes = np.zeros((n, 1), dtype=np.uint8)
     local = LocalRows(NP, codes, chan, kernels, mult, wmult)
     want = local.sums(children_slot_table(NP, trees, 0, trees), trees)
-    got = kernels.grow_subtrees.tree_sums(TreeRows(mult, wmult, chan))
+    got = kernels.fast.subtrees.tree_sums(TreeRows(mult, wmult, chan))
     assert got.shape == (trees, 4)
     np.testing.assert_array_equal(got, want)
     assert np.all(got[2] == 0.0)

@@ -23,6 +23,7 @@ from gputrees._splitting import find_best_splits
 pytest.importorskip("numba")
 
 from gputrees.kernels import cpu, get_kernels  # noqa: E402
+from gputrees.kernels.interface import declines  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 EXACT = ("found", "feature", "bin", "missing_left", "is_categorical", "cat_left", "left", "right")
@@ -389,7 +390,7 @@ def compare_sorted(case, criterion, cons=None, n_threads=1, **kw):
     cons = cons or SplitConstraints(min_samples_leaf=1, min_weight_leaf=0.0)
     args = (NP, codes, rows, slot, weights, parent, criterion, cons, mapper, max_rows)
     # the generic search with the numba set's sequential segmented sums: the same order of additions
-    scans = dataclasses.replace(get_kernels(NP, "numba"), sorted_splits=None)
+    scans = dataclasses.replace(get_kernels(NP, "numba"), sorted_splits=declines)
     want = find_best_splits_sorted(*args, scans, **kw)
     got = cpu.sorted_scan.sorted_splits(*args, None, n_threads=n_threads, **kw)
     assert got is not None

@@ -27,7 +27,7 @@ from gputrees._criteria import (
 )
 from gputrees._records import SplitConstraints
 from gputrees._splitting import find_best_splits
-from gputrees.kernels import _reference
+from gputrees.kernels import reference as _reference
 
 NP = namespace_of(np.empty(0))
 GINI2 = Gini(n_classes=2)

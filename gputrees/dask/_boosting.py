@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
 
 from .. import _backend
-from .._boosting import (
-    GradientBoostingClassifier,
-    GradientBoostingRegressor,
-    round_inbag,
-    round_tree_features,
-)
+from .._boost import BoostHistory, BoostPlan, boost, leaf_values
+from .._boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from .._criteria import Newton
 from .._grower import grow
-from .._records import GrowerInputs, Round
-from .._progress import _Monitor, _Step
+from .._records import GrowerInputs
+from .._progress import Monitor
 from ..kernels import get_kernels
 from ._cluster import DaskRows
 from ._common import DaskEstimator, dask_signature, fit_bins
@@ -71,46 +68,59 @@ class _DaskBoosting(DaskEstimator):
         mono = self._monotonic(n_features, self.is_categorical_, getattr(self, "feature_names_in_", None))
         k = loss.n_trees_per_round
         sums = shards.call("boost_start", loss, _backend.to_numpy(self._baseline))
-        train_scores = [-_mean_loss(sums)]
-        params = self._grower_params(n_features)
-        criterion = Newton(self.l2_regularization)
-        n_sub = max(1, int(self.subsample * n)) if self.subsample < 1.0 else n
-        n_col = max(1, int(self.colsample_bytree * n_features))
-        rounds = []
-        monitor = _Monitor(self, self.n_estimators, 0, "round")
-        for it in range(self.n_estimators):
-            round_rng = np.random.default_rng([seed, it])
-            round_inbag(round_rng, n, n_sub)  # the draw the shards make: same stream after it
-            shards.call("boost_round", seed, it, n_sub, n)
-            tree_features = round_tree_features(round_rng, k, n_features, n_col)
-            inputs = GrowerInputs(
-                codes=None,
-                channels=None,
-                multiplicity=None,
-                bin_mapper=bin_mapper,
-                criterion=criterion,
-                kernels=kernels,
-                rng=round_rng,
-                tree_features=tree_features,
-                record_leaves=True,
-                monotonic_cst=mono,
-            )
-            batch = grow(xp, inputs, params, rows=DaskRows(shards, k, 3))
-            values = self._leaf_values(xp, kernels, loss, criterion, batch, None, None, None)
-            values = self.learning_rate * values
-            sums = shards.call("boost_update", _backend.to_numpy(values))
-            train_scores.append(-_mean_loss(sums))
-            rounds.append(Round(batch=batch, values=values))
-            model = functools.partial(self._snapshot, xp, k, rounds, train_scores, [], len(rounds))
-            if monitor.step(_Step(it, len(rounds), train_scores[-1], None, model)):
-                break
-        monitor.close()
-        return self._finish(xp, k, rounds, train_scores, [])
+        history = BoostHistory([], [-_mean_loss(sums)], [])
+        plan = BoostPlan(
+            n_rounds=self.n_estimators, seed=seed, n_rows=n,
+            n_sub=max(1, int(self.subsample * n)) if self.subsample < 1.0 else n,
+            n_features=n_features, n_col=max(1, int(self.colsample_bytree * n_features)), n_trees=k,
+        )
+        rows = _ShardRounds(shards, plan, xp, kernels, loss, Newton(self.l2_regularization),
+                            self._grower_params(n_features), bin_mapper, mono, self.learning_rate)
+        boost(rows, loss, plan, history, monitor=Monitor(self, self.n_estimators, 0, "round"),
+              snapshot=functools.partial(self._snapshot, xp, k, history))
+        return self._finish(xp, k, history.rounds, history.train_scores, [])
 
     def predict(self, X):
         """Predictions; lazily partition by partition for dask input (a dask array, or a Series for a dataframe)."""
         dtype = self.classes_.dtype if hasattr(self, "classes_") else np.float64
         return self._dask_or_local("predict", X, None, dtype)
+
+
+class _ShardRounds:
+    """The training rows of a Dask fit, on the workers: a round's gradients and row sets are made there, the client
+    grows the round's trees from their histograms (:class:`gputrees.dask._cluster.DaskRows`), and the workers add
+    the trees' values to their raw predictions."""
+
+    def __init__(self, shards, plan, xp, kernels, loss, criterion, params, bin_mapper, monotonic_cst,
+                 learning_rate: float):
+        self.shards, self.plan, self.xp, self.kernels, self.loss = shards, plan, xp, kernels, loss
+        self.criterion, self.params, self.bin_mapper = criterion, params, bin_mapper
+        self.monotonic_cst, self.learning_rate = monotonic_cst, float(learning_rate)
+
+    def workspace(self):
+        return contextlib.nullcontext()
+
+    def round(self, it: int, round_rng, inbag, tree_features):
+        """:meth:`gputrees._boost.LocalRounds.round` over the workers' rows (their in-bag rows drawn there, from
+        the same stream as ``inbag``)."""
+        xp, plan = self.xp, self.plan
+        self.shards.call("boost_round", plan.seed, it, plan.n_sub, plan.n_rows)
+        inputs = GrowerInputs(
+            codes=None,
+            channels=None,
+            multiplicity=None,
+            bin_mapper=self.bin_mapper,
+            criterion=self.criterion,
+            kernels=self.kernels,
+            rng=round_rng,
+            tree_features=tree_features,
+            record_leaves=True,
+            monotonic_cst=self.monotonic_cst,
+        )
+        batch = grow(xp, inputs, self.params, rows=DaskRows(self.shards, plan.n_trees, 3))
+        values = self.learning_rate * leaf_values(xp, self.kernels, self.loss, self.criterion, batch, None, None, None)
+        sums = self.shards.call("boost_update", _backend.to_numpy(values))
+        return batch, values, _mean_loss(sums)
 
 
 def _mean_loss(sums):

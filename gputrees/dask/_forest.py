@@ -12,7 +12,7 @@ from .._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from .._forest import RandomForestClassifier, RandomForestRegressor
 from .._grower import grow
 from .._records import GrowerInputs
-from .._progress import _Monitor, _Step
+from .._progress import Monitor, Step
 from ..kernels import get_kernels
 from ._cluster import DaskRows
 from ._common import DaskEstimator, dask_signature, fit_bins
@@ -82,7 +82,7 @@ class _DaskForest(DaskEstimator):
                 sorted_small_nodes=False,
             )
             step = self._batch_size(n, n_channels, self.n_estimators)
-            monitor = _Monitor(self, -(-self.n_estimators // step), 0, "batch")
+            monitor = Monitor(self, -(-self.n_estimators // step), 0, "batch")
             for start in range(0, self.n_estimators, step):
                 stop = min(start + step, self.n_estimators)
                 feats = [self._tree_sample(t, n, n_features)[1] for t in range(start, stop)]
@@ -100,7 +100,7 @@ class _DaskForest(DaskEstimator):
                 )
                 rows = DaskRows(shards, stop - start, n_channels)
                 self._batches.append(self._pruned(xp, grow(xp, inputs, params, rows=rows), criterion))
-                if monitor.step(_Step(len(self._batches) - 1, stop)):
+                if monitor.step(Step(len(self._batches) - 1, stop)):
                     break
             monitor.close()
         self._bin_mapper = bin_mapper

@@ -17,7 +17,8 @@ import dataclasses
 import numpy as np
 
 from .. import _backend
-from .._predictor import gather_node_values
+from .._boost import round_inbag
+from ..kernels.reference import gather_node_values, round_channels
 from .._rows import LocalRows
 from ..kernels import get_kernels
 
@@ -115,7 +116,7 @@ class Shard:
     def set_bins(self, bin_mapper):
         """Bin the rows once with the global edges."""
         bm = bin_mapper.to_namespace(self.xp)
-        self.codes = bm.transform(self.xp, self.X)
+        self.codes = bm.transform(self.xp, self.X, self.kernels)
         # the routing's feature-major copy when the kernels read one, once
         self.codes_by_feature = self.kernels.feature_major(self.xp, self.codes)
         self.pred_codes = bm.encode_for_predict(self.xp, self.X)
@@ -166,8 +167,6 @@ class Shard:
         grows the same trees.
         """
         xp = self.xp
-        from .._boosting import round_channels, round_inbag
-
         g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
         inbag = round_inbag(np.random.default_rng([seed, it]), n_total, n_sub)
         count = None if inbag is None else _backend.from_numpy(xp, inbag[self.index])

@@ -24,7 +24,7 @@ def _module(xp):
 
 
 def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int):
-    """Same contract as :func:`gputrees.kernels._reference.build_histograms`."""
+    """Same contract as :func:`gputrees.kernels.reference.build_histograms`."""
     m = _module(xp)
     n_features = codes.shape[1]
     n_channels = weights.shape[1]
@@ -91,7 +91,7 @@ def _reduce(np_, ufunc, values, seg):
 
 
 def scatter_rows(xp, index, values, size: int):
-    """Same contract as :func:`gputrees.kernels._reference.scatter_rows`: one fancy-index assignment."""
+    """Same contract as :func:`gputrees.kernels.reference.scatter_rows`: one fancy-index assignment."""
     if int(index.shape[0]) != size:
         raise ValueError(f"scatter_rows needs a permutation of {size} positions, got {int(index.shape[0])}")
     m = _module(xp)

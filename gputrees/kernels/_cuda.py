@@ -404,7 +404,7 @@ def _check_scale(scale, n_channels):
 
 def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins: int, *, scale=None,
                     rows_per_task=None, shared_words=None):
-    """Same contract as :func:`gputrees.kernels._reference.node_histograms`.
+    """Same contract as :func:`gputrees.kernels.reference.node_histograms`.
 
     Parameters
     ----------
@@ -435,7 +435,7 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
 
 
 def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, scale=None, rows_per_task=None, shared_words=None):
-    """Same contract as :func:`gputrees.kernels._reference.node_sums`: array (n_slots, n_channels), float64.
+    """Same contract as :func:`gputrees.kernels.reference.node_sums`: array (n_slots, n_channels), float64.
 
     The histogram kernel with one feature of one bin; ``scale`` and the
     overrides as in :func:`node_histograms`.
@@ -447,7 +447,7 @@ def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, scale=None, rows_
 
 
 def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int, *, scale=None):
-    """Same contract as :func:`gputrees.kernels._reference.build_histograms` (one channel row per row)."""
+    """Same contract as :func:`gputrees.kernels.reference.build_histograms` (one channel row per row)."""
     m = int(rows.shape[0])
     active = ActiveRows(row=rows, chan_index=xp.arange(m, dtype=xp.int64), node=node)
     table = xp.arange(int(n_nodes), dtype=xp.int64)
@@ -455,7 +455,7 @@ def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int, 
 
 
 def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing_bin: int):
-    """Same contract as :func:`gputrees.kernels._reference.route_rows`; the pairs come back grouped by node.
+    """Same contract as :func:`gputrees.kernels.reference.route_rows`; the pairs come back grouped by node.
 
     One thread per pair computes its node; a stable sort by node id (on the
     device) then groups the pairs, each node's pairs in their previous order.
@@ -486,7 +486,7 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
 
 
 def apply_trees(xp, batch, X, missing_bin: int):
-    """Same contract as :func:`gputrees._predictor.apply_trees_reference`: one thread per (row, tree)."""
+    """Same contract as :func:`gputrees.kernels.reference.apply_trees`: one thread per (row, tree)."""
     n = int(X.shape[0])
     n_trees = int(batch.left.shape[0])
     out = xp.zeros((n, n_trees), dtype=xp.int64)

@@ -25,9 +25,9 @@ from test_kernels_numba import _active, _chan, _codes, _random_batch, _split
 
 import gputrees
 from gputrees._backend import namespace_of
-from gputrees._predictor import apply_trees_reference
+from gputrees.kernels.reference import apply_trees as apply_trees_reference
 from gputrees._splitting import SplitRecord
-from gputrees.kernels import ActiveRows, _reference, get_kernels, quantisation_scale, quantise
+from gputrees.kernels import ActiveRows, reference as _reference, get_kernels, quantisation_scale, quantise
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded by tests/conftest.py
     pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 (run by tests/test_kernels_cuda_sim.py)", allow_module_level=True)

@@ -6,10 +6,10 @@ vector adds), :mod:`.binning`, :mod:`.segments` (segmented scans),
 :mod:`.pairs` (the active pairs grouped by node: weights, runs, sums),
 :mod:`.histograms`, :mod:`.routing`, :mod:`.buffers` (reused outputs),
 :mod:`.scan` (the histogram split scan), :mod:`.sorted_scan` (the
-sort-based search of small nodes), :mod:`.predict`, and the whole-tree
-paths: :mod:`.grow` (one boosting tree in one call), :mod:`.subtree` (small
-nodes' subtrees), :mod:`.loss` (a boosting round's end), :mod:`.boost` (a
-fit's rounds in three calls each).
+sort-based search of small nodes), :mod:`.predict`, :mod:`.loss` (a
+boosting round's end), and the whole-tree paths: :mod:`.grow` (one
+boosting tree in one call), :mod:`.subtree` (small nodes' subtrees),
+:mod:`.boost` (a fit's rounds in three calls each).
 
 Imported only when the Numba set is selected (:func:`gputrees.kernels.get_kernels`).
 """
@@ -19,20 +19,7 @@ from __future__ import annotations
 import functools
 
 from . import (
-    binning,
-    boost,
-    buffers,
-    grow,
-    histograms,
-    jit,
-    loss,
-    memory,
-    pairs,
-    predict,
-    routing,
-    scan,
-    segments,
-    sorted_scan,
+    binning, boost, buffers, grow, histograms, jit, loss, memory, pairs, predict, routing, scan, segments, sorted_scan,
     subtree,
 )
 
@@ -44,40 +31,42 @@ __all__ = [
 
 def make_kernels(n_jobs: int | None):
     """The Numba kernel set on ``n_jobs`` threads (None or -1 every core, -2 all but one, k)."""
-    from .. import Kernels, _bincount
+    from .. import _bincount
+    from ..interface import FastPaths, assemble
 
     threads = jit.thread_count(n_jobs)
 
     def on(f):
         return functools.partial(f, n_threads=threads)
 
-    return Kernels(
+    return assemble(
         "numba",
         on(histograms.build_histograms),
-        segments.segmented_cumsum,
-        segments.segment_max,
-        segments.segment_min,
-        on(histograms.node_histograms),
-        on(pairs.node_sums),
-        on(routing.route_rows),
         on(predict.apply_trees),
-        on(binning.bin_codes),
-        on(predict.predict_raw),
-        scatter_rows=_bincount.scatter_rows,
+        segmented_cumsum=segments.segmented_cumsum,
+        segment_max=segments.segment_max,
+        segment_min=segments.segment_min,
+        node_histograms=on(histograms.node_histograms),
+        node_sums=on(pairs.node_sums),
+        route_rows=on(routing.route_rows),
         route_and_sum=on(routing.route_and_sum),
-        best_splits=on(scan.best_splits),
-        sorted_splits=on(sorted_scan.sorted_splits),
-        codes_by_feature=on(binning.codes_by_feature),
-        sibling_histograms=on(histograms.sibling_histograms),
         drawn_histograms=on(histograms.drawn_histograms),
-        keep_pairs=on(pairs.keep_pairs),
+        sibling_histograms=on(histograms.sibling_histograms),
         pair_weights=on(pairs.pair_weights),
-        workspace=buffers.workspace,
-        round_end=on(loss.round_end),
-        boost_rounds=on(boost.boost_rounds),
+        keep_pairs=on(pairs.keep_pairs),
+        scatter_rows=_bincount.scatter_rows,
+        codes_by_feature=on(binning.codes_by_feature),
+        bin_codes=on(binning.bin_codes),
         covered_values=on(binning.covered_values),
         sorted_columns=on(binning.sorted_columns),
-        grow_tree=on(grow.grow_tree),
-        grow_subtrees=subtree.SubtreeKernel(threads),
-        layout_subtrees=on(subtree.layout_grouped),
+        best_splits=on(scan.best_splits),
+        sorted_splits=on(sorted_scan.sorted_splits),
+        round_end=on(loss.round_end),
+        predict_raw=on(predict.predict_raw),
+        workspace=buffers.workspace,
+        fast=FastPaths(
+            grow_tree=on(grow.grow_tree),
+            boost_rounds=on(boost.boost_rounds),
+            subtrees=subtree.SubtreeKernel(threads),
+        ),
     )

@@ -142,7 +142,7 @@ def _bin_grid(thresholds, n_edges):
 
 
 def bin_codes(xp, X, mapper, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.bin_codes`.
+    """Same contract as :func:`gputrees.kernels.reference.bin_codes`.
 
     Blocks of rows in parallel, feature by feature inside a block; numerical
     values of a feature of at most :data:`BIN_COUNT_EDGES` edges by counting
@@ -206,7 +206,7 @@ def _uncovered(X, features, table, n_values, grid, origin, scale, n_chunks, foun
 
 
 def covered_values(xp, X, features, values, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.covered_values`.
+    """Same contract as :func:`gputrees.kernels.reference.covered_values`.
 
     One parallel pass over the rows for all the listed features (the
     reference's ``searchsorted`` reads a column with the row's stride and
@@ -307,7 +307,7 @@ def _sort_columns(cols):
 
 
 def sorted_columns(xp, X, f0: int, f1: int, rows=None, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.sorted_columns`.
+    """Same contract as :func:`gputrees.kernels.reference.sorted_columns`.
 
     The rows gathered once, feature-major (:func:`_transpose`, in parallel
     over blocks of rows), then each column's non-NaN values

@@ -10,12 +10,15 @@ pair is its parent's histogram minus the smaller's
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 from numba import prange
 
 from ..._records import ActiveRows
 from .buffers import output_buffer
+from .. import reference
 from .jit import JIT, Threads, serial_twin, share_of, threads_for
 from .memory import (
     PREFETCH_AHEAD,
@@ -34,7 +37,7 @@ from .pairs import add_row, channel_table, node_runs, pair_multiplicities, pair_
 
 # -- histograms ---------------------------------------------------------------
 def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.build_histograms`.
+    """Same contract as :func:`gputrees.kernels.reference.build_histograms`.
 
     Sums run in row order inside each (node, feature, bin): equal to the
     reference exactly for integer-valued channels, to float rounding otherwise,
@@ -181,7 +184,7 @@ def _node_histograms(codes, row, chan_index, node, mult, wmult, mode, chan, firs
 
 
 def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.node_histograms`.
+    """Same contract as :func:`gputrees.kernels.reference.node_histograms`.
 
     When every built node's rows are contiguous (the grower's rows are grouped
     by node, see :func:`route_rows`), one task per (node, block of features)
@@ -212,11 +215,11 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
 
 def drawn_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins: int, features, *,
                      n_threads: int = 1):
-    """Histograms of each slot's drawn features only; the contract of :func:`gputrees.kernels._reference.drawn_histograms`.
+    """Histograms of each slot's drawn features only: :func:`gputrees.kernels.reference.drawn_histograms`.
 
     One task per node (each output one thread's row-order sum), reading the
-    node's run of pairs: None when the pairs are not grouped by node (the
-    caller then gathers the drawn features from full histograms).
+    node's run of pairs; where the pairs are not grouped by node, the drawn
+    features gathered from every feature's histograms (the reference's way).
     """
     mult, wmult, mode = pair_multiplicities(active)
     node = as_int64(active.node)
@@ -225,8 +228,9 @@ def drawn_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins
     k = int(feats.shape[1])
     threads = threads_for(n_threads, int(node.shape[0]) * max(1, k))
     start, end, grouped = node_runs(active, node, table, int(n_slots))
-    if not grouped:
-        return None
+    if not grouped:  # every feature's histograms, then the drawn ones'
+        return reference.drawn_histograms(xp, codes, active, chan, slot_of_node, n_slots, n_bins, features,
+                                          node_histograms=functools.partial(node_histograms, n_threads=n_threads))
     chan_table, first = channel_table(chan)
     with Threads(threads):
         out = output_buffer((int(n_slots), k, int(n_bins), int(chan.shape[1])))
@@ -285,7 +289,7 @@ def _sibling_histograms(parent_hist, parent_index, small, small_is_right, childr
 
 
 def sibling_histograms(xp, parent_hist, parent_index, small, small_is_right, children, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.sibling_histograms`, in one pass.
+    """Same contract as :func:`gputrees.kernels.reference.sibling_histograms`, in one pass.
 
     Each wanted child is written once (a copy of the built histogram or the
     parent's minus it), instead of gathering the parents, subtracting,

@@ -1,6 +1,6 @@
 """A boosting round's end in a few compiled passes (Numba): new raw predictions, the loss, the next gradients.
 
-After a round's tree is grown, the generic code (:func:`gputrees._boosting.round_end`)
+After a round's tree is grown, the generic code (:func:`gputrees.kernels.reference.round_end`)
 makes several passes over the rows: gather every row's leaf value and add it
 to the raw predictions, the per-row loss and its weighted mean (the round's
 ``train_score_``), and, at the next round's start, the gradients, hessians
@@ -39,6 +39,7 @@ from numba import prange
 
 from ..._records import LOSS_BINARY_LOG, LOSS_SQUARED_ERROR, loss_code
 from ..rules import MIN_HESSIAN
+from .. import reference
 from .jit import JIT, Threads, serial_twin, threads_for
 
 #: Elementary updates (see ``jit.MIN_WORK_PER_THREAD``) a row of one of
@@ -212,7 +213,8 @@ _SERIAL = {k: serial_twin(k) for k in (_squared_error_end, _add_leaf_values, _lo
 
 
 def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees._boosting.round_end`, or None for a loss it does not carry.
+    """:func:`gputrees.kernels.reference.round_end` in compiled passes (the reference's for a loss it does not
+    carry: one with more than one output, or no code).
 
     ``raw`` is updated in place (the caller's array, returned). The fourth
     result, the channel table's column sums (3,) float64 ``[n, sum g, sum
@@ -221,7 +223,7 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 
     """
     kind = loss_code(loss)
     if kind is None or int(raw.shape[1]) != 1:
-        return None
+        return reference.round_end(xp, loss, raw, values, row_leaf, y, w, table)
     n = int(raw.shape[0])
     if table is None or tuple(table.shape) != (1, n, 3) or not table.flags.c_contiguous:
         table = np.empty((1, n, 3), dtype=np.float64)

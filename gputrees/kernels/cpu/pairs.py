@@ -162,7 +162,7 @@ def _compress(a, keep, offsets, out):
 
 
 def pair_weights(xp, active, chan, mask=None, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.active_weights`: the pairs' channels, multiplicities applied.
+    """Same contract as :func:`gputrees.kernels.reference.active_weights`: the pairs' channels, multiplicities applied.
 
     One parallel pass (each chunk of pairs counted, then written at its
     offset) instead of the reference's gather, products and concatenation,
@@ -235,7 +235,7 @@ def channel_table(chan):
 
 
 def node_sums(xp, active, chan, slot_of_node, n_slots: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.node_sums` (sums in row order).
+    """Same contract as :func:`gputrees.kernels.reference.node_sums` (sums in row order).
 
     With rows grouped by node, one task per node sums its run (at most one
     thread per node); otherwise one sequential scan.

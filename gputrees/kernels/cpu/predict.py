@@ -174,7 +174,7 @@ def _tree_arrays(batch):
 
 
 def padded_apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees._predictor.apply_trees_reference`: rows in parallel, trees in turn."""
+    """Same contract as :func:`gputrees.kernels.reference.apply_trees`: rows in parallel, trees in turn."""
     work = int(X.shape[0]) * int(batch.left.shape[0]) * max(1, int(batch.max_depth))
     threads = threads_for(n_threads, work)
     with Threads(threads):
@@ -184,7 +184,7 @@ def padded_apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
 
 
 def padded_predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.predict_raw`, in one compiled pass.
+    """Same contract as :func:`gputrees.kernels.reference.predict_raw`, in one compiled pass.
 
     Blocks of :data:`ROWS_PER_BLOCK` rows in parallel; a block walks every
     tree in turn (with large trees, a pass of blocks each tree in turn, see
@@ -410,7 +410,7 @@ def _prepared(batch, X, n_threads):
 
 
 def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees._predictor.apply_trees_reference` (the padded walk where the layout does not apply)."""
+    """Same contract as :func:`gputrees.kernels.reference.apply_trees` (the padded walk where the layout does not apply)."""
     prep = _prepared(batch, X, n_threads)
     if prep is None:
         return padded_apply_trees(xp, batch, X, missing_bin, n_threads=n_threads)
@@ -421,7 +421,7 @@ def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
 
 
 def predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels._reference.predict_raw` (the padded walk where the layout does not apply)."""
+    """Same contract as :func:`gputrees.kernels.reference.predict_raw` (the padded walk where the layout does not apply)."""
     prep = _prepared(batch, X, n_threads)
     if prep is None:
         return padded_predict_raw(xp, batch, values, X, missing_bin, base, n_threads=n_threads)

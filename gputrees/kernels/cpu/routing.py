@@ -8,7 +8,7 @@ import numpy as np
 from numba import prange
 
 from ..._records import ActiveRows
-from .._reference import children_slot_table
+from ..reference import children_slot_table
 from .binning import codes_by_feature
 from .buffers import pair_buffer, zeros2
 from .jit import JIT, Threads, n_cuts, share_of, threads_for
@@ -473,7 +473,7 @@ def _route_runs(
 
 def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing_bin: int, *, n_threads: int = 1,
                codes_by_feature=None):
-    """Same contract as :func:`gputrees.kernels._reference.route_rows`; the pairs come back sorted by node id.
+    """Same contract as :func:`gputrees.kernels.reference.route_rows`; the pairs come back sorted by node id.
 
     Pairs sorted by node id on input (the grower's, whose ``bounds`` the
     previous routing gave): one compiled pass per node run
@@ -490,7 +490,7 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
 
 def route_and_sum(xp, codes, active, chan, slot_of_node, split, first_child: int, missing_bin: int, *,
                   n_threads: int = 1, codes_by_feature=None):
-    """Same contract as :func:`gputrees.kernels._reference.route_and_sum`: the children summed while routing.
+    """Same contract as :func:`gputrees.kernels.reference.route_and_sum`: the children summed while routing.
 
     With pairs sorted by node id, the routing pass sums each child's
     channels in row order by one thread, as :func:`node_sums` does over the

@@ -43,17 +43,17 @@ def _segment_reduce(values, seg, take_max):
 
 
 def segmented_cumsum(xp, values, seg, max_len: int):
-    """Same contract as :func:`gputrees.kernels._reference.segmented_cumsum` (sequential sums)."""
+    """Same contract as :func:`gputrees.kernels.reference.segmented_cumsum` (sequential sums)."""
     two_d = values.reshape(values.shape[0], -1)
     out = _segmented_cumsum(np.ascontiguousarray(two_d, dtype=np.float64), np.ascontiguousarray(seg))
     return out.reshape(values.shape)
 
 
 def segment_max(xp, values, seg, max_len: int):
-    """Same contract as :func:`gputrees.kernels._reference.segment_max`."""
+    """Same contract as :func:`gputrees.kernels.reference.segment_max`."""
     return _segment_reduce(np.ascontiguousarray(values), np.ascontiguousarray(seg), True)
 
 
 def segment_min(xp, values, seg, max_len: int):
-    """Same contract as :func:`gputrees.kernels._reference.segment_min`."""
+    """Same contract as :func:`gputrees.kernels.reference.segment_min`."""
     return _segment_reduce(np.ascontiguousarray(values), np.ascontiguousarray(seg), False)

@@ -746,7 +746,8 @@ def tree_sums(tree_rows: TreeRows, *, n_threads: int = 1):
 
 @dataclass(frozen=True)
 class SubtreeKernel:
-    """The kernel set's ``grow_subtrees``: :func:`grow_subtrees` on ``n_threads``, and what it covers.
+    """The set's subtree kernel (``FastPaths.subtrees``): :func:`grow_subtrees` on ``n_threads``, what it covers,
+    and :meth:`layout` of the batches it grew.
 
     Also, for a batch whose trees all grow here from their roots,
     :meth:`tree_sums` (their roots' statistics) and :func:`grow_subtrees`'s
@@ -764,6 +765,10 @@ class SubtreeKernel:
 
     def __call__(self, *args, **kwargs):
         return grow_subtrees(*args, **kwargs, n_threads=self.n_threads)
+
+    def layout(self, *args):
+        """:func:`layout_grouped` on ``n_threads``."""
+        return layout_grouped(*args, n_threads=self.n_threads)
 
 
 def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, total_weight, criterion, cons,

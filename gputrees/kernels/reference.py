@@ -1,7 +1,10 @@
 """Reference kernels, written only against the array API standard.
 
-They are the oracle for the fast kernels and the fallback for namespaces with
-no fast kernel. The histogram is a sort-based segmented sum computed inside
+They are the oracle for the fast kernels and what every kernel set runs where
+it has no faster kernel of its own (:func:`gputrees.kernels.assemble`):
+binning, histograms, sums, routing, the segmented scans of the sort-based
+search, the prediction walk and a boosting round's end. The histogram is a
+sort-based segmented sum computed inside
 each bin (by doubling), so a bin's rounding depends only on its own rows: it
 is exact whenever each bin's partial sums are representable (counts, integer
 weights, one-hot classes), and otherwise equal to float rounding of the bin.
@@ -10,6 +13,10 @@ weights, one-hot classes), and otherwise equal to float rounding of the bin.
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
+
+from .._backend import to_numpy
 
 
 def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int):
@@ -152,41 +159,6 @@ def covered_values(xp, X, features, values):
         pos = xp.clip(xp.astype(xp.searchsorted(v, x), xp.int64), 0, v.shape[0] - 1)
         out.append(bool(xp.all((xp.take(v, pos) == x) | xp.isnan(x))))
     return out
-
-
-def predict_raw(xp, batch, values, X, missing_bin: int, base, *, apply_trees=None):
-    """Raw predictions: ``base`` plus the value of every row's leaf in every tree.
-
-    Parameters
-    ----------
-    batch : TreeBatch
-        ``n_rounds * K`` padded trees; tree ``r * K + c`` adds to column ``c``.
-    values : array of shape (n_trees, n_nodes), float64
-        Value each node adds (0 at internal nodes).
-    X : array of shape (n_samples, n_features), float64
-        As :func:`gputrees._predictor.apply_trees_reference` takes it.
-    missing_bin : int
-    base : array of shape (n_samples, K), float64
-    apply_trees : callable or None
-        The leaf walk to use (a kernel set's ``apply_trees``); None: the
-        reference walk.
-
-    Returns
-    -------
-    raw : array of shape (n_samples, K), float64
-        Added round after round (in tree order), so that the sums are
-        bit-identical to the raw predictions accumulated during the fit.
-    """
-    from .._predictor import apply_trees_reference, gather_node_values
-
-    n, k = int(base.shape[0]), int(base.shape[1])
-    n_trees = int(batch.left.shape[0])
-    leaves = (apply_trees or apply_trees_reference)(xp, batch, X, missing_bin)
-    contrib = xp.reshape(gather_node_values(xp, values, leaves), (n, n_trees // k, k))
-    acc = base
-    for r in range(n_trees // k):
-        acc = acc + contrib[:, r, :]
-    return xp.asarray(acc, copy=True)
 
 
 def _shift(xp, a, d, fill):
@@ -479,3 +451,285 @@ def scatter_rows(xp, index, values, size: int):
     if int(index.shape[0]) != size:
         raise ValueError(f"scatter_rows needs a permutation of {size} positions, got {int(index.shape[0])}")
     return xp.take(values, xp.argsort(index))
+
+
+def keep_pairs(xp, arrays, keep):
+    """``[a[keep] for a in arrays]``: the pairs of the row set that stay (``keep`` (m,) bool)."""
+    return [a[keep] for a in arrays]
+
+
+# -- prediction --------------------------------------------------------------
+def apply_trees(xp, batch, X, missing_bin: int):
+    """Leaf reached by every row in every tree (array API standard only).
+
+    Parameters
+    ----------
+    batch : TreeBatch
+        Padded trees, arrays of shape (n_trees, n_nodes).
+    X : array of shape (n_samples, n_features), float64
+        Raw numerical columns (NaN = missing) and, for categorical features,
+        the category codes of :meth:`BinMapper.encode_for_predict` (the missing
+        bin for NaN and unseen categories).
+    missing_bin : int
+
+    Returns
+    -------
+    leaves : array of shape (n_samples, n_trees), int64
+        Node index inside each tree.
+    """
+    n, n_features = X.shape
+    n_trees, width = batch.left.shape
+    x_flat = xp.reshape(X, (-1,))
+    left = xp.reshape(batch.left, (-1,))
+    right = xp.reshape(batch.right, (-1,))
+    feature = xp.reshape(batch.feature, (-1,))
+    threshold = xp.reshape(batch.threshold, (-1,))
+    miss_left = xp.reshape(batch.missing_left, (-1,))
+    any_cat = batch.cat_left.shape[-1] > 0
+    if any_cat:
+        n_bins = batch.cat_left.shape[-1]
+        is_cat = xp.reshape(batch.is_categorical, (-1,))
+        cat_left = xp.reshape(batch.cat_left, (-1,))
+    offset = (xp.arange(n_trees, dtype=xp.int64) * width)[None, :]
+    row_base = (xp.arange(n, dtype=xp.int64) * n_features)[:, None]
+    node = xp.zeros((n, n_trees), dtype=xp.int64)
+    shape = (n, n_trees)
+    for _ in range(batch.max_depth):
+        flat = xp.reshape(node + offset, (-1,))
+        f = xp.reshape(xp.take(feature, flat), shape)
+        is_leaf = f < 0
+        x = xp.reshape(xp.take(x_flat, xp.reshape(row_base + xp.clip(f, 0, None), (-1,))), shape)
+        missing = xp.isnan(x)
+        go_left = x <= xp.reshape(xp.take(threshold, flat), shape)
+        if any_cat:
+            node_cat = xp.reshape(xp.take(is_cat, flat), shape)
+            # only categorical nodes read a code; other nodes index code 0
+            code = xp.where(
+                missing | ~node_cat, xp.asarray(float(missing_bin), dtype=x.dtype), x
+            )
+            code = xp.where(node_cat, xp.astype(code, xp.int64), xp.zeros_like(node))
+            cat = xp.reshape(xp.take(cat_left, flat * n_bins + xp.reshape(code, (-1,))), shape)
+            go_left = xp.where(node_cat, cat, go_left)
+            missing = missing | (node_cat & (code == missing_bin))
+        go_left = xp.where(missing, xp.reshape(xp.take(miss_left, flat), shape), go_left)
+        nxt = xp.where(
+            go_left, xp.reshape(xp.take(left, flat), shape), xp.reshape(xp.take(right, flat), shape)
+        )
+        node = xp.where(is_leaf, node, nxt)
+    return node
+
+
+def gather_node_values(xp, values, leaves):
+    """``values[t, leaves[i, t]]`` for every row ``i`` and tree ``t``.
+
+    Parameters
+    ----------
+    values : array of shape (n_trees, n_nodes, ...)
+    leaves : array of shape (n_samples, n_trees), int64
+
+    Returns
+    -------
+    array of shape (n_samples, n_trees, ...)
+    """
+    n_trees, width = values.shape[:2]
+    rest = tuple(values.shape[2:])
+    flat = xp.reshape(values, (n_trees * width,) + rest)
+    idx = xp.reshape(leaves + (xp.arange(n_trees, dtype=xp.int64) * width)[None, :], (-1,))
+    out = xp.take(flat, idx, axis=0)
+    return xp.reshape(out, tuple(leaves.shape) + rest)
+
+
+def predict_raw(xp, batch, values, X, missing_bin: int, base, *, walk=None):
+    """Raw predictions: ``base`` plus the value of every row's leaf in every tree.
+
+    Parameters
+    ----------
+    batch : TreeBatch
+        ``n_rounds * K`` padded trees; tree ``r * K + c`` adds to column ``c``.
+    values : array of shape (n_trees, n_nodes), float64
+        Value each node adds (0 at internal nodes).
+    X : array of shape (n_samples, n_features), float64
+        As :func:`apply_trees` takes it.
+    missing_bin : int
+    base : array of shape (n_samples, K), float64
+    walk : callable or None
+        The leaf walk to use (a kernel set's ``apply_trees``); None: this
+        module's :func:`apply_trees`.
+
+    Returns
+    -------
+    raw : array of shape (n_samples, K), float64
+        Added round after round (in tree order), so that the sums are
+        bit-identical to the raw predictions accumulated during the fit.
+    """
+    n, k = int(base.shape[0]), int(base.shape[1])
+    n_trees = int(batch.left.shape[0])
+    leaves = (walk or apply_trees)(xp, batch, X, missing_bin)
+    contrib = xp.reshape(gather_node_values(xp, values, leaves), (n, n_trees // k, k))
+    acc = base
+    for r in range(n_trees // k):
+        acc = acc + contrib[:, r, :]
+    return xp.asarray(acc, copy=True)
+
+
+# -- a boosting round's end ----------------------------------------------------
+def round_channels(xp, g, h, count, out=None):
+    """Channels (K, n, 3) of a round's K trees: [in-bag count, g, h], gradients zero out of the bag.
+
+    g, h : (n, K) float64 ; count : (n,) float64 (1 in the bag, 0 out), or None (every row in).
+    out : (K, n, 3) float64 or None
+        The previous round's channels, written over (a fit keeps one
+        table: a fresh 19 MB one every round of an 800k-row fit cost 5-10 ms
+        in page faults, as much as the round's gradients). None: a new array.
+    """
+    k, n = int(g.shape[1]), int(g.shape[0])
+    if out is None or tuple(out.shape) != (k, n, 3):
+        out = xp.empty((k, n, 3), dtype=xp.float64)
+    if count is None:
+        out[:, :, 0] = 1.0
+    else:
+        g, h = g * count[:, None], h * count[:, None]
+        out[:, :, 0] = xp.broadcast_to(count[None, :], (k, n))
+    out[:, :, 1] = xp.permute_dims(g, (1, 0))
+    out[:, :, 2] = xp.permute_dims(h, (1, 0))
+    return out
+
+
+def round_end(xp, loss, raw, values, row_leaf, y, w, table):
+    """The end of a round without row subsample: new raw predictions, their loss, the next round's channels.
+
+    Parameters
+    ----------
+    loss : Loss
+    raw : array of shape (n, K), float64
+        Raw predictions before the round's trees.
+    values : array of shape (K, n_nodes), float64
+        The round's node values (learning rate included).
+    row_leaf : array of shape (K, n), int64
+        Every row's leaf in each of the round's trees.
+    y, w : arrays of shape (n,), float64
+        Encoded targets and sample weights.
+    table : array of shape (K, n, 3), float64, or None
+        The channel table to write over (see :func:`round_channels`).
+
+    Returns
+    -------
+    raw : array of shape (n, K), float64
+        ``raw`` plus every row's leaf values.
+    loss : float
+        The weighted mean loss of the new raw predictions (``Loss.loss``).
+    table : array of shape (K, n, 3), float64
+        ``[1, g, h]`` of the new raw predictions: the next round's channels
+        when it draws no row subsample.
+    sums : array of shape (3,), float64, or None
+        The table's column sums where the pass made them (a compiled round
+        end, one tree a round: ``GrowerInputs.channel_sums``); None here, the
+        grower then sums the rows.
+    """
+    raw = raw + gather_node_values(xp, values, xp.permute_dims(row_leaf, (1, 0)))
+    g, h = loss.gradients(xp, raw, y, w)
+    return raw, loss.loss(xp, raw, y, w), round_channels(xp, g, h, None, table), None
+
+
+
+# -- the layout of a batch whose nodes were partly grown as subtrees ----------------
+def layout_grouped(xp, n_trees: int, parent, depth, tree, stats, split_ids, record, split_first_child):
+    """A batch's padded node arrays, every tree's nodes numbered breadth-first (the subtree kernels' layout).
+
+    Every node is renumbered tree by tree, breadth-first (by depth, then its
+    parent's order, left before right): the order in which level-wise growth
+    creates a tree's nodes, for nodes of which some (grown subtrees) were
+    created depth-first. Children stay consecutive, every tree's nodes are a
+    run, and a node's position in its tree is its new id minus its tree's
+    first.
+
+    Parameters
+    ----------
+    n_trees : int
+    parent, depth, tree : arrays of shape (n_nodes,), int64
+        Every node by id (parent -1 at a root); a split node's children have
+        consecutive ids, left first.
+    stats : array of shape (n_nodes, C), float64
+    split_ids : array of shape (n_split,), int64
+        The split nodes' ids, in the order of ``record``'s rows.
+    record : any record with the fields ``feature``, ``bin``, ``missing_left``, ``threshold``
+        Their splits.
+    split_first_child : array of shape (n_split,), int64
+        Each split node's left child's id.
+
+    Returns
+    -------
+    tuple
+        ``node_count`` (n_trees,) int64 (host), then (n_trees, width)
+        arrays: ``left`` (positions in the tree, -1 at leaves and padding),
+        ``feature`` (-2), ``bin`` (-1), ``missing_left`` (False),
+        ``threshold`` (-2.0), ``stats`` (n_trees, width, C) (0.0), ``depth``
+        (0); the fills of the leaves and the padding in brackets.
+    """
+    n = int(parent.shape[0])
+    # breadth-first ranks within each level, then every node's new id
+    by_depth = xp.argsort(depth, stable=True)  # ids in order within each level
+    depth_sorted = xp.take(depth, by_depth)
+    n_levels = int(to_numpy(depth_sorted[-1])) + 1
+    bounds = to_numpy(xp.searchsorted(depth_sorted, xp.arange(n_levels + 1, dtype=xp.int64)))
+    ranks, prev, prev_rank = [], None, None
+    for d in range(n_levels):
+        level = by_depth[int(bounds[d]) : int(bounds[d + 1])]
+        if d == 0:
+            key = xp.take(tree, level)  # roots: in tree order
+        else:
+            # the parent's rank in its level (parents are the previous level's
+            # split nodes, looked up in its sorted ids), then the id: a left
+            # child's id is its right sibling's minus 1
+            parent_rank = xp.take(prev_rank, xp.searchsorted(prev, xp.take(parent, level)))
+            key = parent_rank * n + level
+        ranks.append(xp.argsort(xp.argsort(key)))
+        prev, prev_rank = level, ranks[-1]
+    rank = xp.take(xp.concat(ranks), xp.argsort(by_depth))  # by id
+    old_of = xp.argsort((tree * n_levels + depth) * n + rank)
+    new_of = xp.argsort(old_of)
+    depth = xp.take(depth, old_of)
+    tree = xp.take(tree, old_of)
+    stats = xp.take(stats, old_of, axis=0)
+    exp_ids = xp.take(new_of, split_ids)
+    exp_first_child = xp.take(new_of, split_first_child)
+    # each node's split record, by its new id
+    ids = xp.arange(n, dtype=xp.int64)
+    first = [int(v) for v in to_numpy(xp.searchsorted(tree, xp.arange(n_trees + 1, dtype=xp.int64)))]
+    counts = [first[t + 1] - first[t] for t in range(n_trees)]
+    width = max(counts)
+    order = xp.argsort(exp_ids)
+    sorted_ids = xp.take(exp_ids, order)
+    if int(sorted_ids.shape[0]) == 0:
+        pos, is_split = xp.zeros(n, dtype=xp.int64), xp.zeros(n, dtype=xp.bool)
+    else:
+        pos = xp.minimum(xp.astype(xp.searchsorted(sorted_ids, ids), xp.int64),
+                         xp.asarray(int(sorted_ids.shape[0]) - 1, dtype=xp.int64))
+        is_split = xp.take(sorted_ids, pos) == ids
+    pos = xp.take(order, pos)  # each node's row of the records
+
+    def field(a, default, dtype):
+        return xp.where(is_split, xp.take(a, pos), xp.asarray(default, dtype=dtype))
+
+    # children in the same tree: their position there is their id minus the tree's first
+    tree_first = xp.take(xp.asarray(first[:-1], dtype=xp.int64), tree)
+    left = field(exp_first_child - xp.take(tree_first, exp_ids), -1, xp.int64)
+
+    def pad(a, fill):
+        parts = []
+        for t in range(n_trees):
+            parts.append(a[first[t] : first[t + 1], ...])
+            if counts[t] < width:
+                parts.append(xp.full((width - counts[t],) + tuple(a.shape[1:]), fill, dtype=a.dtype))
+        return xp.reshape(xp.concat(parts, axis=0), (n_trees, width) + tuple(a.shape[1:]))
+
+    return (
+        np.asarray(counts, dtype=np.int64),
+        pad(left, -1),
+        pad(field(record.feature, -2, xp.int64), -2),
+        pad(field(record.bin, -1, xp.int64), -1),
+        pad(field(record.missing_left, False, xp.bool), False),
+        pad(field(record.threshold, -2.0, xp.float64), -2.0),
+        pad(stats, 0.0),
+        pad(depth, 0),
+    )
