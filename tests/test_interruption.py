@@ -19,11 +19,11 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from gputrees import _boosting, _classes, _forest
+from gputrees import _boost, _classes, _forest
 
 from estimator_zoo import CLASSIFIERS, ESTIMATORS
 
-GROW_SITES = (_classes, _forest, _boosting)
+GROW_SITES = (_classes, _forest, _boost)
 
 
 def _data(n=120, seed=0):

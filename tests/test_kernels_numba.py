@@ -229,7 +229,9 @@ def test_drawn_histograms_equal_the_reference(mult, n_channels, n_bins):
         got = cpu.histograms.drawn_histograms(NP, codes, grouped, chan, table, 5, n_bins, features, n_threads=threads)
         assert got.shape == want.shape and got.dtype == np.float64
         assert np.array_equal(got, want)
-    assert cpu.histograms.drawn_histograms(NP, codes, active, chan, table, 5, n_bins, features, n_threads=2) is None
+    # pairs not grouped by node: every feature's histograms, then the drawn ones' (the sums in another order)
+    ungrouped = cpu.histograms.drawn_histograms(NP, codes, active, chan, table, 5, n_bins, features, n_threads=2)
+    np.testing.assert_allclose(ungrouped, want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("mult", MULTS)
@@ -660,7 +662,7 @@ def test_predict_raw_equals_reference(k, categorical):
         assert got.shape == (n, k) and got.dtype == np.float64
         assert np.array_equal(got, want)
     with_numba_walk = _reference.predict_raw(NP, batch, values, X, n_bins - 1, base,
-                                             apply_trees=cpu.predict.padded_apply_trees)
+                                             walk=cpu.predict.padded_apply_trees)
     assert np.array_equal(with_numba_walk, want)
     x32 = X.astype(np.float32)
     assert np.array_equal(cpu.predict.padded_predict_raw(NP, batch, values, x32, n_bins - 1, base),
