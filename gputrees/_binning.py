@@ -194,8 +194,8 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
     sample = None
     if n_samples > BIN_SUBSAMPLE:
         idx = np.random.default_rng(BIN_SUBSAMPLE_SEED).choice(n_samples, BIN_SUBSAMPLE, replace=False)
-        # the drawn rows in increasing order: marked and listed (one pass;
-        # sorting the draws took 10 ms of a 245k-row fit)
+        # the drawn rows in increasing order: marked and listed (one pass,
+        # cheaper than sorting the draws)
         drawn = np.zeros(n_samples, dtype=np.bool_)
         drawn[idx] = True
         sample = from_numpy(xp, np.flatnonzero(drawn).astype(np.int64))
@@ -203,8 +203,8 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
     # features whose sample showed at most max_bins distinct values: those values, by feature
     pending = {}
     # the (sampled) rows read once a group of features (a column's values
-    # gathered one by one lie a row apart: 28 float32 columns of 800k rows,
-    # 150 ms), in groups of at most SAMPLE_GATHER_BYTES of float64 values
+    # gathered one by one lie a row apart), in groups of at most
+    # SAMPLE_GATHER_BYTES of float64 values
     n_read = n_samples if sample is None else BIN_SUBSAMPLE
     group = max(1, SAMPLE_GATHER_BYTES // (max(1, n_read) * 8))
     for f0 in range(0, n_features, group):

@@ -47,8 +47,8 @@ class RoundGenerator:
 
     Most rounds draw nothing (no row or column subsample, a grower that
     searches every feature); making the generator (a seed sequence hashed,
-    a bit generator seeded) cost about 0.1 ms a round in a fit, a tenth of
-    a round on 31k rows. Attributes are the generator's; the draws are the
+    a bit generator seeded) would be a noticeable share of a small data
+    set's round. Attributes are the generator's; the draws are the
     generator's, in the same order.
     """
 

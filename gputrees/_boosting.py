@@ -64,8 +64,8 @@ def _stack_rounds(xp, rounds):
 
     def stack(arrays, fill):
         # one padded array, each round's trees written in (not a padded copy
-        # of every round's arrays concatenated: 11 arrays x 100 rounds of
-        # small copies were a few ms, more than a round's tree on 31k rows)
+        # of every round's arrays concatenated: a small copy per array and
+        # round, which on small data outweighs a round's tree)
         first = arrays[0]
         out = xp.full((sum(int(a.shape[0]) for a in arrays), width) + tuple(first.shape[2:]), fill, dtype=first.dtype)
         start = 0

@@ -96,10 +96,9 @@ DRAWN_BUILD_SHARE = 0.5
 #: With a kernel set that grows whole subtrees (``FastPaths.subtrees``),
 #: children of pairs both below this many times the bins are grown to the
 #: end in it, from their rows, instead of level by level with histograms
-#: (below 1x the bins the level-wise search is sort-based too). Alternated in
-#: one process (20 forest trees, 200k x 28; a 1M-row tree): 1x 4.55 / 4.81 s,
-#: 4x 4.06 / 3.73, 8x 3.90 / 3.81, 16x 3.83 / 3.94, 64x 3.96 s, the whole tree
-#: (1000x) 4.87 s: larger nodes' sorts cost more than their histograms.
+#: (below 1x the bins the level-wise search is sort-based too): larger nodes'
+#: sorts cost more than their histograms, and a lower bound leaves more levels
+#: to the level-wise growth's per-level work.
 SUBTREE_BELOW_BINS = 8
 #: With per-node feature draws built over the drawn features (random
 #: forests), a round with at least this many sibling pairs per thread of the
@@ -165,7 +164,7 @@ def _lookup(xp, sorted_ids, query):
         return xp.zeros(query.shape, dtype=xp.int64), xp.zeros(query.shape, dtype=xp.bool)
     pos = xp.astype(xp.searchsorted(sorted_ids, query), xp.int64)
     # searchsorted gives 0 .. n: only the top needs clamping (xp.minimum, not
-    # array-api-compat's clip: 1 against 20 microseconds a call, thousands a fit)
+    # array-api-compat's clip, many times dearer a call, with thousands of calls a fit)
     pos = xp.minimum(pos, xp.asarray(sorted_ids.shape[0] - 1, dtype=xp.int64))
     return pos, xp.take(sorted_ids, pos) == query
 
@@ -176,7 +175,7 @@ def _slot_table(xp, sorted_ids, n_ids: int):
     Only the ids from the smallest of ``sorted_ids`` on are looked up (one
     host read of it): the nodes asked about are recent ones (a frontier),
     while a deep forest has created hundreds of thousands before them, whose
-    lookups cost 1 ms a level (120k rows, 8 trees).
+    lookups would be paid again every level.
     """
     if int(sorted_ids.shape[0]) == 0:
         return xp.full((n_ids,), -1, dtype=xp.int64)
@@ -721,9 +720,8 @@ class Grower:
         to the kernel (:meth:`_whole_subtrees`: per-node feature draws over
         which histograms are built, and enough trees for every thread), the
         roots go there instead, with their rows read from the multiplicities:
-        no row set's arrays of pairs, no root level of histograms and routing
-        (a 40-tree forest of 200k rows: 1.1 s of a 4.5 s fit), the same
-        trees. Checked before any row set is made.
+        no row set's arrays of pairs, no root level of histograms and routing,
+        the same trees. Checked before any row set is made.
         """
         inp = self.inp
         if self._rows is not None or inp.multiplicity is None or inp.channels.ndim != 2 or not self._keyed:
@@ -1129,9 +1127,9 @@ class Grower:
         Returns ``(parent, depth, tree, stats)``, the expanded nodes' rules
         (:class:`_SplitRules`; their records' statistics are not joined: the
         layout does not read them), ids and first children. Each list's
-        arrays are freed as soon as it is joined (a regression forest's batch
-        of 26 fully grown trees holds 6.6M nodes: every copy of them alive at
-        once at the end of the fit was the fit's peak memory).
+        arrays are freed as soon as it is joined (a batch of fully grown
+        trees holds millions of nodes: every copy of them alive at once at
+        the end of the fit would set the fit's peak memory).
         """
         xp = self.xp
         parent = xp.concat(self._parent)

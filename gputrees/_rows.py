@@ -90,8 +90,8 @@ class LocalRows:
             # one tree: key == row, and one array (not two equal ones) moves
             # through the routing passes
             self.row = self.key if self.n_trees == 1 else self.key % self.n
-            # one tree: all zeros (an integer division of every key costs a
-            # boosting round 0.4 ms on 245k rows)
+            # one tree: all zeros (not an integer division of every key, a
+            # pass over the rows every boosting round)
             self.node = xp.zeros(self.n, dtype=xp.int64) if self.n_trees == 1 else self.key // self.n
             self.mult = None
         elif multiplicity is None:
@@ -251,10 +251,9 @@ class LocalRows:
 
         The pairs of consecutive node ids that all stay (or all leave) are one
         block: at most :data:`RETIRE_MAX_BLOCKS` blocks are copied as slices,
-        without a pass over every pair's node and a boolean mask (flights:
-        0.9 of 1.5 ms a retirement); the runs stay known (``staying``, from
-        :meth:`_staying_bounds`). Returns False, having changed nothing, when
-        there are more blocks.
+        without a pass over every pair's node and a boolean mask; the runs
+        stay known (``staying``, from :meth:`_staying_bounds`). Returns
+        False, having changed nothing, when there are more blocks.
         """
         xp = self.xp
         n_ids = int(staying.shape[0]) - 1

@@ -39,8 +39,8 @@ def _clamp(xp, i, low, high=None):
     ``xp.maximum`` / ``xp.minimum`` with Python scalars (the standard's
     2024.12 revision allows them), not ``xp.clip``: array-api-compat's
     ``clip`` for CuPy broadcasts its bounds, copies and reads a flag back to
-    the host on every call (0.5 ms a call on an H100, four calls a level of
-    every tree), and a 0-d bound made by ``xp.asarray`` is a copy to the device.
+    the host on every call (four calls a level of every tree), and a 0-d
+    bound made by ``xp.asarray`` is a copy to the device.
     """
     out = xp.maximum(i, int(low))
     return out if high is None else xp.minimum(out, int(high))

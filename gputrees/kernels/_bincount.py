@@ -2,9 +2,8 @@
 
 The histogram kernel runs unchanged on CuPy; the segmented scans are NumPy only.
 
-One weighted ``bincount`` per channel over the flat (node, feature, bin) key.
-Cost: about 3 ns per row-feature per channel with NumPy on the development
-machines (see bench/README.md); the fast compiled kernels of later work sit
+One weighted ``bincount`` per channel over the flat (node, feature, bin) key:
+portable, but several times slower than the compiled kernels, which sit
 behind the same signature.
 """
 

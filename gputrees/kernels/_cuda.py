@@ -86,8 +86,8 @@ def launch_config() -> tuple[int, int]:
 
     On a GPU: 256 threads (8 warps, a common occupancy sweet spot) and up to
     65,535 blocks (kernels loop over their work with a grid stride beyond
-    that). In the simulator every CUDA thread is a Python thread (about 2 ms
-    to start each), so launches use one warp of 32 threads and at most 2
+    that). In the simulator every CUDA thread is a Python thread (slow to
+    start), so launches use one warp of 32 threads and at most 2
     blocks: the grid-stride loops then cover all the work, and the blocks
     still meet the inter-block atomics.
     """

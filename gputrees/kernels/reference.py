@@ -579,8 +579,8 @@ def round_channels(xp, g, h, count, out=None):
     g, h : (n, K) float64 ; count : (n,) float64 (1 in the bag, 0 out), or None (every row in).
     out : (K, n, 3) float64 or None
         The previous round's channels, written over (a fit keeps one
-        table: a fresh 19 MB one every round of an 800k-row fit cost 5-10 ms
-        in page faults, as much as the round's gradients). None: a new array.
+        table: a fresh one every round would fault its pages in, as costly
+        as the round's gradients). None: a new array.
     """
     k, n = int(g.shape[1]), int(g.shape[0])
     if out is None or tuple(out.shape) != (k, n, 3):

@@ -15,20 +15,15 @@ from .memory import float_rows
 #: Cells of the per-feature lookup grid of the binning transform: a value's
 #: cell (one multiply) gives the few edges its bin lies between, so most values
 #: need one or two comparisons instead of the 8 dependent, mispredicted steps of
-#: a binary search over 255 edges (about 60 ns a value on the development
-#: machine against 5 ns). 4096 cells x 4 bytes (16 KB) keep a feature's grid
-#: in L1; against 1024, fewer cells hold an edge, whose comparison is a
-#: mispredicted branch for about half its values: 750k x 28 synthetic float32
-#: rows, two threads, 143 ms with 1024 cells, 95 with 2048, 76-90 with 4096,
-#: 72-77 with 8192 (the same codes).
+#: a binary search over 255 edges. 4096 cells x 4 bytes (16 KB) keep a
+#: feature's grid in L1; with fewer cells, more of them hold an edge, whose
+#: comparison is a mispredicted branch for about half its values.
 BIN_GRID_CELLS = 4096
 #: Edges up to which a numerical feature's values are binned by counting the
 #: edges below them (every edge compared: no branch on the data) instead of
 #: through the lookup grid, whose search and check mispredict on values
-#: spread over a few bins. ``bin_codes`` of 200k x 8 normal values, two
-#: threads, grid / count: 8 edges 9.2 / 1.5 ms, 16 edges 4.7 / 2.0, 32 edges
-#: 4.0 / 2.2, 64 edges 3.8 / 3.2, 128 edges 3.8 / 6.4; Bank marketing's 31k x
-#: 20 (13 features of at most 16 edges, 17 of at most 64) 2.5 -> 1.2-1.8 ms.
+#: spread over a few bins. Counting costs a comparison an edge, so past about
+#: this many edges the grid is cheaper.
 BIN_COUNT_EDGES = 64
 #: Rows a binning task transforms feature by feature, so that one feature's
 #: edges and grid stay in the L1 cache while the block's values are searched.
@@ -162,7 +157,7 @@ def bin_codes(xp, X, mapper, *, n_threads: int = 1):
         cat_values[f, : n_cats[f]] = np.asarray(mapper.category_values[f], dtype=np.float64)
     n_edges = np.where(is_cat, 0, np.asarray(mapper.n_value_bins, dtype=np.int64) - 1)
     thresholds = np.ascontiguousarray(mapper.thresholds, dtype=np.float64)
-    # grids only where the edges are not counted (Bank marketing's 41k rows: bin_codes 2.39 -> 2.11 ms)
+    # grids only where the edges are not counted (the others' would go unread)
     grid, origin, scale = _bin_grid(thresholds, np.where(n_edges > BIN_COUNT_EDGES, n_edges, 0))
     out = np.empty(X.shape, dtype=np.dtype(mapper.code_dtype_name))
     threads = threads_for(n_threads, int(X.shape[0]) * n_features)
@@ -210,10 +205,9 @@ def covered_values(xp, X, features, values, *, n_threads: int = 1):
 
     One parallel pass over the rows for all the listed features (the
     reference's ``searchsorted`` reads a column with the row's stride and
-    takes 8 mispredicted steps a value: flights' 245k rows, 8 such columns,
-    56 ms); each value is located through the lookup grid of its feature's
-    values (:func:`_grid_search`, the values as edges) and compared with the
-    value found there.
+    takes 8 mispredicted steps a value); each value is located through the
+    lookup grid of its feature's values (:func:`_grid_search`, the values as
+    edges) and compared with the value found there.
     """
     k = len(features)
     if k == 0:
@@ -311,11 +305,10 @@ def sorted_columns(xp, X, f0: int, f1: int, rows=None, *, n_threads: int = 1):
 
     The rows gathered once, feature-major (:func:`_transpose`, in parallel
     over blocks of rows), then each column's non-NaN values
-    sorted by a radix sort of their bits, in parallel over columns (200k x
-    28 float32 rows: NumPy's sorts one column at a time 174 ms, this 23 ms
-    on two threads). Sorted values are unique, so this equals NumPy's sort
-    (the order of -0.0 and 0.0, which compare equal, aside: here -0.0
-    first).
+    sorted by a radix sort of their bits, in parallel over columns (NumPy
+    sorts one column at a time, on one thread). Sorted values are unique,
+    so this equals NumPy's sort (the order of -0.0 and 0.0, which compare
+    equal, aside: here -0.0 first).
     """
     X = float_rows(X)
     has_rows = rows is not None
@@ -352,8 +345,8 @@ def _transpose(src, rows, has_rows, f0, out):
 def codes_by_feature(xp, codes, *, n_threads: int = 1):
     """The binned matrix feature-major: (n_features, n_samples), C-contiguous, the dtype of ``codes``.
 
-    A blocked transpose in parallel: NumPy's copy of ``codes.T`` walked the
-    strided side a value at a time (800k x 28 uint8 codes: 133 ms).
+    A blocked transpose in parallel: NumPy's copy of ``codes.T`` walks the
+    strided side a value at a time.
     """
     codes = np.ascontiguousarray(codes)
     out = np.empty(codes.shape[::-1], dtype=codes.dtype)

@@ -7,9 +7,8 @@ round's checks, the fit's cached inputs looked up, the call's arguments
 assembled), computes the leaf values with the criterion's array operations,
 scales them, and ends the round through
 :func:`gputrees.kernels.cpu.loss.round_end` (its checks and
-conversions). On small data that Python is a tenth of the round (Bank
-marketing, 31k rows: about 60 us of Python against about 700 us of
-compiled work, while the other threads wait).
+conversions). On small data that Python is about a tenth of the round,
+while the other threads wait.
 
 :class:`BoostRounds` makes all of that once per fit, for the case the
 compiled tree and round end both cover (one tree a round, every row in,

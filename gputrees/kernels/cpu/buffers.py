@@ -15,10 +15,9 @@ from .jit import JIT
 
 # -- reused output buffers ----------------------------------------------------------
 #: A workspace hands a free buffer to a request at most this many times
-#: smaller (a larger one stays free for a larger request). Any free buffer
-#: that fits (the first version): a 20-tree forest on 200k rows peaked at
-#: +2.0 GB (1.6 GB without the workspace) with 430k page faults; with 1.5,
-#: +1.7 GB and 310k faults, as fast or faster.
+#: smaller (a larger one stays free for a larger request): were any free
+#: buffer that fits handed out, small requests would hold large buffers and
+#: the fit would allocate more of them, with more memory and page faults.
 MAX_WASTE = 1.5
 
 
@@ -82,10 +81,9 @@ def workspace():
     """Inside: this thread's histogram outputs come from buffers reused across calls.
 
     A forest's level writes hundreds of megabytes of histograms; fresh
-    arrays fault their pages in every time (a 20-tree fit on 200k rows spent
-    about as long in the kernel's page faults as in its own code; large
-    NumPy arrays get huge pages, each fault of which may compact memory
-    first under this machine's ``transparent_hugepage/defrag = madvise``).
+    arrays fault their pages in every time, which can take as long as the
+    kernels' own work (large NumPy arrays get huge pages, each fault of
+    which may compact memory first under ``transparent_hugepage/defrag = madvise``).
     Reused, they are written in place. Kernels' outputs are then views of buffers
     that a later call overwrites once the caller holds no view of them any
     more; the buffers are released when the block ends.
@@ -129,8 +127,8 @@ def output_buffer(shape):
 
     Buffers are NumPy's: NumPy asks the kernel for huge pages from 4 MB on,
     which the split scan and the sibling subtraction, rereading every
-    histogram, gain from (a boosting fit on 4M rows was 5-10% slower with
-    Numba-allocated 4 KiB-page buffers); reused, their faults are paid once.
+    histogram, gain from (Numba's own allocations get 4 KiB pages); reused,
+    their faults are paid once.
     """
     size = math.prod(int(d) for d in shape)
     ws = getattr(_ACTIVE, "workspace", None)

@@ -3,8 +3,7 @@
 The generic grower (:mod:`gputrees._grower`) drives a level with dozens of
 small array operations around its kernels: slot tables, gathers of the
 frontier's records, stacks, masks. On small data they cost as much as the
-kernels (Bank marketing, 31k rows: about 0.6 ms of Python a level against
-0.5 ms of kernels). :func:`grow_tree` runs the whole loop of one tree in
+kernels. :func:`grow_tree` runs the whole loop of one tree in
 compiled code, for the case boosting grows most: one tree, every row once,
 depth-wise to a ``max_depth``, numerical features, best splits over every
 feature, the Newton criterion with ``min_child_weight > 0`` (children's
@@ -30,9 +29,8 @@ are written only in the bins the split scan reads, each feature's
 ``n_value_bins`` and the missing bin (``_run_histograms``' ``used``): a
 feature with few distinct values (a month, a coded category) then costs its
 few bins, not 256, in the zeroing and the sibling subtraction. The
-histograms gather each row's channels by its index (an earlier version
-moved them with the rows through the partitions from 131k rows on: slower
-since the partitions lost their branches, see :func:`_partition`).
+histograms gather each row's channels by its index rather than move them
+with the rows through the partitions (see :func:`_partition_rows`).
 
 :func:`grow_tree` returns None where the case is not covered; the caller then
 uses the generic grower.
@@ -81,23 +79,19 @@ MAX_DEPTH = 16
 #: Rows one task of the partition (and of the leaf recording) handles: large
 #: enough that a task's start-up is negligible, small enough that a level of a
 #: few nodes splits into several tasks per thread (the tasks go to the threads
-#: in equal counts, not equal rows: with 16,384-row tasks a level of nodes of
-#: 28k and 3k rows gave one thread 28k rows, the other 3k)
+#: in equal counts, not equal rows, so a few large tasks leave the rows unevenly spread)
 PARTITION_ROWS = 1 << 12
 #: Rows of a level (or of its leaves) from which its partition or leaf pass
-#: runs on several threads (below, the serial twin): 8k rows took 12 us on one
-#: thread, 14-24 us on two; 31k rows 41 / 38 us
+#: runs on several threads (below, the serial twin): on fewer rows a second
+#: thread costs more than it takes off
 PARTITION_THREAD_ROWS = 1 << 14
 #: Ranges of rows a thread takes in a leaf pass (see :func:`_leaf_pass`),
 #: every thread's in turn: rows of early leaves, gone from the pass, may
 #: cluster by row (data sorted by a feature the tree split on)
 LEAF_RANGES_PER_THREAD = 4
 #: Histogram updates (``jit.MIN_WORK_PER_THREAD``) one bin and channel of
-#: the split scan counts for when choosing its threads: a node's Newton scan
-#: took about 6 ns a bin of two channels (Bank marketing's 616 bins: 16 nodes
-#: 54 us on one thread, 40 us on two; 8 nodes 30 / 39 us). Measured again
-#: after the scan's proxies were vectorised (fewer ns a bin): a Bank marketing
-#: fit alternated with 1 and with 6 here read 1.016 and 1.007 against 3
+#: the split scan counts for when choosing its threads: scanning a bin and
+#: channel takes about as long as a few histogram updates
 SCAN_WORK_PER_BIN = 3
 _JIT_GROW = dict(JIT, error_model="numpy")
 
@@ -129,7 +123,7 @@ def _start_rows(order):
     """A tree's start: ``order`` (n,) = 0 .. n - 1, in parallel over blocks of :data:`PARTITION_ROWS` rows."""
     n = order.shape[0]
     for t in prange((n + PARTITION_ROWS - 1) // PARTITION_ROWS):
-        # unsigned positions: vectorised (Bank marketing's 31k rows 13.5 -> 3.3 us, one thread)
+        # unsigned positions, so that the loop is vectorised
         for i in range(np.uint64(t * PARTITION_ROWS), np.uint64(min(n, (t + 1) * PARTITION_ROWS))):
             order[i] = i
 
@@ -161,10 +155,8 @@ def _partition_rows(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, m
     row's side. Returns the left counts (len(sel),).
 
     Only the row indices move: moving the histograms' channels with them (so
-    that deep nodes read them in sequence) was measured slower, alternated
-    in one process, at every size once this pass had no branches: 750k x 28
-    rows (30 rounds) 3.32 -> 2.96 s without, 2.25M rows (10 rounds) 3.91 ->
-    3.42 s, flights 2.52 -> 2.44 s.
+    that deep nodes read them in sequence) costs this branch-free pass more
+    than it saves the histograms, at every size.
     """
     t_of, t_a, t_b = _tasks(seg_a, seg_b, sel)
     n_tasks = t_of.shape[0]
@@ -197,8 +189,7 @@ def _partition_rows(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, m
     for t in prange(n_tasks):
         pl, pr = lo[t], ro[t]
         # without branches: a row's side is as good as random, and a
-        # mispredicted branch a row cost half the pass (245k rows, one
-        # thread: 2.3 -> 0.9 ms without channels, 3.3 -> 2.0 ms with two)
+        # mispredicted branch a row would cost about half the pass
         for p in range(t_a[t], t_b[t]):
             g = np.int64(at1(go, p))
             d = pr + g * (pl - pr)
@@ -254,13 +245,11 @@ def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, m
     moving the rows.
 
     The writes land at the rows, scattered: threads that each took runs of
-    positions (as the partition does) wrote into the same cache lines, every
-    node's rows spread over all of them (32 nodes' rows at random, two
-    threads against one: 31k rows 26 / 22 us, 100k rows 97 / 81 us, 245k
-    rows 185 / 240 us). Each thread here takes ranges of rows instead
+    positions (as the partition does) would write into the same cache lines,
+    every node's rows spread over all of them, and two threads could be no
+    faster than one. Each thread here takes ranges of rows instead
     (:data:`LEAF_RANGES_PER_THREAD` a thread, every thread's in turn), each
-    range all the nodes' runs of rows in it (:func:`_row_range_bounds`):
-    17.8, 52 and 118 us on two threads.
+    range all the nodes' runs of rows in it (:func:`_row_range_bounds`).
     """
     m = sel.shape[0]
     n_ranges = _n_ranges(n_threads)
@@ -303,14 +292,12 @@ def _siblings(parent_hist, parent_index, small, small_is_right, children, out, u
     ``out[j]``: child ``children[j]`` (pair ``c // 2``, right when odd), the
     built histogram or its parent's minus it. The split scan reads no other
     bin (a feature's codes are below its ``n_value_bins`` or the missing
-    bin), so the others are neither copied nor subtracted: Bank marketing's
-    20 features fill 633 of their 20 x 255 bins.
+    bin), so the others are neither copied nor subtracted: features with few
+    distinct values fill a small share of their bins.
 
     Each feature's bins are one run of a node's flat histogram, walked by
     unsigned positions (``loss._block``'s reason: an index Numba must
-    map when negative kept the loop from being vectorised): 16 parents'
-    32 children of Bank marketing's bins 53.1 -> 12.4 us on one thread,
-    29.3 -> 7.6 us on two (alternated in one process).
+    map when negative keeps the loop from being vectorised).
     """
     F, nb, C = out.shape[1], out.shape[2], out.shape[3]
     width = F * nb * C
@@ -622,9 +609,9 @@ class _WorkShape:
 class _Work:
     """The buffers :func:`_grow` writes before reading: one tree's, or every tree's of a fit.
 
-    A tree faulted in fresh pages of its row buffers (flights, 245k rows:
-    4,500 page faults a round, about half the fit's time in the kernel);
-    inside a fit's workspace the next tree writes the same pages.
+    Fresh row buffers fault their pages in for every tree, which can take
+    much of a fit's time; inside a fit's workspace the next tree writes the
+    same pages.
 
     Attributes
     ----------
@@ -724,9 +711,8 @@ class _Fixed:
     """What :func:`_grow` reads of a fit's codes, mapper and parameters, made once for all of its rounds.
 
     Inside a fit's workspace (:func:`kept`) every round's tree reuses it
-    instead of checking and converting them again (Bank marketing:
-    ``grow_tree``'s Python around ``_grow`` 73 -> 65 us a round, against
-    about 1 ms a tree).
+    instead of checking and converting them again, Python that would
+    otherwise run every round.
 
     Attributes
     ----------

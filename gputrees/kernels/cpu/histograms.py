@@ -137,10 +137,9 @@ def _add_rows(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult,
     stop = i1 - PREFETCH_AHEAD
     if (n_channels == 2 or n_channels == 3) and mode == 0:
         # boosting's [G, H] or [count, G, H]: loops of their own, without the
-        # multiplicity tests (10-18% faster per row and feature than the
-        # general loop)
+        # general loop's multiplicity tests
         # (each its own compiled function: inside this one the three-channel
-        # loop of a deep level ran 20-25% slower, measured)
+        # loop compiles to slower code)
         if n_channels == 2:
             _vector_rows2(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch, first)
         else:
@@ -245,9 +244,8 @@ def _drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first, st
 
     One node per task, its pairs in order: each row's channels weighed once,
     then added to each drawn feature's bin; the pair ``ahead`` positions on
-    prefetched (a node's rows lie far apart below the first levels: an
-    8-tree forest on 250k x 28 rows spent 0.76 s here without, 0.34 s with
-    16 ahead; 8 and 128 were slower, 32 and 64 about the same).
+    prefetched (a node's rows lie far apart below the first levels, each
+    row's data a fetch from memory).
     """
     n_slots, k = features.shape
     n_bins, n_channels = out.shape[2], out.shape[3]
@@ -481,12 +479,11 @@ def grouped_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, e
 ROW_BLOCK = 1 << 15
 #: Rows of a block where a call's partial histograms stay small (see
 #: :func:`_block_rows`): Bank marketing's root (31k rows, 20 features) is then
-#: four blocks, shared by rows between two threads, not by features (the fit
-#: alternated with ROW_BLOCK: 0.137 -> 0.129 s; 2^12 was slower than 2^13).
+#: four blocks, shared by rows between two threads, not by features.
 SMALL_ROW_BLOCK = 1 << 13
 #: Bytes that a call's partial histograms may take in blocks of
-#: SMALL_ROW_BLOCK rows: a core's L2 cache (1 MiB on the Zen 4 machines the
-#: figures come from). Larger calls keep ROW_BLOCK's blocks, whose partials
+#: SMALL_ROW_BLOCK rows: a core's L2 cache (1 MiB on a Zen 4 core).
+#: Larger calls keep ROW_BLOCK's blocks, whose partials
 #: are a quarter as many: a million rows of 28 features take 3.6 MB of them
 #: instead of 14 MB (4 million rows: 14 MB instead of 56 MB).
 SMALL_BLOCKS_BYTES = 1 << 20
@@ -515,10 +512,7 @@ def _block_rows(start, end, width):
 #: :func:`_scratch_bins`) when it has at least this many (row, feature)
 #: updates for each bin it zeroes and copies: the copy costs about as much as
 #: two updates a bin, and below about 8 a bin the piece's updates spread over
-#: so many bins that few of them alias (flights' 245k x 13, pieces of 300
-#: random rows: 6.3 cycles an update summed in place, 7.0 in a scratch; 30,000
-#: rows: 3.1 / 3.3; random codes of 3 values: 13.0 / 3.1 at 30,000 rows, 14.4 /
-#: 5.1 at 300).
+#: so many bins that few of them alias.
 SCRATCH_UPDATES_PER_BIN = 8
 
 
@@ -532,9 +526,9 @@ def _scratch_bins(n_bins):
     bin for one of the stores to another's still in flight (4K aliasing) and
     waits for that store. Updates that often hit the same bins in several
     features (few values a feature, or rows of one node alike in several)
-    then cost 9-13 cycles each instead of 2-3 (flights' features copied 13
-    times, measured). An odd count of bins puts two features' same bin at
-    the same address modulo 4 KiB only 512 / C features apart.
+    then cost several times their usual few cycles each. An odd count of
+    bins puts two features' same bin at the same address modulo 4 KiB only
+    512 / C features apart.
     """
     return n_bins | 1
 
@@ -575,8 +569,7 @@ def _row_blocks(start, end, block):
     summation order depends on the rows only, not on the thread count. Each
     thread then reads every feature of a row once: with the features split
     between threads instead, as for smaller slots, both threads read every
-    row (the root of an 800k x 28 fit: 15.5 ms on two threads, 17.6 ms on
-    one; half the rows and all features on one thread: 8.7 ms).
+    row.
     ``plan_start``: ``start`` with these slots marked empty (-2), for
     :func:`_histogram_plan`. The partial histograms take one histogram's
     memory per block: 115 KB each for 28 features, 256 bins and two
@@ -630,8 +623,7 @@ def _bin_runs(h, t, f, n_bins, used):
     histogram's odd count): the feature's first ``used[f]`` bins (all
     ``n_bins`` without ``used``), then bin ``n_bins - 1`` unless the first
     run holds it. Unsigned, so that loops over them are vectorised: a
-    position Numba must map when negative kept these copies from it (16
-    slots of Bank marketing's bins: see :func:`_copy_bins`).
+    position Numba must map when negative keeps these copies from it.
     """
     F, nb, C = h.shape[1], h.shape[2], h.shape[3]
     base = np.uint64(((t * F + f) * nb) * C)
@@ -658,10 +650,7 @@ def _zero_bins(h, t, f0, f1, n_bins, used):
 def _copy_bins(out, s, h, t, f0, f1, n_bins, used):
     """``out[s, f0:f1] = h[t, f0:f1]`` over the bins :func:`_zero_bins` zeroes.
 
-    Over flat runs (:func:`_bin_runs`): 16 slots of 260 Bank marketing rows
-    (its 20 features fill 633 bins), zeroed, summed and copied from a
-    scratch histogram, with their rows' updates: one thread 94.3 -> 82.1 us,
-    two 52.9 -> 45.0 (alternated in one process).
+    Over flat runs (:func:`_bin_runs`), which the compiler vectorises.
     """
     dst = out.reshape(-1)
     src = h.reshape(-1)

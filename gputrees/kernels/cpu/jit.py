@@ -124,11 +124,7 @@ def thread_count(n_jobs: int | None) -> int:
 #: Elementary updates (row x feature, row x tree level...) a thread should get
 #: before a pass is split over threads: at about 1 ns each, 2^14 of them take
 #: ~16 us, several times the cost of a parallel region whose threads are
-#: still spinning from the last one (OpenMP layer, two threads: 1.6-1.9 us a
-#: region, measured), so smaller passes run on one thread. Was 2^16: Bank
-#: marketing's boosting (31k rows x 20: its smaller children's histograms,
-#: 120k updates, and its round ends ran on one thread) alternated 0.410 ->
-#: 0.367 s and 0.214 -> 0.201 s with 2^14 (flights, 245k rows: unchanged).
+#: still spinning from the last one, so smaller passes run on one thread.
 MIN_WORK_PER_THREAD = 1 << 14
 
 
@@ -145,7 +141,7 @@ class Threads:
 
     def __enter__(self):
         self.before = numba.get_num_threads()
-        if self.before != self.n:  # (setting costs about 5 us; several calls a level)
+        if self.before != self.n:  # (setting the count is not free, and several calls a level do it)
             numba.set_num_threads(self.n)
 
     def __exit__(self, *exc):
@@ -158,11 +154,9 @@ def serial_twin(kernel):
     ``range`` on the calling thread, in the same order, with no parallel region.
 
     A parallel region costs its launch even when one thread does the work
-    (the OpenMP layer's team, schedule and barrier: 0.7 us a region with
-    one thread, 1.2 us with two, hot, in a loop of empty regions; a split
-    scan's two regions about 4 us each): a boosting tree of a small data
-    set runs about 40 of them, whose passes are too small for a second
-    thread (:data:`MIN_WORK_PER_THREAD`).
+    (the OpenMP layer's team, schedule and barrier): a boosting tree of a
+    small data set runs dozens of them, whose passes are too small for a
+    second thread (:data:`MIN_WORK_PER_THREAD`).
     Callers take the twin where the work is that small, or where one
     thread is all they have. The kernels' results do not depend on the
     thread count, so the twin's are the same bit for bit.
@@ -179,7 +173,7 @@ def serial_twin(kernel):
     # Numba compiles a prange loop's body with NumPy's error model (a division
     # by zero gives inf, not an exception); the twin's loops get the same, or
     # its divisions would carry a zero test that keeps them from being
-    # vectorised (log-loss's log term, one thread, 31k rows: 157 us against 30)
+    # vectorised
     options["error_model"] = "numpy"
     return numba.njit(cache=True, **options)(twin)
 

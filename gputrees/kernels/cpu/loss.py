@@ -4,9 +4,9 @@ After a round's tree is grown, the generic code (:func:`gputrees.kernels.referen
 makes several passes over the rows: gather every row's leaf value and add it
 to the raw predictions, the per-row loss and its weighted mean (the round's
 ``train_score_``), and, at the next round's start, the gradients, hessians
-and the channel table ``[1, g, h]``. Each is a NumPy pass with temporaries
-(an 800k-row binary fit spent about 13 ms a round in them, a tenth of the
-round). :func:`round_end` does them in parallel passes over blocks of rows,
+and the channel table ``[1, g, h]``. Each is a NumPy pass with temporaries,
+together about a tenth of a large fit's round. :func:`round_end` does them
+in parallel passes over blocks of rows,
 for the single-output losses whose formulas it carries: half squared error
 (one pass) and binary log-loss (three passes around NumPy's vectorised
 ``exp``); ``None`` for any other loss, the caller then takes the generic
@@ -23,10 +23,10 @@ per-block sums added in block order (NumPy's are pairwise), and log-loss's
 The same passes sum the new channels by blocks, in block order: the next
 tree's root statistics (``GrowerInputs.channel_sums``), which the tree then
 takes instead of summing every row in row order, a serial chain of
-additions (about 0.2 ms a tree on NYC flights' 245k rows) while the other
-threads wait. They equal the row-order sums to rounding, so a tree's
-statistics equal the generic path's to rounding and its splits are the same
-wherever no two candidates' gains lie within rounding of each other.
+additions while the other threads wait. They equal the row-order sums to
+rounding, so a tree's statistics equal the generic path's to rounding and
+its splits are the same wherever no two candidates' gains lie within
+rounding of each other.
 """
 
 from __future__ import annotations
@@ -43,10 +43,8 @@ from .. import reference
 from .jit import JIT, Threads, serial_twin, threads_for
 
 #: Elementary updates (see ``jit.MIN_WORK_PER_THREAD``) a row of one of
-#: these passes counts for when choosing their threads: a row of log-loss's
-#: channel pass takes 1.6 ns on one thread, of its other passes 0.6-0.9 ns,
-#: against about 1 ns an update (31k rows, one / two threads: the three
-#: passes 96 / 58 us; with one update a row they had run on one thread)
+#: these passes counts for when choosing their threads: a row takes about as
+#: long as one or two histogram updates (log-loss's channel pass the most)
 ROW_WORK = 2
 #: Rows per block: a block's loss sums are one thread's, and the blocks' are
 #: added in block order, so the result does not depend on the thread count
@@ -58,10 +56,7 @@ def _block(b, n, n_blocks):
     """Bounds of block ``b``'s rows as unsigned integers.
 
     An index of an unsigned type skips Numba's negative-index mapping
-    (``memory._unchecked``), which kept these passes from being vectorised:
-    800k rows, two threads, the log term 1.2-1.9 -> 0.35 ms, the leaf
-    values' addition 0.41-0.68 -> 0.21 ms, log-loss's channels 1.0-1.6 ->
-    0.9-1.1 ms.
+    (``memory._unchecked``), which would keep these passes from being vectorised.
     """
     return np.uint64(b * n // n_blocks), np.uint64((b + 1) * n // n_blocks)
 
@@ -116,10 +111,8 @@ _SQRT2_M1 = math.sqrt(2.0) - 1.0
 #: ``s``, whose twelfth term is below 2^-53 of the first for ``|s| <= 0.172``
 _ATANH2 = tuple(2.0 / (2 * k + 1) for k in range(12))
 #: Fast-math flags of the loss's log term (:func:`_log1p_sums`): reassociation
-#: lets the compiler reorder the block's sum, contraction fuses multiply-adds
-#: (the series inside the gradient pass without them: 9 ms more a round of
-#: 800k rows; its own pass with them: 1.9 ms); none that assumes finite
-#: values (``exp(-raw)`` may be inf)
+#: lets the compiler reorder (and so vectorise) the block's sum, contraction
+#: fuses multiply-adds; none that assumes finite values (``exp(-raw)`` may be inf)
 _LOSS_FASTMATH = {"reassoc", "contract"}
 
 
@@ -155,8 +148,8 @@ def _log1p_sums(raw, e, w, n_blocks):
     """(n_blocks,) sums of ``w * log1p(exp(-|raw|))`` per block, from ``e`` = exp(-raw) (n,).
 
     ``exp(-|raw|)`` is ``e`` or ``1 / e`` (0 where ``e`` overflowed). In place
-    of NumPy's ``log`` of ``1 + exp(-|raw|)`` and a weighted sum: 800k rows,
-    7.3 -> 1.9 ms on two threads (``log`` ran on one).
+    of NumPy's ``log`` of ``1 + exp(-|raw|)`` and a weighted sum, passes with
+    temporaries on one thread.
     """
     n = raw.shape[0]
     out = np.zeros(n_blocks)
@@ -294,8 +287,8 @@ class EndPasses:
                 e = self.neg
                 add(r, v, leaf, e, n_blocks)  # e = -raw
                 # the exponential by NumPy's vectorised loop, as the generic
-                # gradients take it (one thread, 5x faster than two threads of
-                # scalar calls here)
+                # gradients take it (on one thread faster than scalar calls
+                # here on several)
                 with np.errstate(over="ignore"):  # exp(-raw) = inf past raw = -709: p = 0, as intended
                     np.exp(e, out=e)
                 part = channels(r, e, y, w, table, n_blocks)

@@ -28,11 +28,8 @@ PREFETCH_AHEAD = 16
 SPARSE_GAP_BYTES = 128
 #: ... and whenever they are not consecutive and the codes take more than this
 #: many bytes: the codes and channels then no longer stay in the last-level
-#: cache between passes, and each line comes from memory. One histogram of a
-#: random subset of 800k x 28 synthetic rows (22 MB of codes, 19 MB of
-#: channels; one thread), without / with prefetching: 50% of the rows 0.83 /
-#: 0.78 ns an update, 40% 0.95 / 0.78, 25% 1.33 / 0.81; flights' 245k x 13
-#: rows (3.2 MB of codes), 20% of the rows: 0.55 / 0.61 (eighteenth pass).
+#: cache between passes, and each line comes from memory; smaller codes stay
+#: in cache, where explicit prefetches only cost instructions.
 PREFETCH_SPAN_BYTES = 8 << 20
 
 
@@ -81,10 +78,8 @@ def _unchecked(ndim, store=False):
     negative index of a signed type to the end of its axis (two or three
     instructions an index, on every load and store). A histogram's code
     load ``codes[r, f]`` with ``f`` from ``range(f0, f1)`` paid them at every
-    update, and the loop with them ran 1.08 ns an update against 0.65
-    without (800k x 28 rows, two channels, one thread, alternated); a
-    partition of 750k rows (its loads and stores of row indices and sides)
-    1.16 ms against 0.53 (two threads). Only for indices known to be valid:
+    update, a large share of so short a loop, and a partition's loads and
+    stores of row indices and sides likewise. Only for indices known to be valid:
     from ``range`` over valid bounds or from arrays of valid indices (rows,
     features, bins).
     """
@@ -143,8 +138,8 @@ def take_next(typingctx, counter):
     A work queue for parallel loops whose tasks differ widely in cost:
     ``prange`` over the workers, each taking the next task index until the
     tasks run out (Numba's ``prange`` hands each thread a fixed, equal share
-    of the iterations, and ``set_parallel_chunksize`` did not change that
-    with the OpenMP layer: measured).
+    of the iterations, and ``set_parallel_chunksize`` does not change that
+    with the OpenMP layer).
     """
     if not (isinstance(counter, types.Array) and counter.ndim == 1 and counter.dtype == types.int64):
         return None

@@ -32,9 +32,9 @@ and kept while the batch lives (:func:`complete_trees`).
 
 Index arithmetic is unsigned (node positions, feature columns, flat row
 offsets): Numba adds a negative-index test to every signed index, which, with
-the loads of the per-tree arrays, made the first version of this loop no
-faster than the padded walk. Measured effects: ``bench/README.md``, "Fourth
-pass: prediction" (``bench/bench_predict_kernels.py``).
+the loads of the per-tree arrays, would make this loop no faster than the
+padded walk (``bench/bench_predict_kernels.py`` measures the kernels; their
+history: ``bench/results/HISTORY.md``, "Fourth pass: prediction").
 """
 
 from __future__ import annotations
@@ -58,15 +58,11 @@ ROWS_PER_BLOCK = 128
 #: threshold and missing_left: 33 bytes a node) the trees do not stay in a
 #: core's cache while a block of rows goes through them all: rows are then
 #: taken :data:`ROWS_PER_TREE_PASS` at a time and each tree walked for all of
-#: them before the next (a tree's top levels stay hot). A 20-tree forest of
-#: fully grown trees (52k nodes each), 50k rows, two threads: 0.553 -> 0.177 s
-#: (scikit-learn 0.17 s); 100 depth-6 trees (127 nodes) keep the block order,
-#: which is faster there (the rows' features stay in cache across trees).
+#: them before the next (a tree's top levels stay hot). Smaller forests keep
+#: the block order, in which the rows' features stay in cache across trees.
 TREES_IN_CACHE_BYTES = 1 << 20
-#: Rows of one pass through each tree of a large forest (see above): 4,096
-#: 0.240 s, 16,384 0.196 s, all 25k of a thread 0.177 s on that forest; 100
-#: best-first boosting trees of 255 leaves (1.7 MB of nodes), 300k rows:
-#: 2.02 s in the block order, 1.72 s with this, 1.44 s with 8,192.
+#: Rows of one pass through each tree of a large forest (see above): enough
+#: that each tree's nodes come from memory once for many rows.
 ROWS_PER_TREE_PASS = 1 << 15
 
 

@@ -16,9 +16,8 @@ from .memory import PREFETCH_AHEAD, SPARSE_GAP_BYTES, as_int64, prefetch, row_by
 from .pairs import add_sums, node_sums, sorted_bounds
 
 #: A pair's routing (its side, its place, its child's sums) in units of
-#: MIN_WORK_PER_THREAD's updates: about 10 ns a pair on one thread (Bank
-#: marketing's levels, 30k pairs, replayed: 280-310 us on one thread, 160-190
-#: us on two, where counting pairs as single updates kept them on one).
+#: MIN_WORK_PER_THREAD's updates: a pair takes several updates' time, and
+#: counted as one update a small data set's levels would stay on one thread.
 ROUTE_UPDATES_PER_PAIR = 8
 
 
@@ -95,8 +94,8 @@ def _routed_arrays(m, chan_index, key, mult, wmult):
     """The routing's outputs (row, chan_index, node, key, mult, wmult): empty where the input is.
 
     Inside :func:`workspace`, views of buffers reused once nobody holds them
-    (a forest's levels each route millions of pairs: new arrays faulted in
-    about 1.2 GB of pages in a 20-tree fit on 200k rows).
+    (a forest's levels each route millions of pairs, and new arrays would
+    fault their pages in at every level).
     """
     def out(size, dtype):
         return pair_buffer(size).view(dtype)
@@ -211,8 +210,8 @@ def _route_places(p_node, p_a, p_b, n_left, slot_of_node, first_child, n_ids):
 
 # The per-piece loops of _route_runs are plain (not parallel) functions called
 # from its prange bodies, with the split's fields read once per piece: Numba
-# lowered the same loops written inside the prange body, through inlined
-# helpers, several times slower (bench/README.md, "Fourth pass").
+# lowers the same loops written inside the prange body, through inlined
+# helpers, to much slower code (bench/results/HISTORY.md, "Fourth pass: fitting").
 @numba.njit(**JIT)
 def _mark_sides(col, row, a, b, bin_s, missing_left_s, is_cat_s, cat_row, missing_bin, go):
     """``go[a:b]``: whether each pair goes left; returns how many do.
@@ -378,7 +377,7 @@ def _route_runs(
     scattered rows) if every node's channel rows increase, as the grower's
     do; otherwise the pairs' rows are gathered. With several workers that
     pass is one task of pass 2 (it reads only pass 1's notes) while the
-    others place the pairs: 8-12% off a level's routing on two threads.
+    others place the pairs, so that the sums and the placing overlap.
     Empty ``chan_index`` / ``key`` / ``mult`` / ``wmult`` stand for "the same
     as ``row``" (the first two) or None (the others). ``outs``: the routed
     arrays to write (:func:`_routed_arrays`). Returns the routed arrays, the

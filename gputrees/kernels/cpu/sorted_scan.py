@@ -69,10 +69,8 @@ except ImportError:  # pragma: no cover
 SMALL_SORT_ROWS = 24
 #: Most bins for which :func:`_fast_feature` marks a node's present codes in
 #: four 64-bit words held in registers instead of sorting them (uint8 codes),
-#: for nodes of more than SMALL_SORT_ROWS rows (below, the insertion sort
-#: that the ranking replaced was as fast or faster: 3 rows, five features,
-#: 379 -> 394-457 ns a node);
-#: with more bins (uint16 codes) it sorts.
+#: for nodes of more than SMALL_SORT_ROWS rows (below, sorting by ranking
+#: costs no more); with more bins (uint16 codes) it sorts.
 PRESENT_BINS = 256
 
 
@@ -101,8 +99,7 @@ def _stable_order_n(key, n, nb, order, count):
     What ``np.argsort(key[:n], kind="stable")`` returns, without its
     allocation and comparisons: for few keys each key's rank (the keys below
     it, and the equal ones before it) counted by compares without branches,
-    which the compiler vectorises (random codes, 12 and 24 keys: 104 -> 52
-    and 249 -> 113 ns against an insertion sort, whose branches mispredict);
+    which the compiler vectorises (an insertion sort's branches mispredict);
     else a counting sort over the nb codes (``count`` (at least nb,) its
     work array). Longer arrays are fine (no views made); returns nothing.
     """
@@ -119,8 +116,7 @@ def _stable_order_n(key, n, nb, order, count):
     for k in range(n):
         count[key[k]] += 1
     # each code's first position: the running total in a register (summed
-    # through the array, each step waited on the last one's store; 30 keys
-    # of 255 codes: 286-346 -> 225-255 ns a sort, 64-255 keys within noise)
+    # through the array, each step would wait on the last one's store)
     total = 0
     for b in range(nb):
         c = count[b]
@@ -141,9 +137,8 @@ def _candidates(key, order, pairs, weights, n, missing, L, cand, four):
     sorted), ``cand[j]`` that code. The running sums stay in registers
     (count and two classes, boosting's count, G, H, or squared error's
     count, w, w y, w y^2; through an array, which the compiler must assume
-    may alias ``weights``, each addition was a load and a store: 1.9x the
-    time on a forest's subtrees). Inlined: as a call, a 4-row node's search
-    took 1,730-1,820 ns against 1,430-1,660.
+    may alias ``weights``, each addition would be a load and a store).
+    Inlined: a call's overhead is a large share of a small node's search.
     """
     n_cand = 0
     s0 = s1 = s2 = s3 = 0.0
@@ -268,14 +263,11 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
     one function, over whole work arrays (``key``, ``order``, ``cand``
     int64, ``L`` (n + 1, C), ``out`` (n + 1,), ``count`` (nb + 1,), ``hb``
     (nb, C): :func:`sorted_scratch`'s and :func:`scan_scratch`'s) without views:
-    the general pass's fixed cost, about 1,000 cycles a feature, dominated
-    a forest's small nodes (a 4-row
-    node's search over five features, measured: 2.1-3.1 us with the general
-    pass, 1.4-1.8 us with this one).
+    the general pass's fixed cost, about 1,000 cycles a feature, dominates
+    a forest's small nodes.
 
     Above ``SMALL_SORT_ROWS`` rows and up to :data:`PRESENT_BINS` bins,
-    without sorting (a forest's nodes of 100 and 200 rows, five of 28
-    features: 5.0 -> 4.6 and 10.6 -> 8.1 us a node): each row's channels
+    without sorting: each row's channels
     are added to its code's bin of a histogram (``hb``, zeros on entry and
     again on return) and the codes present are marked in four
     64-bit words held in registers; the present codes are then visited in
@@ -309,7 +301,7 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
             return True, NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0
         _stable_order_n(key, n, nb, order, count)
         # few candidates: the proxies one at a time over rows of ``L`` (the
-        # vectorised loop of the branch below made 3-12 rows 2-10% slower)
+        # vectorised loop of the branch below costs more on so few rows)
         n_cand = _candidates(key, order, pairs, weights, n, missing, L, cand, four)
         for b in range(n_cand):
             out[b] = _fast_proxy(L, b, P0, P1, P2, P3, msl, mwl, mse, four)
@@ -337,7 +329,7 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
         if four:
             hb[code, 3] += at(weights, p, 3)
         # the code's bit in its word, by masks (``bit if q == 0 else 0``
-        # compiled to branches: 2.3x the pass on 40 rows)
+        # compiles to branches, which mispredict on random codes)
         bit = one << np.uint64(b & 63)
         q = b >> 6
         m0 |= bit & (zero - np.uint64(q == 0))
@@ -366,8 +358,8 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
             n_cand += 1
     if has_missing:
         return True, NEG_INF, False, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0
-    # the proxies in a loop of their own: their divisions no longer wait
-    # on the walk's serial chain (40-200 rows: 12-22% off a node's search)
+    # the proxies in a loop of their own: their divisions do not wait
+    # on the walk's serial chain
     best = fast_proxies(LT, n_cand, P0, P1, P2, P3, msl, mwl, mse, four, out)
     j = _fast_pick(out, cand, n_cand, best, target, tie_rtol, missing)
     if j >= 0:
@@ -445,7 +437,7 @@ def sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u,
         if rec_ok[f] and fbest[f] == best:
             # the best feature is the first near-best one: its own target is
             # the node's, and its pass recorded what the replay would find
-            # (a replay cost a fifth of a forest's sort-based searches)
+            # (so no second pass over the feature)
             p, code, variant, nxt = rec_p[f], rec_code[f, 0], 0, rec_code[f, 1]
             for c in range(C):
                 left[c] = rec_left[f, c]

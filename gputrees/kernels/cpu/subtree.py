@@ -3,13 +3,13 @@
 A deep tree (a random forest's, ``max_depth=None``) ends with tens of
 thousands of nodes of a few rows each. Level by level, each of those levels
 routes the nodes' rows with every other active row, builds or sorts, gathers
-and retires them, around a few dozen array operations of Python; on 20 forest
-trees of 200k rows those passes cost more than the searches.
+and retires them, around a few dozen array operations of Python; on a
+forest's deep levels those passes cost more than the searches.
 
 :func:`grow_subtrees` takes such nodes once, with their rows, and grows
 each one's whole subtree in compiled code, one node per task, from a copy
 of its rows' codes and channels gathered once (a subtree's reads then stay
-in one block: 30% off a forest's subtrees against reading the tables; a
+in one block instead of ranging over the whole tables; a
 node's rows are copied again, in order, to smaller blocks as its subtree
 narrows, :data:`COMPACT_ROWS`): the
 level-wise grower's searches -- histograms over the drawn features for
@@ -324,8 +324,7 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
         # error's count, w, w y, w y^2): a row's channels read once into
         # registers and added to each drawn feature's bin (the general loop
         # below reloads them per feature, ``h`` and ``weights`` possibly
-        # aliased for the compiler, and tests every feature's mask: 2.8x the
-        # time on a forest's subtrees)
+        # aliased for the compiler, and tests every feature's mask)
         four = C == 4
         for k in range(pairs.shape[0]):
             p = pairs[k]
@@ -512,8 +511,8 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
 
     ``n_workers`` workers take the nodes in ``task_order`` (the largest
     first) one at a time from a shared counter, so that a few large subtrees
-    do not leave one thread with most of the work (a fixed share of blocks
-    gave a 20-tree forest's two threads 12 and 8 of a call's 20 subtrees).
+    do not leave one thread with most of the work (as a fixed share of
+    blocks can).
     Each node's subtree is written to its own slots,
     so the result does not depend on which worker grew it.
     """
@@ -691,7 +690,7 @@ def _new_slot(g, split, feature, bin_, missing_left, threshold, first_child):
 #: whole subtree reads, and from there to the next (decreasing sizes):
 #: 4096 rows of 28 codes and 3 channels are 213 KB, within the L2 cache, 256
 #: rows 13 KB, within the L1 cache, where a deep node's rows scattered over
-#: the gathered block (126k rows, 6.5 MB) were reads from the L3 cache.
+#: the gathered block (a whole tree's rows, megabytes) would be reads from the L3 cache.
 COMPACT_ROWS = (32768, 4096, 256)
 
 
@@ -920,8 +919,8 @@ def layout_grouped(xp, n_trees, parent, depth, tree, stats, split_ids, record, s
     """A batch's padded node arrays, every tree's nodes numbered breadth-first, in one compiled pass.
 
     The grower's twin: :meth:`gputrees._grower.Grower._breadth_first` then
-    ``_finalize_grouped`` (sorts and gathers over every node of the batch:
-    0.7 s of a 4.8 s 20-tree forest fit). Each tree is walked from its root
+    ``_finalize_grouped`` (sorts and gathers over every node of the batch,
+    a sizeable share of a forest's fit). Each tree is walked from its root
     with a queue, in parallel over trees.
 
     Parameters
