@@ -402,7 +402,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
     # -- trees and importances -------------------------------------------------
     @property
     def trees_(self):
-        """All trees as one padded :class:`~gputrees._grower.TreeBatch` (n_iter_ * K trees x nodes).
+        """All trees as one padded :class:`~gputrees._records.TreeBatch` (n_iter_ * K trees x nodes).
 
         Tree ``r * K + k`` is round ``r``'s tree of class ``k``.
         """

@@ -2,7 +2,7 @@
 
 A forest's trees are independent, so a batch of them shares one level loop of
 the grower: bootstrap samples are per-row integer counts (the ``multiplicity``
-of :class:`gputrees._grower.GrowerInputs`; no copy of X), node ids are offset
+of :class:`gputrees._records.GrowerInputs`; no copy of X), node ids are offset
 per tree, and one histogram call serves every node of every tree of the batch.
 
 Reproducibility: tree ``t`` draws its sample (and its feature subset for

@@ -1,7 +1,7 @@
 """Pruning of fitted trees, batched over the nodes and the trees of a TreeBatch.
 
 Two post-growth prunings, both computed with array operations on the padded
-``(n_trees, n_nodes)`` arrays of a :class:`~gputrees._grower.TreeBatch` (so
+``(n_trees, n_nodes)`` arrays of a :class:`~gputrees._records.TreeBatch` (so
 they run on NumPy, CuPy and any array-API library):
 
 Cost-complexity (weakest-link) pruning, scikit-learn's semantics

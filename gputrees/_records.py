@@ -252,7 +252,7 @@ class SplitConstraints:
 
 @dataclass(frozen=True)
 class SubtreeParams:
-    """The grower's stopping rules for a kernel that grows whole subtrees (``Kernels.grow_subtrees``).
+    """The grower's stopping rules for a kernel that grows whole subtrees (``FastPaths.subtrees``).
 
     ``max_depth`` -1: none; ``max_features`` the features drawn per node
     (``n_features``: all).
@@ -360,7 +360,7 @@ class TreeRows:
     ----------
     multiplicity : array of shape (n_trees, n_samples), float64
     weight_multiplicity : array of shape (n_trees, n_samples), float64, or None
-        See :class:`gputrees._grower.GrowerInputs`.
+        See :class:`gputrees._records.GrowerInputs`.
     channels : array of shape (n_samples, C), float64
     """
 

@@ -46,7 +46,7 @@ class LocalRows:
     channels : array of shape (n_samples, C) or (n_trees, n_samples, C), float64
     kernels : Kernels
     multiplicity, weight_multiplicity : arrays of shape (n_trees, n_samples), float64, or None
-        See :class:`gputrees._grower.GrowerInputs`.
+        See :class:`gputrees._records.GrowerInputs`.
     record_leaves : bool
         Record the node every pair leaves the active set in.
     codes_by_feature : array of shape (n_features, n_samples) or None

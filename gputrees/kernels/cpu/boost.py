@@ -1,7 +1,7 @@
 """A boosting fit's rounds in three compiled calls each (Numba), with no Python of the generic round between them.
 
-A round of the generic loop (:meth:`gputrees._boosting._BaseGradientBoosting.fit`)
-builds its :class:`~gputrees._grower.GrowerInputs`, asks the kernel set for
+A round of the boosting loop (:meth:`gputrees._boost.LocalRounds.round`)
+builds its :class:`~gputrees._records.GrowerInputs`, asks the kernel set for
 the compiled tree (:func:`gputrees.kernels.cpu.grow.grow_tree`: its
 round's checks, the fit's cached inputs looked up, the call's arguments
 assembled), computes the leaf values with the criterion's array operations,

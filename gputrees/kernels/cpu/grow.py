@@ -873,7 +873,7 @@ class TreeCall:
 
 
 def tree_batch(out, row_leaf):
-    """The :class:`~gputrees._grower.TreeBatch` of :func:`_grow`'s results ``out`` (one tree).
+    """The :class:`~gputrees._records.TreeBatch` of :func:`_grow`'s results ``out`` (one tree).
 
     ``row_leaf``: (1, n) int64, every row's leaf, or None (not kept).
     """
