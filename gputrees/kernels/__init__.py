@@ -146,6 +146,7 @@ def _cuda_set(xp) -> Kernels:
     if not cuda_available():
         raise ImportError("GPUTREES_KERNELS=cuda needs numba-cuda and a CUDA GPU: pip install gputrees[cuda12]")
     from . import _cuda
+    from .gpu import tree
 
     scans = {}
     if simulated:  # NumPy arrays: the CPU set's scans (Numba is a dependency of gputrees)
@@ -155,5 +156,5 @@ def _cuda_set(xp) -> Kernels:
                      segment_min=segments.segment_min)
     return assemble(
         "cuda", _cuda.build_histograms, _cuda.apply_trees, fixed_point=True, node_histograms=_cuda.node_histograms,
-        node_sums=_cuda.node_sums, route_rows=_cuda.route_rows, **scans,
+        node_sums=_cuda.node_sums, route_rows=_cuda.route_rows, fast=FastPaths(grow_tree=tree.grow_tree), **scans,
     )

@@ -221,6 +221,8 @@ class Kernels:
             node_sums=node_sums,
             fixed_point=False,
             route_and_sum=functools.partial(reference.route_and_sum, route=self.route_rows, sums=node_sums),
+            # a fixed-point set's tree path grows trees of quantised channels only: it takes their scale
+            fast=dataclasses.replace(self.fast, grow_tree=functools.partial(self.fast.grow_tree, scale=scale)),
         )
 
 

@@ -1,0 +1,451 @@
+"""A round's boosting trees grown on the GPU, a fixed number of launches a level, no host read inside a tree.
+
+The trees of a batch (the K trees of a boosting round) grow depth-wise to
+``max_depth`` in a perfect-tree layout: node ``i``'s children are ``2 i +
+1`` and ``2 i + 2``, level ``d`` holds nodes ``2^d - 1 .. 2^(d+1) - 2``
+whether they exist or not, so every array's shape is known before the tree
+starts. Each row keeps its node id (``node``, one per tree and row); each
+node its statistics as int64 fixed-point sums of the quantised channels
+(:mod:`gputrees.kernels._quantise`: exact, so in any order the same
+numbers as the CPU's float64 sums). A level is six operations on the
+device:
+
+1. the built children's histograms zeroed;
+2. ``_build``: the histograms of each split node's smaller child (of the
+   root at level 0), one thread per (tree, row), int64 atomics;
+3. ``_siblings``: the larger child's as its parent's minus the smaller's;
+4. ``_scan``: one thread per (tree, node, feature): the running sums over
+   the value bins, both sides for missing values, every candidate's proxy
+   (:mod:`gputrees.kernels.rules`), the feature's best;
+5. ``_best``: one thread per (tree, node): the node's best feature by the
+   tie rule, its first near-best candidate, the split's acceptance, the
+   children's statistics and whether they may split, and which child of
+   the pair is the smaller;
+6. ``_route``: one thread per (tree, row) of a split node: the row's child.
+
+The host loops over the levels (their count is ``max_depth``) and reads
+nothing until the trees are laid out as a :class:`~gputrees._records.TreeBatch`
+(one read: the trees' node counts, which size its arrays). The same
+candidates, proxies, tie rule, thresholds and acceptance as the level-wise
+grower with the cuda set's quantised kernels: the same trees, statistics
+equal in fixed point (tested in numba-cuda's simulator against the CPU).
+
+Covered (:func:`covered`; else the grower grows the batch level by level):
+boosting's batches of one or K trees with the Newton criterion over
+``[count, G, H]`` channels quantised with ``scale``, every row once, depth-wise
+to a ``max_depth`` within :data:`MAX_DEPTH` and the memory bound, numerical
+features with missing values, ``min_samples_leaf``, ``min_child_weight``,
+``min_split_gain``, per-tree feature subsets, thresholds at the next value
+bin; no categorical features, monotonic constraints, per-node feature draws
+or random splits.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import cuda
+
+from ..._records import NEWTON, TreeBatch, criterion_code
+from .. import rules
+from .._cuda import _blocks, _launch, launch_config
+from .rules import compile_rules
+
+__all__ = ["grow_tree", "covered", "MAX_DEPTH", "LAUNCHES_PER_LEVEL"]
+
+#: Deepest trees grown here: a level's histograms hold 2^(depth - 1) nodes.
+MAX_DEPTH = 12
+#: Device operations a level takes (zeroing, build, siblings, scan, best, route).
+LAUNCHES_PER_LEVEL = 6
+_NEG_INF = -math.inf
+
+
+# -- device functions ---------------------------------------------------------------
+@cuda.jit(device=True)
+def _feature_scan(hist, base, nb, n_scan, P0, P1, P2, inv0, inv1, inv2, l2, msl, mwl, target):
+    """One (node, feature): its candidates in tie order over value bins ``0 .. n_scan - 1`` of the int64
+    histogram ``hist[base : base + nb * 3]`` (bin-major, three channels).
+
+    ``target`` -inf: returns (best proxy, -1, -1, 0, 0, 0). Otherwise the
+    first candidate whose proxy is at least ``target`` (and above -inf):
+    (proxy, bin, variant, left count, G, H as int64), variant 1 when the
+    missing values go left.
+    """
+    n = min(nb - 1, n_scan)
+    m = base + (nb - 1) * 3
+    m0, m1, m2 = hist[m], hist[m + 1], hist[m + 2]
+    n_var = 2 if m0 > 0 else 1  # the missing bin holds rows: both sides tried
+    best = _NEG_INF
+    for variant in range(n_var):
+        c0 = numba.int64(0)
+        c1 = numba.int64(0)
+        c2 = numba.int64(0)
+        for b in range(n):
+            j = base + b * 3
+            h0, h1, h2 = hist[j], hist[j + 1], hist[j + 2]
+            if b > 0 and h0 == 0 and h1 == 0 and h2 == 0:
+                continue  # the same candidate as the bin before, which comes first
+            c0 += h0
+            c1 += h1
+            c2 += h2
+            a0, a1, a2 = c0, c1, c2
+            if variant == 1:
+                a0 += m0
+                a1 += m1
+                a2 += m2
+            l0 = a0 * inv0
+            l1 = a1 * inv1
+            hl = a2 * inv2
+            r0 = P0 - l0
+            r1 = P1 - l1
+            hr = P2 - hl
+            p = _NEG_INF
+            if l0 >= msl and r0 >= msl and hl >= mwl and hr >= mwl and hl > 0 and hr > 0:
+                p = rules.newton_proxy(l1, hl, r1, hr, l2)
+                if p != p:
+                    p = _NEG_INF
+            if target > _NEG_INF:
+                if p >= target and p > _NEG_INF:
+                    return p, b, variant, a0, a1, a2
+            elif p > best:
+                best = p
+    return best, -1, -1, numba.int64(0), numba.int64(0), numba.int64(0)
+
+
+# -- kernels (compiled at first launch) -----------------------------------------------
+@cuda.jit
+def _roots(stats, can, sf, inv, msl, mwl, min_split, max_depth):
+    """Whether each tree's root may split (``sf`` (K, 3) float64: work space for its statistics)."""
+    k = cuda.grid(1)
+    if k < stats.shape[0]:
+        for c in range(3):
+            sf[k, c] = stats[k, 0, c] * inv[c]
+        can[k, 0] = rules.can_split(NEWTON, sf[k], 0, 1, msl, mwl, min_split, max_depth, sf[k])
+
+
+@cuda.jit
+def _build(codes, wts, node, small_right, level_first, n_pairs, nb, out):
+    """Histograms (K, n_pairs, F, nb, 3) of each pair's smaller child (level 0: of the roots), int64 atomics."""
+    n_trees, n = node.shape
+    n_features = codes.shape[1]
+    start = cuda.grid(1)
+    step = cuda.gridsize(1)
+    for idx in range(start, n_trees * n, step):
+        k = idx // n
+        r = idx - k * n
+        s = node[k, r] - level_first
+        if s < 0:
+            continue  # the row ended in a leaf of an earlier level
+        q = s // 2
+        if level_first > 0 and s - 2 * q != small_right[k, q]:
+            continue  # the larger child: by subtraction
+        if level_first == 0:
+            q = 0
+        g0, g1, g2 = wts[k, r, 0], wts[k, r, 1], wts[k, r, 2]
+        base = (k * n_pairs + q) * n_features
+        for f in range(n_features):
+            j = ((base + f) * nb + numba.int64(codes[r, f])) * 3
+            cuda.atomic.add(out, j, g0)
+            cuda.atomic.add(out, j + 1, g1)
+            cuda.atomic.add(out, j + 2, g2)
+
+
+@cuda.jit
+def _siblings(prev, built, small_right, n_pairs, cell, out):
+    """The level's histograms (K, 2 n_pairs, cell): each pair's built child, and its parent's minus it."""
+    n_trees = small_right.shape[0]
+    start = cuda.grid(1)
+    step = cuda.gridsize(1)
+    for idx in range(start, n_trees * n_pairs * cell, step):
+        kq = idx // cell
+        x = idx - kq * cell
+        k = kq // n_pairs
+        q = kq - k * n_pairs
+        side = small_right[k, q]
+        small = built[idx]
+        out[((k * n_pairs + q) * 2 + side) * cell + x] = small
+        out[((k * n_pairs + q) * 2 + 1 - side) * cell + x] = prev[idx] - small
+
+
+@cuda.jit
+def _scan(hist, stats, can, allowed, n_value_bins, inv, level_first, width, nb, l2, msl, mwl, fbest):
+    """Each (tree, node of the level, feature)'s best proxy, -inf where it has none."""
+    n_trees = stats.shape[0]
+    n_features = allowed.shape[1]
+    start = cuda.grid(1)
+    step = cuda.gridsize(1)
+    for idx in range(start, n_trees * width * n_features, step):
+        ks = idx // n_features
+        f = idx - ks * n_features
+        k = ks // width
+        nd = level_first + ks - k * width
+        p = _NEG_INF
+        if can[k, nd] and allowed[k, f]:
+            p = _feature_scan(hist, (ks * n_features + f) * nb * 3, nb, n_value_bins[f],
+                              stats[k, nd, 0] * inv[0], stats[k, nd, 1] * inv[1], stats[k, nd, 2] * inv[2],
+                              inv[0], inv[1], inv[2], l2, msl, mwl, _NEG_INF)[0]
+        fbest[idx] = p
+
+
+@cuda.jit
+def _best(hist, fbest, stats, can, n_value_bins, thresholds, bin_values, is_exact, inv, level, level_first, width,
+          nb, l2, msl, mwl, min_split, max_depth, min_decrease, tie_rtol, split, feature, bin_, missing_left,
+          threshold, small_right, sf):
+    """Each (tree, node of the level)'s split: the tie rule, the acceptance, the children's statistics.
+
+    ``sf`` (K * width, 3, 3) float64: work space (the node's, its left and
+    right child's statistics).
+    """
+    n_trees = stats.shape[0]
+    n_features = n_value_bins.shape[0]
+    start = cuda.grid(1)
+    step = cuda.gridsize(1)
+    for ks in range(start, n_trees * width, step):
+        k = ks // width
+        s = ks - k * width
+        nd = level_first + s
+        if not can[k, nd]:
+            continue
+        best = _NEG_INF
+        for f in range(n_features):
+            best = max(best, fbest[ks * n_features + f])
+        if not best > _NEG_INF:
+            continue
+        target = rules.tie_target(best, tie_rtol)
+        P0, P1, P2 = stats[k, nd, 0] * inv[0], stats[k, nd, 1] * inv[1], stats[k, nd, 2] * inv[2]
+        col = -1
+        pos = -1
+        variant = -1
+        proxy = _NEG_INF
+        a0 = numba.int64(0)
+        a1 = numba.int64(0)
+        a2 = numba.int64(0)
+        for f in range(n_features):
+            fb = fbest[ks * n_features + f]
+            if fb > _NEG_INF and fb >= target:
+                proxy, pos, variant, a0, a1, a2 = _feature_scan(
+                    hist, (ks * n_features + f) * nb * 3, nb, n_value_bins[f], P0, P1, P2, inv[0], inv[1], inv[2],
+                    l2, msl, mwl, target)
+                if pos >= 0:
+                    col = f
+                    break
+        if col < 0:
+            continue
+        w = sf[ks]
+        w[0, 0], w[0, 1], w[0, 2] = P0, P1, P2
+        w[1, 0], w[1, 1], w[1, 2] = a0 * inv[0], a1 * inv[1], a2 * inv[2]
+        for c in range(3):
+            w[2, c] = w[0, c] - w[1, c]
+        imp = rules.newton_improvement(P1, P2, w[1, 1], w[1, 2], w[2, 1], w[2, 2], l2)
+        if not rules.newton_accept(imp, proxy, min_decrease):
+            continue
+        split[k, nd] = True
+        feature[k, nd] = col
+        bin_[k, nd] = pos
+        m = (ks * n_features + col) * nb * 3 + (nb - 1) * 3
+        if hist[m] > 0:  # the node has missing values: the side the scan chose
+            missing_left[k, nd] = variant == 1
+        else:  # none: NaN goes to the child with more rows
+            missing_left[k, nd] = w[1, 0] > w[2, 0]
+        has_next = pos + 1 < n_value_bins[col]
+        threshold[k, nd] = rules.split_threshold(col, pos, pos + 1 if has_next else pos, has_next, thresholds,
+                                                 bin_values, is_exact)
+        lc = 2 * nd + 1
+        stats[k, lc, 0], stats[k, lc, 1], stats[k, lc, 2] = a0, a1, a2
+        for c in range(3):
+            stats[k, lc + 1, c] = stats[k, nd, c] - stats[k, lc, c]
+        can[k, lc] = rules.can_split(NEWTON, w[1], level + 1, 1, msl, mwl, min_split, max_depth, w[1])
+        can[k, lc + 1] = rules.can_split(NEWTON, w[2], level + 1, 1, msl, mwl, min_split, max_depth, w[2])
+        # the smaller child of the pair is built at the next level (the left on a tie)
+        small_right[k, s] = 1 if stats[k, lc + 1, 0] < stats[k, lc, 0] else 0
+
+
+@cuda.jit
+def _route(codes, node, split, feature, bin_, missing_left, level_first, missing_bin):
+    """Each (tree, row) of a node split at this level moved to its child."""
+    n_trees, n = node.shape
+    start = cuda.grid(1)
+    step = cuda.gridsize(1)
+    for idx in range(start, n_trees * n, step):
+        k = idx // n
+        r = idx - k * n
+        nd = node[k, r]
+        if nd >= level_first and split[k, nd]:
+            code = numba.int64(codes[r, feature[k, nd]])
+            left = missing_left[k, nd] if code == missing_bin else code <= bin_[k, nd]
+            node[k, r] = 2 * nd + (1 if left else 2)
+
+
+# -- the host side ---------------------------------------------------------------------
+def covered(xp, inputs, params, scale) -> bool:
+    """Whether :func:`grow_tree` grows this batch (else the grower does, level by level)."""
+    mapper = inputs.bin_mapper
+    mono = inputs.monotonic_cst
+    channels = inputs.channels
+    if not (
+        scale is not None
+        and criterion_code(inputs.criterion) == NEWTON
+        and channels is not None
+        and inputs.codes is not None
+        and int(channels.shape[-1]) == 3
+        and inputs.multiplicity is None
+        and inputs.weight_multiplicity is None
+        and not inputs.random_splits
+        and (mono is None or not np.any(np.asarray(mono) != 0))
+        and not np.any(mapper.is_categorical)
+        and mapper.bin_values is not None
+        and params.max_depth is not None
+        and 1 <= params.max_depth <= MAX_DEPTH
+        and params.max_leaf_nodes is None
+        and (params.max_features is None or params.max_features >= int(inputs.codes.shape[1]))
+        and not params.local_thresholds
+        and not params.sorted_small_nodes
+        and int(inputs.codes.shape[0]) > 0
+    ):
+        return False
+    n_trees = int(channels.shape[0]) if channels.ndim == 3 else 1
+    hist_bytes = int(inputs.codes.shape[1]) * int(mapper.n_bins) * 3 * 8
+    return n_trees * 2 ** params.max_depth * hist_bytes <= params.memory_limit
+
+
+def grow_tree(xp, inputs, params, *, scale=None):
+    """The batch of ``inputs`` grown on the device (see the module's docstring), or None where not covered.
+
+    Parameters
+    ----------
+    xp : array namespace (CuPy, or NumPy under the simulator)
+    inputs : GrowerInputs
+        ``channels`` (n, 3) or (K, n, 3) float64 ``[count, G, H]``, multiples
+        of ``1 / scale``.
+    params : GrowerParams
+    scale : tuple of 3 floats or None
+        The channels' quantisation scale (``Kernels.quantised``); None: not covered.
+
+    Returns
+    -------
+    TreeBatch or None
+        The level-wise grower's trees with the cuda set's quantised kernels.
+    """
+    if not covered(xp, inputs, params, scale):
+        return None
+    compile_rules()
+    threads, cap_blocks = launch_config()
+    codes = inputs.codes
+    mapper = inputs.bin_mapper
+    n, n_features = int(codes.shape[0]), int(codes.shape[1])
+    nb = int(mapper.n_bins)
+    depth = int(params.max_depth)
+    chan = inputs.channels if inputs.channels.ndim == 3 else inputs.channels[None, :, :]
+    n_trees = int(chan.shape[0])
+    cap = 2 ** (depth + 1) - 1
+    f8, i8 = xp.float64, xp.int64
+    scale_dev = xp.asarray([float(s) for s in scale], dtype=f8)
+    inv = xp.asarray([1.0 / float(s) for s in scale], dtype=f8)
+    # the channels as int64 multiples of 1 / scale: exact (they are quantised)
+    wts = xp.astype(xp.round(chan * scale_dev), i8)
+    stats = xp.zeros((n_trees, cap, 3), dtype=i8)
+    stats[:, 0, :] = xp.sum(wts, axis=1)
+    can = xp.zeros((n_trees, cap), dtype=xp.bool)
+    split = xp.zeros((n_trees, cap), dtype=xp.bool)
+    feature = xp.full((n_trees, cap), -2, dtype=i8)
+    bin_ = xp.full((n_trees, cap), -1, dtype=i8)
+    missing_left = xp.zeros((n_trees, cap), dtype=xp.bool)
+    threshold = xp.full((n_trees, cap), -2.0, dtype=f8)
+    node = xp.zeros((n_trees, n), dtype=i8)
+    small_right = xp.zeros((n_trees, max(1, 2 ** (depth - 1))), dtype=i8)
+    allowed = (xp.ones((n_trees, n_features), dtype=xp.bool) if inputs.tree_features is None
+               else xp.asarray(np.asarray(inputs.tree_features, dtype=bool)))
+    n_value_bins = xp.asarray(np.asarray(mapper.n_value_bins, dtype=np.int64))
+    thresholds = xp.asarray(np.ascontiguousarray(mapper.thresholds, dtype=np.float64))
+    bin_values = xp.asarray(np.ascontiguousarray(mapper.bin_values, dtype=np.float64))
+    is_exact = xp.asarray(np.asarray(mapper.is_exact, dtype=bool))
+    cell = n_features * nb * 3
+    widest = 2 ** (depth - 1)  # the deepest level with histograms
+    levels = (xp.empty(n_trees * widest * cell, dtype=i8), xp.empty(n_trees * widest * cell, dtype=i8))
+    built_buf = xp.empty(n_trees * max(1, widest // 2) * cell, dtype=i8)
+    fbest = xp.empty(n_trees * widest * n_features, dtype=f8)
+    sf = xp.empty((n_trees * widest, 3, 3), dtype=f8)
+    l2 = float(inputs.criterion.l2)
+    msl, mwl = float(params.min_samples_leaf), float(params.min_weight_leaf)
+    min_split, min_dec = float(params.min_samples_split), float(params.min_impurity_decrease)
+    rtol = float(rules.TIE_RTOL)
+    missing_bin = int(mapper.missing_bin)
+    _launch(_roots, 1, max(1, min(threads, n_trees)), stats, can, xp.empty((n_trees, 3), dtype=f8), inv, msl, mwl,
+            min_split, depth)
+    prev = None
+    for d in range(depth):
+        first, width = 2 ** d - 1, 2 ** d
+        n_pairs = max(1, width // 2)
+        cur = levels[d % 2][: n_trees * width * cell]
+        if d == 0:
+            built = cur
+        else:
+            built = built_buf[: n_trees * n_pairs * cell]
+        built[...] = 0
+        _launch(_build, _blocks(n_trees * n, threads, cap_blocks), threads, codes, wts, node, small_right, first,
+                n_pairs, nb, built)
+        if d > 0:
+            _launch(_siblings, _blocks(n_trees * n_pairs * cell, threads, cap_blocks), threads, prev, built,
+                    small_right, n_pairs, cell, cur)
+        _launch(_scan, _blocks(n_trees * width * n_features, threads, cap_blocks), threads, cur, stats, can,
+                allowed, n_value_bins, inv, first, width, nb, l2, msl, mwl, fbest)
+        _launch(_best, _blocks(n_trees * width, threads, cap_blocks), threads, cur, fbest, stats, can, n_value_bins,
+                thresholds, bin_values, is_exact, inv, d, first, width, nb, l2, msl, mwl, min_split, depth, min_dec,
+                rtol, split, feature, bin_, missing_left, threshold, small_right, sf)
+        _launch(_route, _blocks(n_trees * n, threads, cap_blocks), threads, codes, node, split, feature, bin_,
+                missing_left, first, missing_bin)
+        prev = cur
+    return _layout(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
+                   inputs.record_leaves)
+
+
+def _layout(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth, record_leaves):
+    """The perfect-layout trees as a :class:`TreeBatch`: the existing nodes numbered in level order (the
+    level-wise grower's breadth-first ids); one host read, the trees' node counts."""
+    n_trees, cap = split.shape
+    i8 = xp.int64
+    parent = xp.asarray(np.concatenate([[0], (np.arange(1, cap) - 1) // 2]).astype(np.int64))
+    is_root = xp.asarray(np.arange(cap) == 0)
+    exists = is_root[None, :] | xp.take(split, parent, axis=1)
+    new_id = xp.cumulative_sum(xp.astype(exists, i8), axis=1) - 1
+    level = np.zeros(cap, dtype=np.int64)
+    for d in range(1, depth + 1):
+        level[2 ** d - 1:] = d
+    level = xp.asarray(level)
+    deepest = xp.max(xp.where(exists, level[None, :], xp.asarray(0, dtype=i8)))
+    # the one host read: every tree's node count and the deepest node's depth
+    summary = xp.concat([xp.sum(xp.astype(exists, i8), axis=1), xp.reshape(deepest, (1,))])
+    summary = np.asarray(summary.tolist(), dtype=np.int64)
+    counts, max_depth = summary[:n_trees], int(summary[n_trees])
+    width = int(counts.max())
+    # each tree's existing nodes in level order, then the others
+    order = xp.argsort(xp.astype(~exists, i8), axis=1, stable=True)[:, :width]
+
+    def take(a):
+        return xp.take_along_axis(a, order, axis=1) if a.ndim == 2 else xp.take_along_axis(
+            a, xp.broadcast_to(order[:, :, None], (n_trees, width, a.shape[2])), axis=1)
+
+    is_split = take(split)
+    first_child = xp.take_along_axis(new_id, xp.minimum(2 * order + 1, cap - 1), axis=1)
+    left = xp.where(is_split, first_child, xp.asarray(-1, dtype=i8))
+    valid = xp.asarray(np.arange(width)[None, :] < counts[:, None])
+    stats = take(stats) * inv[None, None, :]
+    node_depth = take(xp.broadcast_to(level[None, :], (n_trees, cap)))
+    batch_depth = xp.where(valid, node_depth, xp.asarray(0, dtype=i8))
+    return TreeBatch(
+        node_count=counts,
+        left=left,
+        right=xp.where(left >= 0, left + 1, left),
+        feature=xp.where(is_split, take(feature), xp.asarray(-2, dtype=i8)),
+        bin=xp.where(is_split, take(bin_), xp.asarray(-1, dtype=i8)),
+        missing_left=is_split & take(missing_left),
+        is_categorical=xp.zeros((n_trees, width), dtype=xp.bool),
+        cat_left=xp.zeros((n_trees, width, 0), dtype=xp.bool),
+        threshold=xp.where(is_split, take(threshold), xp.asarray(-2.0, dtype=xp.float64)),
+        stats=xp.where(valid[:, :, None], stats, xp.asarray(0.0, dtype=xp.float64)),
+        depth=batch_depth,
+        max_depth=max_depth,
+        row_leaf=xp.take_along_axis(new_id, node, axis=1) if record_leaves else None,
+    )

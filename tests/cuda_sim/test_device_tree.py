@@ -1,0 +1,170 @@
+"""The GPU's device level step (gputrees.kernels.gpu.tree) in numba-cuda's simulator, against the CPU.
+
+A boosting round's trees grown on the device equal the level-wise grower's
+with quantised channels (every kernel set's sums of quantised values are
+exact, so the CPU's float64 sums and the device's int64 ones are the same
+numbers): the same splits, thresholds, statistics, node numbering and rows'
+leaves. Whole boosting fits with the cuda set in the simulator equal the
+CPU's quantised fits. The device step's work is counted: a fixed number of
+launches a level, and one host read a batch (its node counts).
+
+Run by tests/test_kernels_cuda_sim.py in a process with ``NUMBA_ENABLE_CUDASIM=1``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+from gputrees import GradientBoostingClassifier, GradientBoostingRegressor
+from gputrees._backend import namespace_of
+from gputrees._binning import fit_bin_mapper
+from gputrees._criteria import Newton
+from gputrees._grower import grow
+from gputrees._records import GrowerInputs, GrowerParams
+from gputrees.kernels import get_kernels, quantisation_scale, quantise
+from gputrees.kernels.interface import declines
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded by tests/conftest.py
+    pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 (run by tests/test_kernels_cuda_sim.py)", allow_module_level=True)
+
+from gputrees.kernels.gpu import tree  # noqa: E402
+
+NP = namespace_of(np.empty(0))
+
+
+def _round(seed, n=120, n_features=3, k=1, missing=0.1, max_bins=12, subsample=None):
+    """A boosting round's inputs: binned rows, quantised [count, G, H] channels of K trees, the cuda set."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, n_features))
+    X[:, 0] = np.round(X[:, 0] * 2)  # few distinct values: exact bins
+    X[rng.random(X.shape) < missing] = np.nan
+    mapper = fit_bin_mapper(NP, X, np.zeros(n_features, dtype=bool), max_bins)
+    codes = mapper.transform(NP, X)
+    g = rng.normal(size=(k, n))
+    h = rng.uniform(0.1, 1.0, size=(k, n))
+    count = np.ones((k, n)) if subsample is None else (rng.random((k, n)) < subsample).astype(float)
+    chan = np.stack([count, g * count, h * count], axis=2)
+    scale = quantisation_scale(NP, chan, n)
+    chan = quantise(NP, chan, scale)
+    kernels = get_kernels(NP, "cuda").quantised(scale)
+    return GrowerInputs(codes=codes, channels=chan if k > 1 else chan[0], multiplicity=None, bin_mapper=mapper,
+                        criterion=Newton(1.0), kernels=kernels, rng=np.random.default_rng(seed),
+                        record_leaves=True, count_free_histograms=False), scale
+
+
+def _params(**kw):
+    base = dict(max_depth=3, min_samples_split=2, min_samples_leaf=1, min_weight_leaf=0.5,
+                sorted_small_nodes=False, local_thresholds=False)
+    base.update(kw)
+    return GrowerParams(**base)
+
+
+def _level_wise(inputs):
+    """The same inputs grown level by level (the device step declining)."""
+    fast = dataclasses.replace(inputs.kernels.fast, grow_tree=declines)
+    return dataclasses.replace(inputs, kernels=dataclasses.replace(inputs.kernels, fast=fast))
+
+
+def _assert_same_batch(got, want):
+    np.testing.assert_array_equal(got.node_count, want.node_count)
+    assert got.max_depth == want.max_depth
+    for name in ("left", "right", "feature", "bin", "missing_left", "threshold", "depth"):
+        np.testing.assert_array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(want, name)), err_msg=name)
+    np.testing.assert_array_equal(np.asarray(got.stats), np.asarray(want.stats))
+    np.testing.assert_array_equal(np.asarray(got.row_leaf), np.asarray(want.row_leaf))
+
+
+CASES = {
+    "one_tree": dict(),
+    "three_trees": dict(k=3),
+    "no_missing": dict(missing=0.0),
+    "subsample": dict(subsample=0.6),
+    "deeper": dict(n=160, max_bins=8, params=dict(max_depth=4)),
+    "leaf_rules": dict(params=dict(min_samples_leaf=6, min_samples_split=14, min_weight_leaf=2.0,
+                                   min_impurity_decrease=0.05)),
+    "no_hessian_floor": dict(params=dict(min_weight_leaf=0.0)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_device_trees_equal_the_level_wise_grower(case):
+    kw = dict(CASES[case])
+    params = _params(**kw.pop("params", {}))
+    inputs, scale = _round(3, **kw)
+    got = tree.grow_tree(NP, inputs, params, scale=scale)
+    assert got is not None
+    want = grow(NP, _level_wise(inputs), params)
+    _assert_same_batch(got, want)
+    assert int(np.max(got.node_count)) > 3  # the trees did split
+
+
+def test_per_tree_feature_subsets():
+    inputs, scale = _round(5, k=2, n_features=4)
+    allowed = np.array([[True, False, True, True], [False, True, False, True]])
+    inputs = dataclasses.replace(inputs, tree_features=allowed)
+    params = _params()
+    got = tree.grow_tree(NP, inputs, params, scale=scale)
+    _assert_same_batch(got, grow(NP, _level_wise(inputs), params))
+    feats = np.asarray(got.feature)
+    for t in range(2):
+        used = feats[t][feats[t] >= 0]
+        assert np.all(allowed[t][used])
+
+
+def test_uncovered_batches_decline():
+    inputs, scale = _round(1)
+    assert tree.grow_tree(NP, inputs, _params(), scale=None) is None  # not quantised
+    assert tree.grow_tree(NP, inputs, _params(max_leaf_nodes=5), scale=scale) is None  # best-first
+    assert tree.grow_tree(NP, inputs, _params(local_thresholds=True), scale=scale) is None
+    mono = dataclasses.replace(inputs, monotonic_cst=np.array([1, 0, 0]))
+    assert tree.grow_tree(NP, mono, _params(), scale=scale) is None
+
+
+def test_a_level_is_a_fixed_number_of_launches(monkeypatch):
+    """Six device operations a level whatever the data, and nothing read to the host until the layout."""
+    launched = []
+    real = tree._launch
+    monkeypatch.setattr(tree, "_launch", lambda kernel, *a: launched.append(kernel) or real(kernel, *a))
+    inputs, scale = _round(7, k=2)
+    params = _params(max_depth=4)
+    tree.grow_tree(NP, inputs, params, scale=scale)
+    per_level = [tree._build, tree._siblings, tree._scan, tree._best, tree._route]
+    # the roots' check, then every level's kernels (no siblings at level 0)
+    assert launched[0] is tree._roots
+    assert launched[1:5] == [tree._build, tree._scan, tree._best, tree._route]
+    assert launched[5:] == per_level * (params.max_depth - 1)
+    print(f"device step: {len(launched)} launches for {params.max_depth} levels "
+          f"({tree.LAUNCHES_PER_LEVEL} device operations a level with the zeroing)")
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor", "multiclass"])
+def test_boosting_on_the_device_equals_the_cpu(kind, monkeypatch):
+    """A whole fit with the cuda set in the simulator (the device step growing each round's trees) equals the
+    CPU's fit with quantised gradients: the same trees, values and predictions."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(150, 3))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    if kind == "regressor":
+        y, cls = X[:, 0] * 2 + rng.normal(size=150) * 0.3, GradientBoostingRegressor
+        y = np.nan_to_num(y)
+    else:
+        n_classes = 3 if kind == "multiclass" else 2
+        y, cls = rng.integers(0, n_classes, 150), GradientBoostingClassifier
+    kw = dict(n_estimators=3, max_depth=3, max_bins=12, learning_rate=0.3, min_samples_leaf=1,
+              early_stopping=False, quantised_gradients=True)
+    calls = []
+    real = tree.grow_tree
+    monkeypatch.setattr(tree, "grow_tree", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setenv("GPUTREES_KERNELS", "cuda")
+    on_device = cls(**kw).fit(X, y)
+    assert calls
+    monkeypatch.setenv("GPUTREES_KERNELS", "numba")
+    on_cpu = cls(**kw).fit(X, y)
+    for name in ("left", "feature", "bin", "missing_left", "threshold", "stats"):
+        np.testing.assert_array_equal(getattr(on_device.trees_, name), getattr(on_cpu.trees_, name), err_msg=name)
+    np.testing.assert_array_equal(on_device.tree_values_, on_cpu.tree_values_)
+    np.testing.assert_array_equal(on_device.train_score_, on_cpu.train_score_)
