@@ -13,7 +13,8 @@ slower):
     python bench/bench_versions.py --refs ad47cde WORKTREE --data flights --rounds 100 --repeats 6
     python bench/bench_versions.py --refs 27bbd77 WORKTREE --model forest --rows 266667 --rounds 20 --repeats 2
 
-prints each version's fit seconds (median and every run). ``--model forest``
+prints each version's fit seconds (median and every run); ``--time predict``
+times the prediction of every row by a model each version fitted once. ``--model forest``
 fits ``RandomForestClassifier(n_estimators=--rounds)`` (fully grown trees,
 ``max_features="sqrt"``), ``--model tree`` one fully grown
 ``DecisionTreeClassifier``, both on the synthetic data (``--rows`` rows
@@ -104,6 +105,9 @@ def main(argv=None):
     p.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows before the 75%% training split")
     p.add_argument("--missing", type=float, default=0.0,
                    help="this fraction of the training values set to NaN (seeded), to time the missing-value paths")
+    p.add_argument("--time", choices=["fit", "predict"], default="fit",
+                   help="what is timed: the fit (default), or the prediction of every row by a model each "
+                        "version fitted once, untimed (predict_proba for classifiers, predict otherwise)")
     args = p.parse_args(argv)
     if args.quick:
         args.data, args.rounds, args.repeats = "bank", 5, 1
@@ -138,21 +142,26 @@ def main(argv=None):
             models[ref] = getattr(importlib.import_module(pkg), name)
         for cls in models.values():  # compile (or load the cache) outside the timing
             make(cls, 3).fit(X[:2000], y[:2000])
+        fitted = {}
+        if args.time == "predict":  # each version's model fitted once, untimed
+            fitted = {ref: make(cls, args.rounds).fit(X, y) for ref, cls in models.items()}
         times = {ref: [] for ref in models}
         in_order = list(models.items())
         for r in range(args.repeats):
-            # every other repeat in the reverse order: the version fitted
-            # second ran a few percent slower on these machines (two versions
-            # whose forest code is the same, a 20-tree forest: 1.43 / 1.50 s,
-            # and 1.43 / 1.53 s listed the other way round)
+            # every other repeat in the reverse order: the version timed second
+            # ran a few percent slower on these machines
             for ref, cls in (in_order if r % 2 == 0 else in_order[::-1]):
                 start = time.perf_counter()
-                make(cls, args.rounds).fit(X, y)
+                if args.time == "predict":
+                    model = fitted[ref]
+                    (model.predict_proba if hasattr(model, "predict_proba") else model.predict)(X)
+                else:
+                    make(cls, args.rounds).fit(X, y)
                 times[ref].append(time.perf_counter() - start)
     what = {"boost": f"{args.rounds} rounds", "tree": "one tree"}.get(args.model, f"{args.rounds} trees")
     missing = f", {args.missing:.0%} of the values missing" if args.missing > 0 else ""
-    print(f"[{args.data}, {args.model}] {X.shape[0]:,} rows x {X.shape[1]}{missing}, {what}, {args.n_jobs} threads, "
-          f"device {args.device}, versions alternated in one process")
+    print(f"[{args.data}, {args.model}, {args.time}] {X.shape[0]:,} rows x {X.shape[1]}{missing}, {what}, "
+          f"{args.n_jobs} threads, device {args.device}, versions alternated in one process")
     for ref, t in times.items():
         print(f"  {ref:>12}  median {np.median(t):.3f} s  runs " + " ".join(f"{x:.3f}" for x in t))
     refs = list(times)
