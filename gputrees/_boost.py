@@ -33,7 +33,7 @@ from ._grower import grow
 from ._predictor import apply_trees
 from ._progress import Step
 from ._records import GrowerInputs, Round
-from .kernels import quantisation_scale, quantise, reference
+from .kernels import NO_FAST_PATHS, quantisation_scale, quantisation_scale_array, quantise, reference, scale_failure
 from .kernels.reference import gather_node_values, round_channels
 
 __all__ = [
@@ -191,9 +191,9 @@ class EvalSet:
         self.xp, self.X, self.y, self.w, self.raw = xp, X, y, w, raw
         self.missing_bin, self.n_jobs = missing_bin, n_jobs
 
-    def score(self, loss) -> float:
-        """The negated loss of the current raw predictions."""
-        return -loss.loss(self.xp, self.raw, self.y, self.w)
+    def score(self, loss):
+        """The negated loss of the current raw predictions (a 0-d array of the fit's namespace: not read)."""
+        return -loss.mean_loss(self.xp, self.raw, self.y, self.w)
 
     def add(self, batch, values) -> None:
         """Add a round's trees (``values`` (K, n_nodes), learning rate included) to the raw predictions."""
@@ -209,8 +209,9 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
     ----------
     rows : row set of the rounds
         Grows a round's trees and updates the training rows' raw predictions
-        (:meth:`LocalRounds.round`; :class:`gputrees.dask` has its own), and
-        gives the context the rounds run in (``workspace()``).
+        (:meth:`LocalRounds.round`; :class:`gputrees.dask` has its own),
+        gives the context the rounds run in (``workspace()``) and makes the
+        checks left to the fit's end (``close()``).
     loss : Loss
     plan : BoostPlan
     history : BoostHistory
@@ -260,6 +261,7 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
                 break
     if monitor is not None:
         monitor.close()
+    rows.close()
     return stopped_at
 
 
@@ -314,6 +316,13 @@ class LocalRounds:
         self.table_sums = None  # its column sums, where the round end made them
         self.ahead = False  # whether ``table`` holds the channels of ``raw``
         self.runner = None  # the compiled rounds, made at the fit's first round
+        self.scales = []  # the device quantisation scales, checked when the fit ends
+
+    def close(self):
+        """The checks the rounds left to the fit's end (one host read): every device quantisation scale made."""
+        failure = scale_failure(self.xp, self.scales)
+        if failure is not None:
+            raise ValueError(failure)
 
     def workspace(self):
         """The kernels' workspace: their work buffers kept for every round's tree (``Kernels.workspace``)."""
@@ -327,8 +336,9 @@ class LocalRounds:
         batch : TreeBatch
         values : array of shape (K, n_nodes), float64
             The values the trees add (learning rate included).
-        train_loss : float
-            The weighted mean training loss after the round.
+        train_loss : float or 0-d array
+            The weighted mean training loss after the round (on the device:
+            read when the fit ends, or when a display or callback asks).
         """
         if self.runner is not None:
             return self._compiled_round()
@@ -340,9 +350,13 @@ class LocalRounds:
             self.table_sums = None
         channels, kernels, grow_kernels = self.table, self.kernels, self.kernels
         if self.quantised:
-            # one host synchronisation per round (not per level): the scale is
-            # a host value, see gputrees.kernels._quantise
-            scale = quantisation_scale(xp, channels, int(self.codes.shape[0]))
+            # with the GPU's device step the scale stays on the device, its
+            # failure read when the fit ends; elsewhere it is read each round
+            if not (kernels.fixed_point and kernels.fast.grow_tree is not NO_FAST_PATHS.grow_tree):
+                scale = quantisation_scale(xp, channels, int(self.codes.shape[0]))
+            else:
+                scale = quantisation_scale_array(xp, channels, int(self.codes.shape[0]))
+                self.scales.append(scale)
             channels = quantise(xp, channels, scale)
             grow_kernels = kernels.quantised(scale)
         inputs = GrowerInputs(
@@ -379,7 +393,7 @@ class LocalRounds:
         else:
             leaves = xp.permute_dims(batch.row_leaf, (1, 0))  # (n, K)
             self.raw = self.raw + gather_node_values(xp, values, leaves)
-            train_loss = loss.loss(xp, self.raw, self.y, self.w)
+            train_loss = loss.mean_loss(xp, self.raw, self.y, self.w)
         return dataclasses.replace(batch, row_leaf=None), values, train_loss
 
     def _compiled_round(self):

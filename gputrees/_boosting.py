@@ -30,7 +30,7 @@ from ._xgboost import XGBoostExportMixin
 from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, LocalRounds, boost
 from ._criteria import Newton
-from ._records import DEFAULT_MEMORY_LIMIT, GrowerParams, TreeBatch
+from ._records import DEFAULT_MEMORY_LIMIT, GrowerParams, Round, TreeBatch
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
 from ._predictor import apply_trees
 from ._progress import Monitor
@@ -46,6 +46,7 @@ from ._validation import (
     to_numeric_2d,
     y_to_host,
 )
+from .kernels import reference
 from .kernels.reference import gather_node_values
 from .kernels import get_kernels
 
@@ -93,6 +94,20 @@ def _stack_rounds(xp, rounds):
     )
     values = stack([r.values for r in rounds], 0.0)
     return batch, values
+
+
+def _laid_out(xp, round_):
+    """A round whose trees the GPU grew in their perfect-tree layout (``node_count`` None), with its nodes
+    numbered as the level-wise grower's; other rounds as they are."""
+    if round_.batch.node_count is not None:
+        return round_
+    batch, values = reference.compact_batch(xp, round_.batch, round_.values)
+    return Round(batch=batch, values=values)
+
+
+def _host_scores(scores):
+    """A fit's scores, host floats or device scalars, as a float64 array."""
+    return np.asarray([float(s) for s in scores], dtype=np.float64)
 
 
 def _set_params(est, params):
@@ -288,7 +303,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         history = BoostHistory(list(self._rounds), list(self.train_score_) if warm else [],
                                [list(v) for v in self._eval_scores] if warm else [[] for _ in evals])
         if not warm:
-            history.train_scores.append(-loss.loss(xp, raw, y_dev, w_dev))
+            history.train_scores.append(-loss.mean_loss(xp, raw, y_dev, w_dev))
             for ev, scores in zip(evals, history.val_scores):
                 scores.append(ev.score(loss))
         plan = BoostPlan(
@@ -311,10 +326,15 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         return self._finish(xp, k, history.rounds, history.train_scores, history.val_scores, stopped_at)
 
     def _finish(self, xp, k, rounds, train_scores, val_scores, stopped_at=None):
-        """Set the fitted attributes from the rounds of a fit (K trees each) and their scores; returns self."""
-        self._rounds = rounds
-        self.train_score_ = np.asarray(train_scores, dtype=np.float64)
-        self._eval_scores = [np.asarray(s, dtype=np.float64) for s in val_scores]
+        """Set the fitted attributes from the rounds of a fit (K trees each) and their scores; returns self.
+
+        The first host reads of a fit whose rounds read nothing (the GPU's): the
+        scores, and the trees grown in the perfect-tree layout, numbered here as
+        the level-wise grower numbers its nodes.
+        """
+        self._rounds = [_laid_out(xp, r) for r in rounds]
+        self.train_score_ = _host_scores(train_scores)
+        self._eval_scores = [_host_scores(s) for s in val_scores]
         self.validation_score_ = self._eval_scores[-1] if val_scores else np.zeros(0, dtype=np.float64)
         self.best_iteration_ = None
         if val_scores:

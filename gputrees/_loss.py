@@ -112,7 +112,11 @@ class Loss:
 
     def loss(self, xp, raw, y, w) -> float:
         """Weighted mean loss (a host float)."""
-        return float(_wmean(xp, self.pointwise(xp, raw, y), w))
+        return float(self.mean_loss(xp, raw, y, w))
+
+    def mean_loss(self, xp, raw, y, w):
+        """Weighted mean loss as a 0-d array of ``xp`` (on the device: no host read)."""
+        return _wmean(xp, self.pointwise(xp, raw, y), w)
 
     def pointwise(self, xp, raw, y):
         """Per-row loss, shape (n,)."""

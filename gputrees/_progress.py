@@ -136,7 +136,13 @@ class Monitor:
                 )
 
     def step(self, s: Step) -> bool:
-        """Show step ``s`` and run the callbacks; True when one of them asks to stop."""
+        """Show step ``s`` and run the callbacks; True when one of them asks to stop.
+
+        Without a display or a callback nothing is read of the step (its
+        scores may be device scalars: no host read).
+        """
+        if self.verbose <= 0 and not self.callbacks:
+            return False
         elapsed = time.perf_counter() - self.t0
         env = IterationEnv(
             estimator=self.estimator,

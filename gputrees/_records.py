@@ -169,7 +169,12 @@ class TreeBatch:
 
     Attributes
     ----------
-    node_count : ndarray of shape (n_trees,), int64 (host)
+    node_count : ndarray of shape (n_trees,), int64 (host), or None
+        None for a batch in the perfect-tree layout the GPU's device step
+        grows (node ``i``'s children ``2 i + 1`` and ``2 i + 2``, the nodes
+        that do not exist unreachable padding): it predicts as it is, and
+        :func:`gputrees.kernels.reference.compact_batch` numbers its nodes as
+        here before a fit keeps it.
     left, right : (n_trees, n_nodes) int64, -1 at leaves
     feature : (n_trees, n_nodes) int64, -2 at leaves
     bin : (n_trees, n_nodes) int64, numerical split bin, -1 otherwise

@@ -100,6 +100,9 @@ class _ShardRounds:
     def workspace(self):
         return contextlib.nullcontext()
 
+    def close(self):
+        """Nothing left to check when the rounds end."""
+
     def round(self, it: int, round_rng, inbag, tree_features):
         """:meth:`gputrees._boost.LocalRounds.round` over the workers' rows (their in-bag rows drawn there, from
         the same stream as ``inbag``)."""

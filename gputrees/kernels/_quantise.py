@@ -39,7 +39,7 @@ import numpy as np
 
 from .._backend import to_numpy
 
-__all__ = ["quantisation_scale", "quantise", "SCALE_BITS"]
+__all__ = ["quantisation_scale", "quantisation_scale_array", "quantise", "scale_failure", "HostScale", "SCALE_BITS"]
 
 #: Bits of the fixed-point sums: ``n_rows * max|value| * scale < 2 ** SCALE_BITS``,
 #: so that every sum stays below ``2 ** 53`` (exact in float64) and far below int64's range.
@@ -86,6 +86,65 @@ def quantisation_scale(xp, channels, n_rows: int) -> tuple:
     return tuple(out)
 
 
+def quantisation_scale_array(xp, channels, n_rows: int):
+    """:func:`quantisation_scale` made on the device: an (n_channels,) float64 array, no host read.
+
+    The same powers of two (``frexp`` and ``ldexp`` of the namespace, which
+    CuPy and NumPy have). Where :func:`quantisation_scale` raises (a
+    non-finite value, values too large to quantise), the channel's scale is
+    NaN instead: :func:`scale_failure` reads that once, when the caller can
+    afford a read.
+    """
+    if n_rows < 1:
+        raise ValueError(f"n_rows must be positive, got {n_rows}")
+    n_channels = int(channels.shape[-1])
+    flat = xp.reshape(channels, (-1, n_channels))
+    if int(flat.shape[0]) == 0:
+        return xp.ones(n_channels, dtype=xp.float64)
+    total = float(n_rows) * xp.max(xp.abs(flat), axis=0)
+    _, e = xp.frexp(total)
+    exponent = SCALE_BITS - xp.astype(e, xp.int64)
+    scale = xp.ldexp(xp.ones_like(total), xp.minimum(exponent, MAX_EXPONENT))
+    bad = ~xp.isfinite(total) | (exponent < -MAX_EXPONENT)
+    scale = xp.where(total == 0, xp.ones_like(scale), scale)
+    return xp.where(bad, xp.full_like(scale, xp.nan), scale)
+
+
+class HostScale:
+    """A device array of scales read to the host the first time it is iterated (a sequence of floats).
+
+    The device step takes the array as it is; the level-wise kernels, which
+    take host floats, read it once, when a round is grown by them.
+    """
+
+    def __init__(self, array):
+        self.array = array
+        self._floats = None
+
+    def _host(self):
+        if self._floats is None:
+            self._floats = tuple(float(s) for s in to_numpy(self.array))
+        return self._floats
+
+    def __iter__(self):
+        return iter(self._host())
+
+    def __len__(self):
+        return int(self.array.shape[0])
+
+
+def scale_failure(xp, scales) -> str | None:
+    """Why one of the device scales of :func:`quantisation_scale_array` (arrays of one fit) failed, or None.
+
+    One host read (all the scales' check at once).
+    """
+    if not scales:
+        return None
+    if bool(xp.all(xp.isfinite(xp.stack(scales)))):
+        return None
+    return "cannot quantise non-finite gradients or hessians, or gradients too large to quantise over the rows"
+
+
 def quantise(xp, channels, scale):
     """``channels`` rounded to the nearest multiple of ``1 / scale`` (per channel, ties to even).
 
@@ -98,6 +157,8 @@ def quantise(xp, channels, scale):
     -------
     array like ``channels``, float64: every value times its ``scale`` is an integer
     """
-    s = xp.asarray(list(scale), dtype=xp.float64)
+    if isinstance(scale, HostScale):
+        scale = scale.array
+    s = xp.asarray(scale, dtype=xp.float64) if hasattr(scale, "shape") else xp.asarray(list(scale), dtype=xp.float64)
     # both products are exact (powers of two, no overflow by the choice of scale)
     return xp.round(channels * s) * (1.0 / s)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import reference
+from ._quantise import HostScale
 
 __all__ = ["Kernels", "FastPaths", "NO_FAST_PATHS", "NoSubtrees", "assemble", "declines"]
 
@@ -213,7 +214,9 @@ class Kernels:
         """
         if not self.fixed_point:
             return self
-        scale = tuple(float(s) for s in scale)
+        # a device array of scales stays on the device for the tree path; the
+        # level-wise kernels read it (once) if they grow the round
+        scale = HostScale(scale) if hasattr(scale, "shape") else tuple(float(s) for s in scale)
         node_sums = functools.partial(self.node_sums, scale=scale)
         return dataclasses.replace(
             self,

@@ -616,8 +616,9 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table):
     -------
     raw : array of shape (n, K), float64
         ``raw`` plus every row's leaf values.
-    loss : float
-        The weighted mean loss of the new raw predictions (``Loss.loss``).
+    loss : 0-d array, float64
+        The weighted mean loss of the new raw predictions (``Loss.mean_loss``:
+        on the device, not read).
     table : array of shape (K, n, 3), float64
         ``[1, g, h]`` of the new raw predictions: the next round's channels
         when it draws no row subsample.
@@ -628,7 +629,7 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table):
     """
     raw = raw + gather_node_values(xp, values, xp.permute_dims(row_leaf, (1, 0)))
     g, h = loss.gradients(xp, raw, y, w)
-    return raw, loss.loss(xp, raw, y, w), round_channels(xp, g, h, None, table), None
+    return raw, loss.mean_loss(xp, raw, y, w), round_channels(xp, g, h, None, table), None
 
 
 
@@ -733,3 +734,72 @@ def layout_grouped(xp, n_trees: int, parent, depth, tree, stats, split_ids, reco
         pad(stats, 0.0),
         pad(depth, 0),
     )
+
+
+# -- a batch in the perfect-tree layout ------------------------------------------------
+def compact_batch(xp, batch, values=None):
+    """A batch in the perfect-tree layout (``node_count`` None: node ``i``'s children are ``2 i + 1`` and
+    ``2 i + 2``, as the GPU's device step grows them) with its existing nodes numbered in level order, as the
+    level-wise grower numbers them, and padded as its batches are.
+
+    Parameters
+    ----------
+    batch : TreeBatch
+        ``node_count`` None; ``left`` (n_trees, cap) with ``cap = 2^(depth + 1) - 1``.
+    values : array of shape (n_trees, cap, ...) or None
+        Per-node values to renumber alike (boosting's leaf values).
+
+    Returns
+    -------
+    batch : TreeBatch
+        ``row_leaf`` (if any) renumbered too.
+    values : array of shape (n_trees, width, ...) or None
+
+    One host read: the trees' node counts and depth (they size the arrays).
+    """
+    n_trees, cap = int(batch.left.shape[0]), int(batch.left.shape[1])
+    i8 = xp.int64
+    parent = xp.asarray(np.concatenate([[0], (np.arange(1, cap) - 1) // 2]).astype(np.int64))
+    is_root = xp.asarray(np.arange(cap) == 0)
+    exists = is_root[None, :] | xp.take(batch.left >= 0, parent, axis=1)
+    new_id = xp.cumulative_sum(xp.astype(exists, i8), axis=1) - 1
+    deepest = xp.max(xp.where(exists, batch.depth, xp.zeros_like(batch.depth)))
+    summary = to_numpy(xp.concat([xp.sum(xp.astype(exists, i8), axis=1), xp.reshape(deepest, (1,))]))
+    counts = np.asarray(summary[:n_trees], dtype=np.int64)
+    width = int(counts.max())
+    # each tree's existing nodes in level order first
+    order = xp.argsort(xp.astype(~exists, i8), axis=1, stable=True)[:, :width]
+    valid = xp.asarray(np.arange(width)[None, :] < counts[:, None])
+
+    def take(a, fill):
+        if a.ndim == 2:
+            out = xp.take_along_axis(a, order, axis=1)
+            return xp.where(valid, out, xp.asarray(fill, dtype=a.dtype))
+        shape = (n_trees, width) + tuple(a.shape[2:])
+        idx = xp.broadcast_to(xp.reshape(order, (n_trees, width) + (1,) * (a.ndim - 2)), shape)
+        out = xp.take_along_axis(a, idx, axis=1)
+        keep = xp.reshape(valid, (n_trees, width) + (1,) * (a.ndim - 2))
+        return xp.where(keep, out, xp.asarray(fill, dtype=a.dtype))
+
+    split = take(batch.left >= 0, False)
+    first_child = xp.take_along_axis(new_id, xp.minimum(2 * order + 1, cap - 1), axis=1)
+    left = xp.where(split, first_child, xp.asarray(-1, dtype=i8))
+    out = dataclasses.replace(
+        batch,
+        node_count=counts,
+        left=left,
+        right=xp.where(left >= 0, left + 1, left),
+        feature=take(batch.feature, -2),
+        bin=take(batch.bin, -1),
+        missing_left=take(batch.missing_left, False),
+        is_categorical=take(batch.is_categorical, False),
+        cat_left=take(batch.cat_left, False),
+        threshold=take(batch.threshold, -2.0),
+        stats=take(batch.stats, 0.0),
+        depth=take(batch.depth, 0),
+        max_depth=int(summary[n_trees]),
+        row_leaf=None if batch.row_leaf is None else xp.take_along_axis(new_id, batch.row_leaf, axis=1),
+        lower=None if batch.lower is None else take(batch.lower, 0.0),
+        upper=None if batch.upper is None else take(batch.upper, 0.0),
+    )
+    return out, None if values is None else take(values, 0.0)

@@ -25,7 +25,7 @@ from gputrees._binning import fit_bin_mapper
 from gputrees._criteria import Newton
 from gputrees._grower import grow
 from gputrees._records import GrowerInputs, GrowerParams
-from gputrees.kernels import get_kernels, quantisation_scale, quantise
+from gputrees.kernels import get_kernels, quantisation_scale, quantise, reference
 from gputrees.kernels.interface import declines
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded by tests/conftest.py
@@ -70,6 +70,9 @@ def _level_wise(inputs):
 
 
 def _assert_same_batch(got, want):
+    """The device's batch (perfect-tree layout) laid out, against the level-wise grower's."""
+    assert got.node_count is None  # nothing was read to lay it out
+    got, _ = reference.compact_batch(NP, got)
     np.testing.assert_array_equal(got.node_count, want.node_count)
     assert got.max_depth == want.max_depth
     for name in ("left", "right", "feature", "bin", "missing_left", "threshold", "depth"):
@@ -99,7 +102,25 @@ def test_device_trees_equal_the_level_wise_grower(case):
     assert got is not None
     want = grow(NP, _level_wise(inputs), params)
     _assert_same_batch(got, want)
-    assert int(np.max(got.node_count)) > 3  # the trees did split
+    assert int(np.max(want.node_count)) > 3  # the trees did split
+
+
+def test_the_perfect_layout_predicts_as_the_laid_out_batch():
+    """Every row reaches the same leaf in the device's batch as in its laid-out form (the padding is unreachable)."""
+    inputs, scale = _round(9, k=2)
+    perfect = tree.grow_tree(NP, inputs, _params(max_depth=4), scale=scale)
+    values = np.asarray(perfect.stats)[:, :, 1]  # any per-node values
+    laid_out, laid_values = reference.compact_batch(NP, perfect, values)
+    X = np.random.default_rng(2).normal(size=(80, 3))
+    X[::7, 1] = np.nan
+    X = inputs.bin_mapper.encode_for_predict(NP, X)
+    leaves = reference.apply_trees(NP, perfect, X, inputs.bin_mapper.missing_bin)
+    want = reference.apply_trees(NP, laid_out, X, inputs.bin_mapper.missing_bin)
+    np.testing.assert_array_equal(reference.gather_node_values(NP, values, leaves),
+                                  reference.gather_node_values(NP, laid_values, want))
+    # the training rows' leaves, renumbered: each row's laid-out leaf holds the value its perfect leaf held
+    np.testing.assert_array_equal(np.take_along_axis(laid_values, np.asarray(laid_out.row_leaf), axis=1),
+                                  np.take_along_axis(values, np.asarray(perfect.row_leaf), axis=1))
 
 
 def test_per_tree_feature_subsets():

@@ -24,11 +24,18 @@ device:
 6. ``_route``: one thread per (tree, row) of a split node: the row's child.
 
 The host loops over the levels (their count is ``max_depth``) and reads
-nothing until the trees are laid out as a :class:`~gputrees._records.TreeBatch`
-(one read: the trees' node counts, which size its arrays). The same
+nothing: the trees come back in their perfect-tree layout (a
+:class:`~gputrees._records.TreeBatch` whose ``node_count`` is None), which
+predicts as it is, and which the fit lays out in the level-wise grower's
+numbering once it is done (:func:`gputrees.kernels.reference.compact_batch`,
+one host read for all of its rounds). The same
 candidates, proxies, tie rule, thresholds and acceptance as the level-wise
 grower with the cuda set's quantised kernels: the same trees, statistics
 equal in fixed point (tested in numba-cuda's simulator against the CPU).
+
+On a GPU the cuda set takes this step only with ``GPUTREES_DEVICE_STEP=1``
+(docs/gpu.md: on an H100 some nodes of depth >= 2 stayed unsplit that the
+level-wise grower splits; the simulator always takes it).
 
 Covered (:func:`covered`; else the grower grows the batch level by level):
 boosting's batches of one or K trees with the Newton criterion over
@@ -326,7 +333,10 @@ def grow_tree(xp, inputs, params, *, scale=None):
     Returns
     -------
     TreeBatch or None
-        The level-wise grower's trees with the cuda set's quantised kernels.
+        The level-wise grower's trees with the cuda set's quantised kernels,
+        in the perfect-tree layout (``node_count`` None, rows' leaves by
+        perfect ids): :func:`gputrees.kernels.reference.compact_batch` gives
+        the level-wise grower's batch itself.
     """
     if not covered(xp, inputs, params, scale):
         return None
@@ -341,8 +351,8 @@ def grow_tree(xp, inputs, params, *, scale=None):
     n_trees = int(chan.shape[0])
     cap = 2 ** (depth + 1) - 1
     f8, i8 = xp.float64, xp.int64
-    scale_dev = xp.asarray([float(s) for s in scale], dtype=f8)
-    inv = xp.asarray([1.0 / float(s) for s in scale], dtype=f8)
+    scale_dev = xp.asarray(scale.array if hasattr(scale, "array") else scale, dtype=f8)
+    inv = 1.0 / scale_dev  # powers of two: exact
     # the channels as int64 multiples of 1 / scale: exact (they are quantised)
     wts = xp.astype(xp.round(chan * scale_dev), i8)
     stats = xp.zeros((n_trees, cap, 3), dtype=i8)
@@ -356,11 +366,12 @@ def grow_tree(xp, inputs, params, *, scale=None):
     node = xp.zeros((n_trees, n), dtype=i8)
     small_right = xp.zeros((n_trees, max(1, 2 ** (depth - 1))), dtype=i8)
     allowed = (xp.ones((n_trees, n_features), dtype=xp.bool) if inputs.tree_features is None
-               else xp.asarray(np.asarray(inputs.tree_features, dtype=bool)))
-    n_value_bins = xp.asarray(np.asarray(mapper.n_value_bins, dtype=np.int64))
-    thresholds = xp.asarray(np.ascontiguousarray(mapper.thresholds, dtype=np.float64))
-    bin_values = xp.asarray(np.ascontiguousarray(mapper.bin_values, dtype=np.float64))
-    is_exact = xp.asarray(np.asarray(mapper.is_exact, dtype=bool))
+               else _on_device(xp, inputs.tree_features, xp.bool))
+    # the bin mapper's tables, host or device arrays by where the fit bins: contiguous device copies
+    n_value_bins = _on_device(xp, mapper.n_value_bins, i8)
+    thresholds = _on_device(xp, mapper.thresholds, f8)
+    bin_values = _on_device(xp, mapper.bin_values, f8)
+    is_exact = _on_device(xp, mapper.is_exact, xp.bool)
     cell = n_features * nb * 3
     widest = 2 ** (depth - 1)  # the deepest level with histograms
     levels = (xp.empty(n_trees * widest * cell, dtype=i8), xp.empty(n_trees * widest * cell, dtype=i8))
@@ -397,55 +408,40 @@ def grow_tree(xp, inputs, params, *, scale=None):
         _launch(_route, _blocks(n_trees * n, threads, cap_blocks), threads, codes, node, split, feature, bin_,
                 missing_left, first, missing_bin)
         prev = cur
-    return _layout(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
-                   inputs.record_leaves)
+    return _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
+                          inputs.record_leaves)
 
 
-def _layout(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth, record_leaves):
-    """The perfect-layout trees as a :class:`TreeBatch`: the existing nodes numbered in level order (the
-    level-wise grower's breadth-first ids); one host read, the trees' node counts."""
+def _on_device(xp, a, dtype):
+    """A contiguous copy of ``a`` (a NumPy or a CuPy array) in ``xp``, never through the host's
+    implicit conversion that CuPy refuses."""
+    return xp.asarray(a, dtype=dtype, copy=True)
+
+
+def _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth, record_leaves):
+    """The trees in their perfect-tree layout as a :class:`TreeBatch`, without a host read: node ``i``'s
+    children are ``2 i + 1`` and ``2 i + 2``, the nodes that do not exist unreachable padding, and
+    ``node_count`` None (:func:`gputrees.kernels.reference.compact_batch` numbers the existing nodes as the
+    level-wise grower does, once the fit is done)."""
     n_trees, cap = split.shape
-    i8 = xp.int64
-    parent = xp.asarray(np.concatenate([[0], (np.arange(1, cap) - 1) // 2]).astype(np.int64))
-    is_root = xp.asarray(np.arange(cap) == 0)
-    exists = is_root[None, :] | xp.take(split, parent, axis=1)
-    new_id = xp.cumulative_sum(xp.astype(exists, i8), axis=1) - 1
+    i8, f8 = xp.int64, xp.float64
+    ids = xp.arange(cap, dtype=i8)[None, :]
     level = np.zeros(cap, dtype=np.int64)
     for d in range(1, depth + 1):
         level[2 ** d - 1:] = d
-    level = xp.asarray(level)
-    deepest = xp.max(xp.where(exists, level[None, :], xp.asarray(0, dtype=i8)))
-    # the one host read: every tree's node count and the deepest node's depth
-    summary = xp.concat([xp.sum(xp.astype(exists, i8), axis=1), xp.reshape(deepest, (1,))])
-    summary = np.asarray(summary.tolist(), dtype=np.int64)
-    counts, max_depth = summary[:n_trees], int(summary[n_trees])
-    width = int(counts.max())
-    # each tree's existing nodes in level order, then the others
-    order = xp.argsort(xp.astype(~exists, i8), axis=1, stable=True)[:, :width]
-
-    def take(a):
-        return xp.take_along_axis(a, order, axis=1) if a.ndim == 2 else xp.take_along_axis(
-            a, xp.broadcast_to(order[:, :, None], (n_trees, width, a.shape[2])), axis=1)
-
-    is_split = take(split)
-    first_child = xp.take_along_axis(new_id, xp.minimum(2 * order + 1, cap - 1), axis=1)
-    left = xp.where(is_split, first_child, xp.asarray(-1, dtype=i8))
-    valid = xp.asarray(np.arange(width)[None, :] < counts[:, None])
-    stats = take(stats) * inv[None, None, :]
-    node_depth = take(xp.broadcast_to(level[None, :], (n_trees, cap)))
-    batch_depth = xp.where(valid, node_depth, xp.asarray(0, dtype=i8))
+    left = xp.where(split, 2 * ids + 1, xp.asarray(-1, dtype=i8))
     return TreeBatch(
-        node_count=counts,
+        node_count=None,
         left=left,
-        right=xp.where(left >= 0, left + 1, left),
-        feature=xp.where(is_split, take(feature), xp.asarray(-2, dtype=i8)),
-        bin=xp.where(is_split, take(bin_), xp.asarray(-1, dtype=i8)),
-        missing_left=is_split & take(missing_left),
-        is_categorical=xp.zeros((n_trees, width), dtype=xp.bool),
-        cat_left=xp.zeros((n_trees, width, 0), dtype=xp.bool),
-        threshold=xp.where(is_split, take(threshold), xp.asarray(-2.0, dtype=xp.float64)),
-        stats=xp.where(valid[:, :, None], stats, xp.asarray(0.0, dtype=xp.float64)),
-        depth=batch_depth,
-        max_depth=max_depth,
-        row_leaf=xp.take_along_axis(new_id, node, axis=1) if record_leaves else None,
+        right=xp.where(split, left + 1, left),
+        feature=xp.where(split, feature, xp.asarray(-2, dtype=i8)),
+        bin=xp.where(split, bin_, xp.asarray(-1, dtype=i8)),
+        missing_left=split & missing_left,
+        is_categorical=xp.zeros((n_trees, cap), dtype=xp.bool),
+        cat_left=xp.zeros((n_trees, cap, 0), dtype=xp.bool),
+        threshold=xp.where(split, threshold, xp.asarray(-2.0, dtype=f8)),
+        stats=xp.astype(stats, f8) * inv[None, None, :],
+        depth=xp.broadcast_to(xp.asarray(level)[None, :], (n_trees, cap)),
+        max_depth=depth,
+        row_leaf=node if record_leaves else None,
     )

@@ -1,0 +1,192 @@
+"""What a boosting fit on the device costs in operations and host reads, counted in numba-cuda's simulator.
+
+The training arrays are a NumPy subclass standing for device arrays
+(:class:`DeviceArray`): every NumPy function or ufunc applied to one, and
+every element written into one, counts as a device operation, and every
+conversion of one to a host value (``bool``, ``int``, ``float``,
+``index``, ``item``, ``tolist``, and :func:`gputrees._backend.to_numpy`)
+as a host read; a kernel launch is a device operation. The simulated
+kernels' own element reads inside a launch are not counted (they run on
+the device). The counts are printed.
+
+Run by tests/test_kernels_cuda_sim.py in a process with ``NUMBA_ENABLE_CUDASIM=1``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from gputrees import GradientBoostingRegressor, _backend
+from gputrees import _boost
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded by tests/conftest.py
+    pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 (run by tests/test_kernels_cuda_sim.py)", allow_module_level=True)
+
+from gputrees.kernels import _cuda  # noqa: E402
+from gputrees.kernels.gpu import tree  # noqa: E402
+
+
+class Counts:
+    def __init__(self):
+        self.ops = 0
+        self.reads = 0
+
+
+COUNTS = Counts()
+#: The namespace's functions that make arrays from host values or shapes.
+CONSTRUCTORS = ("zeros", "empty", "full", "ones", "arange", "asarray", "zeros_like", "empty_like", "full_like",
+                "ones_like", "eye", "linspace")
+
+
+def _base(x):
+    if isinstance(x, DeviceArray):
+        return x.view(np.ndarray)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_base(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _base(v) for k, v in x.items()}
+    return x
+
+
+def _wrap(x):
+    if isinstance(x, np.ndarray) and not isinstance(x, DeviceArray):
+        return x.view(DeviceArray)
+    if isinstance(x, np.generic):
+        return np.asarray(x).view(DeviceArray)
+    if isinstance(x, tuple):
+        return tuple(_wrap(v) for v in x)
+    if isinstance(x, list):
+        return [_wrap(v) for v in x]
+    return x
+
+
+class DeviceArray(np.ndarray):
+    """A NumPy array standing for a device array: its operations and host reads are counted."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        COUNTS.ops += 1
+        if "out" in kwargs:
+            kwargs["out"] = _base(kwargs["out"])
+        return _wrap(getattr(ufunc, method)(*_base(inputs), **kwargs))
+
+    def __array_function__(self, func, types, args, kwargs):
+        COUNTS.ops += 1
+        return _wrap(func(*_base(args), **_base(kwargs)))
+
+    def __setitem__(self, key, value):
+        COUNTS.ops += 1
+        np.ndarray.__setitem__(self.view(np.ndarray), _base(key), _base(value))
+
+    def __getitem__(self, key):
+        out = np.ndarray.__getitem__(self.view(np.ndarray), _base(key))
+        return out if isinstance(out, np.generic) else out.view(DeviceArray)  # a kernel's element read, or a view
+
+    def _read(self):
+        COUNTS.reads += 1
+        return self.view(np.ndarray)
+
+    def __bool__(self):
+        return bool(self._read())
+
+    def __int__(self):
+        return int(self._read())
+
+    def __float__(self):
+        return float(self._read())
+
+    def __index__(self):
+        return self._read().__index__()
+
+    def item(self, *args):
+        return self._read().item(*args)
+
+    def tolist(self):
+        return self._read().tolist()
+
+
+@pytest.fixture()
+def counted(monkeypatch):
+    """Launches and ``to_numpy`` counted; returns the counts (reset)."""
+    COUNTS.ops = COUNTS.reads = 0
+    real_launch = _cuda._launch
+
+    def launch(kernel, blocks, threads, *args):
+        COUNTS.ops += 1
+        return real_launch(kernel, blocks, threads, *_base(args))
+
+    monkeypatch.setattr(_cuda, "_launch", launch)
+    monkeypatch.setattr(tree, "_launch", launch)
+    real_to_numpy = _backend.to_numpy
+
+    def to_numpy(a):
+        if isinstance(a, DeviceArray):
+            COUNTS.reads += 1
+        return real_to_numpy(_base(a))
+
+    for module in ("gputrees._backend", "gputrees.kernels.reference", "gputrees._boosting", "gputrees._binning"):
+        monkeypatch.setattr(f"{module}.to_numpy", to_numpy, raising=False)
+    # arrays the namespace makes (no array argument to dispatch on) are device arrays too
+    import array_api_compat.numpy as compat
+
+    for name in CONSTRUCTORS:
+        real = getattr(compat, name)
+
+        def make(*args, _real=real, **kwargs):
+            COUNTS.ops += 1
+            return _wrap(_real(*_base(args), **_base(kwargs)))
+
+        monkeypatch.setattr(compat, name, make)
+    return COUNTS
+
+
+def test_boosting_rounds_read_nothing_and_levels_are_a_few_operations(counted, monkeypatch):
+    """A depth-6 booster on the device: a fixed number of operations a level, none read to the host until the fit
+    ends (no callback, no early stopping, no verbose)."""
+    monkeypatch.setenv("GPUTREES_KERNELS", "cuda")
+    rng = np.random.default_rng(0)
+    n = 300
+    X = rng.normal(size=(n, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.nan_to_num(X[:, 0]) * 2 + rng.normal(size=n) * 0.2
+    per_round = []
+    real_round = _boost.LocalRounds.round
+
+    def counted_round(self, *args):
+        ops, reads = COUNTS.ops, COUNTS.reads
+        out = real_round(self, *args)
+        per_round.append((COUNTS.ops - ops, COUNTS.reads - reads))
+        return out
+
+    monkeypatch.setattr(_boost.LocalRounds, "round", counted_round)
+    levels = []
+    real_grow = tree.grow_tree
+
+    def counted_grow(xp, inputs, params, **kw):
+        ops = COUNTS.ops
+        out = real_grow(xp, inputs, params, **kw)
+        levels.append((params.max_depth, COUNTS.ops - ops))
+        return out
+
+    monkeypatch.setattr(tree, "grow_tree", counted_grow)
+    results = {}
+    for depth in (4, 6):
+        per_round.clear()
+        levels.clear()
+        kw = dict(n_estimators=6, max_depth=depth, max_bins=16, learning_rate=0.3, early_stopping=False)
+        model = GradientBoostingRegressor(**kw)
+        model.fit(X.view(DeviceArray), y.view(DeviceArray))
+        assert model.n_iter_ == 6
+        results[depth] = (list(per_round), list(levels))
+    (rounds4, trees4), (rounds6, trees6) = results[4], results[6]
+    assert len(trees6) == 6  # every round's trees grown on the device
+    reads = [r for _, r in rounds4 + rounds6]
+    assert reads == [0] * len(reads), f"host reads inside rounds: {reads}"
+    # two more levels: the same operations a tree but for two levels' worth
+    per_level = (trees6[-1][1] - trees4[-1][1]) / 2
+    assert per_level == tree.LAUNCHES_PER_LEVEL, per_level
+    print(f"device booster: {per_level:.0f} device operations a level, "
+          f"{trees6[-1][1]} a depth-6 tree ({trees6[-1][1] - 6 * per_level:.0f} outside the levels), "
+          f"{rounds6[-1][0]} a round, 0 host reads in {len(reads)} rounds")
