@@ -3,7 +3,8 @@
 Run (on a machine with an NVIDIA GPU, CuPy, numba-cuda, xgboost and lightgbm):
 
     python bench/bench_gpu.py [--rows 1000000 10000000] [--rounds 100] [--threads 16]
-                              [--forest-rows 1000000] [--skip-peers] [--out bench/results]
+                              [--forest-rows 1000000] [--device-step] [--skip-peers | --peers xgboost ...]
+                              [--out bench/results]
     python bench/bench_gpu.py --dry-run     # tiny sizes, numba-cuda's simulator, no GPU needed
 
 What it measures, in one process (``--dry-run`` re-runs itself with
@@ -60,6 +61,7 @@ sys.path.insert(0, str(HERE.parent))
 PEAK_GBPS = {"H100 SXM": 3350.0, "H100 PCIe": 2000.0, "H100 NVL": 3900.0, "H200": 4800.0}
 #: Rows of the warm-up fit that compiles the cuda kernels before timing.
 WARMUP_ROWS = 10_000
+PEERS = ("numba", "xgboost", "lightgbm", "sklearn")
 DRY = dict(rows=[300, 600], features=4, rounds=3, depth=3, max_bins=15, forest_trees=3, forest_depth=4,
            forest_rows=300, warmup_rows=100, hist_repeats=2)
 
@@ -76,10 +78,16 @@ def parse_args(argv=None):
     p.add_argument("--forest-trees", type=int, default=100)
     p.add_argument("--forest-depth", type=int, default=10)
     p.add_argument("--skip-peers", action="store_true", help="GPU only (no XGBoost, LightGBM, scikit-learn, Numba)")
+    p.add_argument("--device-step", action="store_true",
+                   help="also time the GPU fit with GPUTREES_DEVICE_STEP=1 (gputrees.kernels.gpu.tree)")
+    p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
+                   help="the CPU runs beside the GPU's (numba: gputrees' own CPU kernels)")
     p.add_argument("--out", type=Path, default=HERE / "results")
     p.add_argument("--dry-run", action="store_true", help="tiny sizes in numba-cuda's simulator (no GPU)")
     args = p.parse_args(argv)
     args.warmup_rows, args.hist_repeats = WARMUP_ROWS, 10
+    if args.skip_peers:
+        args.peers = []
     if args.dry_run:
         for k, v in DRY.items():
             setattr(args, k, v)
@@ -167,12 +175,15 @@ def run_gbdt(args, dev, n_rows, results):
     X, y = make_synthetic(int(n_rows / 0.8), args.features, np.float32, seed=0)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0)
     Xw, yw = Xtr[: args.warmup_rows], ytr[: args.warmup_rows]
-    entries = [("gputrees GPU", "gputrees", True)]
-    if not args.skip_peers:
-        entries += [("gputrees CPU (Numba)", "gputrees", False), ("XGBoost CPU", "xgboost", False),
-                    ("LightGBM CPU", "lightgbm", False)]
+    peers = {"numba": ("gputrees CPU (Numba)", "gputrees", False), "xgboost": ("XGBoost CPU", "xgboost", False),
+             "lightgbm": ("LightGBM CPU", "lightgbm", False)}
+    gpu = [("gputrees GPU", "gputrees", True)]
+    if args.device_step and not args.dry_run:  # the simulator always takes the device step
+        gpu.append(("gputrees GPU, device step", "gputrees", True))
+    entries = gpu + [peers[p] for p in PEERS if p in args.peers and p in peers]
     for label, library, on_gpu in entries:
         env_kernels = os.environ.pop("GPUTREES_KERNELS", None)
+        os.environ["GPUTREES_DEVICE_STEP"] = "1" if label.endswith("device step") else "0"
         if on_gpu and args.dry_run:
             os.environ["GPUTREES_KERNELS"] = "cuda"  # NumPy arrays through the simulated cuda kernels
         try:
@@ -192,7 +203,7 @@ def run_gbdt(args, dev, n_rows, results):
                 os.environ["GPUTREES_KERNELS"] = env_kernels
         results.append(dict(task="gbdt", rows=int(n_rows), model=label, fit_s=fit_s, compile_s=compile_s,
                             predict_rows_per_s=len(Xte) / pred_s, auc=auc))
-        print(f"gbdt {n_rows:>10} {label:<22} fit {fit_s:8.3f} s  predict {len(Xte) / pred_s:12.0f} rows/s  "
+        print(f"gbdt {n_rows:>10} {label:<26} fit {fit_s:8.3f} s  predict {len(Xte) / pred_s:12.0f} rows/s  "
               f"AUC {auc:.4f}", flush=True)
 
 
@@ -206,8 +217,9 @@ def run_forest(args, dev, results):
     X, y = make_synthetic(args.forest_rows, args.features, np.float32, seed=1)
     Xte, yte = X[: len(X) // 5], y[: len(X) // 5]
     kw = dict(n_estimators=args.forest_trees, max_depth=args.forest_depth, random_state=0)
-    entries = [("gputrees GPU", True)] + ([] if args.skip_peers else [("gputrees CPU (Numba)", False),
-                                                                     ("scikit-learn CPU", False)])
+    entries = [("gputrees GPU", True)] + [(label, False) for p, label in
+                                          (("numba", "gputrees CPU (Numba)"), ("sklearn", "scikit-learn CPU"))
+                                          if p in args.peers]
     for label, on_gpu in entries:
         if label.startswith("scikit"):
             model = RandomForestClassifier(n_jobs=args.threads, **kw)

@@ -1,0 +1,58 @@
+"""GPU smoke test: a small boosting fit on the GPU against the CPU's, and the time of the first (compiling) fit.
+
+Run by bench/gpu_check.sh; with ``NUMBA_ENABLE_CUDASIM=1`` the cuda set runs in numba-cuda's simulator on NumPy
+arrays (a dry run on a CPU). Prints whether the GPU's trees (quantised gradients) equal the CPU's, bit for bit,
+grown level by level and grown by the device step (``GPUTREES_DEVICE_STEP=1``; the simulator always takes it).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+import gputrees
+from gputrees.kernels import cuda_simulated
+
+
+def host(a):
+    return np.asarray(a.get() if hasattr(a, "get") else a)
+
+
+def main():
+    simulated = cuda_simulated()
+    n = 500 if simulated else 20000
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 8)).astype(np.float32)
+    X[rng.random(X.shape) < 0.02] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]) > 0).astype(int)
+    kw = dict(n_estimators=5, max_depth=4, early_stopping=False, quantised_gradients=True)
+    os.environ["GPUTREES_KERNELS"] = "numba"
+    cpu = gputrees.GradientBoostingClassifier(**kw).fit(X, y)
+    if simulated:
+        os.environ["GPUTREES_KERNELS"] = "cuda"
+        Xg, yg, device = X, y, None
+    else:
+        import cupy
+
+        os.environ.pop("GPUTREES_KERNELS")
+        Xg, yg, device = cupy.asarray(X), cupy.asarray(y), "cuda"
+    for step in ("0",) if simulated else ("0", "1"):
+        os.environ["GPUTREES_DEVICE_STEP"] = step
+        label = "device step" if simulated or step == "1" else "level by level"
+        t = time.perf_counter()
+        gpu = gputrees.GradientBoostingClassifier(device=device, **kw).fit(Xg, yg)
+        print(f"{label}: first GPU fit (compiles its kernels): {time.perf_counter() - t:.2f} s")
+        t = time.perf_counter()
+        gputrees.GradientBoostingClassifier(device=device, **kw).fit(Xg, yg)
+        print(f"{label}: second GPU fit: {time.perf_counter() - t:.3f} s")
+        same = all(np.array_equal(host(getattr(gpu.trees_, f)), host(getattr(cpu.trees_, f)))
+                   for f in ("left", "feature", "bin", "missing_left", "threshold", "stats"))
+        print(f"{label}: GPU trees equal the CPU's quantised trees: {same}")
+        print(f"{label}: GPU predictions equal the CPU's: "
+              f"{np.array_equal(host(gpu.predict_proba(Xg)), cpu.predict_proba(X))}")
+
+
+if __name__ == "__main__":
+    main()
