@@ -12,7 +12,7 @@ Commands
 ``inspect MODEL``
     Estimator, parameters, features, importances; the rules of a single tree.
 ``bench``
-    The bench scripts' quick mode (``bench/*.py --quick``; source checkout only).
+    The quick mode of the bench scripts that have one (``bench/*.py --quick``; source checkout only).
 ``demo``
     A tree, a forest and a booster on the bundled Titanic data.
 
@@ -311,6 +311,12 @@ def _bench_dir():
     return Path(env) if env else Path(__file__).resolve().parents[1] / "bench"
 
 
+def _script_options(script: Path) -> set:
+    """Which of ``--quick`` and ``--device`` a bench script declares (read from its source, not run)."""
+    text = script.read_text()
+    return {opt for opt in ("--quick", "--device") if f'"{opt}"' in text}
+
+
 def cmd_bench(args):
     bench = _bench_dir()
     scripts = sorted(p for p in bench.glob("bench_*.py")) if bench.is_dir() else []
@@ -320,14 +326,25 @@ def cmd_bench(args):
         scripts = [p for p in scripts if p.stem in args.only or p.stem.removeprefix("bench_") in args.only]
         if not scripts:
             raise UserError(f"no bench script named {', '.join(args.only)} in {bench}")
+    options = {p: _script_options(p) for p in scripts}
+    quick = [p for p in scripts if "--quick" in options[p]]
+    if args.only and len(quick) < len(scripts):
+        names = ", ".join(p.name for p in scripts if p not in quick)
+        raise UserError(f"{names} has no quick mode: run it directly (python {bench / scripts[0].name} --help)")
+    if args.device and not all("--device" in options[p] for p in quick):
+        names = ", ".join(p.name for p in quick if "--device" not in options[p])
+        raise UserError(f"--device: {names} has no --device option")
     status = 0
-    for script in scripts:
+    for script in quick:
         print(f"== {script.name} --quick", flush=True)
         cmd = [sys.executable, str(script), "--quick"] + (["--device", args.device] if args.device else [])
         rc = subprocess.call(cmd)
         if rc != 0:
             print(f"gputrees: error: {script.name} exited with status {rc}", file=sys.stderr)
             status = 1
+    skipped = [p.name for p in scripts if p not in quick]
+    if skipped:
+        print(f"not run (no quick mode; run them directly): {', '.join(skipped)}")
     return status
 
 

@@ -175,14 +175,31 @@ def test_auto_task():
     assert cli.infer_task(pd.Series(np.arange(100), name="y"), "auto") == "regression"
 
 
+def _fake_script(path, options=("--quick",)):
+    """A bench script that declares ``options`` (as argparse would) and prints a table row."""
+    declared = "".join(f"# add_argument({opt!r})\n".replace("'", '"') for opt in options)
+    path.write_text(declared + "import sys\nprint('args', sys.argv[1:])\nprint('| ' + __file__[-10:-3] + ' | 1.0 |')\n")
+
+
 def test_bench_runs_quick_mode_of_each_script(tmp_path):
     for name in ("bench_a.py", "bench_b.py"):
-        (tmp_path / name).write_text(
-            "import sys\nassert sys.argv[1:] == ['--quick'], sys.argv\nprint('| lib | fit s |')\nprint('| ' + __file__[-10:-3] + ' | 1.0 |')\n"
-        )
+        _fake_script(tmp_path / name)
+    _fake_script(tmp_path / "bench_c.py", options=())
     rc, out, err = run("bench", env={"GPUTREES_BENCH_DIR": str(tmp_path)})
     assert rc == 0, err
     assert "== bench_a.py --quick" in out and "| bench_a | 1.0 |" in out and "| bench_b | 1.0 |" in out
+    assert out.count("args ['--quick']") == 2
+    assert "bench_c" not in out.split("not run")[0] and "not run (no quick mode; run them directly): bench_c.py" in out
+
+
+def test_bench_refuses_what_a_script_cannot_do(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GPUTREES_BENCH_DIR", str(tmp_path))
+    _fake_script(tmp_path / "bench_a.py")
+    _fake_script(tmp_path / "bench_c.py", options=())
+    assert cli.main(["bench", "--only", "c"]) == 2
+    assert "bench_c.py has no quick mode" in capsys.readouterr().err
+    assert cli.main(["bench", "--only", "a", "--device", "cpu"]) == 2
+    assert "bench_a.py has no --device option" in capsys.readouterr().err
 
 
 def test_bench_unknown_script(tmp_path, capsys, monkeypatch):
@@ -192,6 +209,14 @@ def test_bench_unknown_script(tmp_path, capsys, monkeypatch):
     (tmp_path / "bench_a.py").write_text("")
     assert cli.main(["bench", "--only", "c"]) == 2
     assert "no bench script named c" in capsys.readouterr().err
+
+
+def test_each_repository_script_with_a_quick_mode_accepts_it():
+    """The scripts `gputrees bench` runs declare --quick and --device (the bug: it passed --quick to all)."""
+    scripts = {p.name: cli._script_options(p) for p in cli._bench_dir().glob("bench_*.py")}
+    quick = {name for name, opts in scripts.items() if "--quick" in opts}
+    assert {"bench_tree.py", "bench_forest.py", "bench_boost.py"} <= quick
+    assert all("--device" in scripts[name] for name in quick)
 
 
 def test_bench_finds_the_repository_scripts():
