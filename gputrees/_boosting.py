@@ -508,6 +508,9 @@ _PARAMS_DOC = """
         Fraction of the features each tree may use.
     max_bins : int, default=255
         Value bins per feature (2 .. 65535); missing values get one more.
+        Codes are uint8 up to 255 and uint16 above (256 included: with the
+        missing bin that makes 257 codes), which doubles the binned matrix
+        and slows the histograms.
     categorical_features : array-like or None, default=None
         Columns split as categories (indices, names or mask); pandas
         ``category`` columns always are.

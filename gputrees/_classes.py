@@ -514,7 +514,9 @@ _COMMON_DOC = """
         Largest number of value bins per feature (2 .. 65535). Features with at
         most ``max_bins`` distinct values are split exactly, at midpoints.
         Missing values have a bin of their own on top. Codes are uint8 up to
-        255 value bins, uint16 above.
+        255 value bins, uint16 above (256 included: with the missing bin that
+        makes 257 codes), which doubles the binned matrix's memory and slows
+        the histograms.
     categorical_features : array-like of int, str or bool, or None, default=None
         Columns split as categories (indices, DataFrame column names, or a
         boolean mask). pandas ``category`` columns are always categorical.
