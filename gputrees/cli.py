@@ -13,6 +13,8 @@ Commands
     Estimator, parameters, features, importances; the rules of a single tree.
 ``bench``
     The quick mode of the bench scripts that have one (``bench/*.py --quick``; source checkout only).
+``compile [--families F ...] [--jobs N]``
+    Compile the CPU kernels ahead of a first fit (Numba caches them on disk).
 ``demo``
     A tree, a forest and a booster on the bundled Titanic data.
 
@@ -33,6 +35,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+
+from ._warmup import FAMILIES as WARMUP_FAMILIES
 
 EXIT_USAGE = 2
 #: ``--task auto`` treats an integer-valued numeric target with at most this
@@ -348,6 +352,20 @@ def cmd_bench(args):
     return status
 
 
+def cmd_compile(args):
+    import numba
+
+    from ._warmup import compile_kernels
+
+    where = numba.config.CACHE_DIR or "__pycache__ beside the package's sources (or the user cache if read-only)"
+    print(f"compiling the CPU kernels of {', '.join(args.families)} ({args.jobs or os.cpu_count()} at a time) "
+          f"into {where}", flush=True)
+    start = time.perf_counter()
+    compile_kernels(args.families, args.jobs,
+                    report=lambda family, seconds: print(f"  {family}: {seconds:.1f} s", flush=True))
+    print(f"done in {time.perf_counter() - start:.1f} s: later processes load these kernels from the cache")
+
+
 def cmd_demo(args):
     from sklearn.model_selection import train_test_split
 
@@ -416,6 +434,11 @@ def build_parser():
     b.add_argument("--only", action="append", help="a script (bench_tree or tree, ...); repeatable")
     b.add_argument("--device", choices=["cpu", "cuda"], default=None)
     b.set_defaults(func=cmd_bench)
+
+    c = sub.add_parser("compile", help="compile the CPU kernels ahead of a first fit (cached on disk)")
+    c.add_argument("--families", nargs="+", choices=list(WARMUP_FAMILIES), default=list(WARMUP_FAMILIES))
+    c.add_argument("--jobs", type=int, default=None, help="processes at a time (default: the cores)")
+    c.set_defaults(func=cmd_compile)
 
     d = sub.add_parser("demo", help="a tree, a forest and a booster on the bundled Titanic data")
     d.add_argument("--device", choices=["cpu", "cuda"], default=None)
