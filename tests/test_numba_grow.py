@@ -286,9 +286,29 @@ def test_a_fits_fixed_inputs_are_checked_and_converted_once_in_its_workspace(mon
     assert len(made) == 5
 
 
+@pytest.mark.parametrize("count_free", [True, False])
+def test_a_rounds_trees_equal_the_generic_growers_batch(count_free):
+    """A multi-class round's K trees (their own gradients, the same rows), grown one after the other by the
+    compiled grower, make the generic grower's batch of K trees bit for bit, padding included."""
+    inputs = _inputs(5, n=2000, missing=0.05, count_free=count_free)
+    rng = np.random.default_rng(1)
+    tables = []
+    for depth_bias in (0.0, 1.0, -2.0):
+        t = inputs.channels[0].copy()
+        t[:, 1] = t[:, 1] * rng.uniform(0.2, 2.0) + depth_bias * (t[:, 1] > 0)
+        tables.append(t)
+    inputs = dataclasses.replace(inputs, channels=np.stack(tables))
+    p = _params(max_depth=5, min_samples_leaf=20, min_samples_split=40)
+    assert cpu.grow.covered(NP, inputs, p)
+    got = grow(NP, inputs, p)
+    want = grow(NP, _generic(inputs), p)
+    _assert_same_batch(got, want)
+    assert len(set(np.asarray(got.node_count).tolist())) > 1  # trees of different sizes: the padding shows
+
+
 @pytest.mark.parametrize(
     "change",
-    ["categorical", "two_trees", "multiplicity", "best_first", "max_features", "local_thresholds", "no_depth",
+    ["categorical", "two_trees_root_sums", "multiplicity", "best_first", "max_features", "local_thresholds", "no_depth",
      "no_min_child_weight", "monotonic", "random_splits", "memory", "ones", "gini"],
 )
 def test_uncovered_inputs_go_to_the_generic_grower(change):
@@ -298,8 +318,9 @@ def test_uncovered_inputs_go_to_the_generic_grower(change):
     if change == "categorical":
         mapper = dataclasses.replace(inputs.bin_mapper, is_categorical=np.array([False, True, False, False, False]))
         inputs = dataclasses.replace(inputs, bin_mapper=mapper)
-    elif change == "two_trees":
-        inputs = dataclasses.replace(inputs, channels=np.concatenate([inputs.channels] * 2))
+    elif change == "two_trees_root_sums":  # given root sums are one tree's
+        inputs = dataclasses.replace(inputs, channels=np.concatenate([inputs.channels] * 2),
+                                     channel_sums=inputs.channels[0].sum(axis=0))
     elif change == "multiplicity":
         inputs = dataclasses.replace(inputs, channels=inputs.channels[0], multiplicity=np.ones((1, 800)))
     elif change == "best_first":
@@ -468,7 +489,7 @@ def test_serial_twins_equal_their_parallel_kernels():
     assert want[0].all()  # every node found a split
 
 
-@pytest.mark.parametrize("case", ["binary", "regression", "missing"])
+@pytest.mark.parametrize("case", ["binary", "regression", "missing", "multiclass"])
 def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypatch):
     """Whole models: every round's tree and leaf values, and the predictions, with and without the compiled
     grower (the Numba set either way; its rounds one step at a time, without the runner of
@@ -483,7 +504,10 @@ def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypa
     if case == "missing":
         X[rng.random(X.shape) < 0.1] = np.nan
     cls = GradientBoostingRegressor if case == "regression" else GradientBoostingClassifier
-    y = y if case == "regression" else (y > 0).astype(int)
+    if case == "multiclass":
+        y = np.digitize(y, np.quantile(y, [0.3, 0.7]))
+    elif case != "regression":
+        y = (y > 0).astype(int)
     kw = dict(n_estimators=12, max_depth=5, min_samples_leaf=1, min_child_weight=0.5, early_stopping=False,
               random_state=0, n_jobs=2)
     calls = []

@@ -687,12 +687,14 @@ def _fixed_covered(inputs, params) -> bool:
 
 def round_covered(xp, inputs, params) -> bool:
     """:func:`covered`'s checks of what changes from round to round: the channels, the draws, the criterion."""
-    chan = _channels(inputs)
+    chan = inputs.channels
     if not (
         isinstance(chan, np.ndarray)
-        and chan.ndim == 2
-        and chan.shape[1] == 3
+        and chan.ndim in (2, 3)
+        and chan.shape[-1] == 3
         and chan.dtype == np.float64
+        # given root sums are one tree's (the generic grower refuses them for more)
+        and (inputs.channel_sums is None or chan.ndim == 2 or chan.shape[0] == 1)
         and criterion_code(inputs.criterion) == NEWTON
         and inputs.multiplicity is None
         and inputs.weight_multiplicity is None
@@ -703,7 +705,8 @@ def round_covered(xp, inputs, params) -> bool:
         return False
     # the count-free form takes the children's counts from their rows, which
     # is their count channel's sum only where that channel is 1 on every row
-    return not _count_free(inputs, params) or unit_counts(xp, chan, inputs.unit_count_channel)
+    return not _count_free(inputs, params) or all(
+        unit_counts(xp, table, inputs.unit_count_channel) for table in _channel_tables(inputs))
 
 
 @dataclass(frozen=True)
@@ -755,12 +758,12 @@ def fixed_inputs(inputs, params) -> _Fixed:
     return kept("grow_tree_fixed", key, lambda: _Fixed.new(inputs, params))
 
 
-def _channels(inputs):
-    """The channel table (n, C) of the one tree: ``channels`` itself, or its only tree's (boosting's (1, n, C))."""
+def _channel_tables(inputs) -> list:
+    """The channel table (n, C) of each tree: ``channels`` itself, or each of boosting's (K, n, C)."""
     chan = inputs.channels
-    if isinstance(chan, np.ndarray) and chan.ndim == 3 and chan.shape[0] == 1:
-        return chan[0]
-    return chan
+    if isinstance(chan, np.ndarray) and chan.ndim == 3:
+        return [chan[k] for k in range(chan.shape[0])]
+    return [chan]
 
 
 NO_SUMS = np.empty(0)
@@ -779,13 +782,13 @@ def _count_free(inputs, params) -> bool:
 
 
 def grow_tree(xp, inputs, params, *, n_threads: int = 1):
-    """The boosting tree of ``inputs`` grown in one compiled call, or None where not covered.
+    """The boosting trees of ``inputs`` grown in one compiled call each, or None where not covered.
 
     Parameters
     ----------
     xp : array namespace (NumPy)
     inputs : GrowerInputs
-        One tree: ``channels`` (n, 3) or (1, n, 3) float64 ``[1, g, h]``, ``multiplicity``
+        A round's trees: ``channels`` (n, 3) or (K, n, 3) float64 ``[1, g, h]``, ``multiplicity``
         None, the :class:`~gputrees._criteria.Newton` criterion,
         ``record_leaves``; numerical features only. Its ``channel_sums``,
         where given, are the root's statistics (as the generic grower takes them).
@@ -808,10 +811,15 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
     if not fixed.covered:
         return None
     call = TreeCall.new(inputs, params, fixed, n_threads)
-    row_leaf = np.empty(call.n_rows, dtype=np.int64)
+    sums = _root_sums(inputs)
+    trees = []
+    # a multi-class round's K trees one after the other: each is grown on
+    # its own channels from the same rows, as the generic grower grows them
     with Threads(call.threads):
-        out = call(np.ascontiguousarray(_channels(inputs)), row_leaf, _root_sums(inputs))
-    return tree_batch(out, row_leaf[None, :])
+        for table in _channel_tables(inputs):
+            row_leaf = np.empty(call.n_rows, dtype=np.int64)
+            trees.append(tree_batch(call(np.ascontiguousarray(table), row_leaf, sums), row_leaf[None, :]))
+    return trees[0] if len(trees) == 1 else stack_trees(trees)
 
 
 @dataclass(frozen=True)
@@ -870,6 +878,31 @@ class TreeCall:
         """:func:`_grow` on ``chan`` (n, 3) float64, C-contiguous; ``row_leaf`` (n,) int64 out; ``root_sums``
         (3,) float64 or empty. Returns its results (run it under ``Threads(self.threads)``)."""
         return _grow(*self.head, chan, *self.tail, row_leaf, root_sums)
+
+
+#: What a batch holds past a tree's last node, per field (the generic grower's padding).
+PADDING = dict(left=-1, right=-1, feature=-2, bin=-1, missing_left=False, is_categorical=False, cat_left=False,
+               threshold=-2.0, stats=0.0, depth=0)
+
+
+def stack_trees(trees):
+    """One :class:`~gputrees._records.TreeBatch` of several one-tree batches, each padded to the largest."""
+    width = max(int(t.node_count[0]) for t in trees)
+
+    def stacked(name):
+        parts = []
+        for t in trees:
+            a = getattr(t, name)[0]
+            pad = np.full((width - a.shape[0],) + a.shape[1:], PADDING[name], dtype=a.dtype)
+            parts.append(np.concatenate([a, pad]))
+        return np.stack(parts)
+
+    return TreeBatch(
+        node_count=np.concatenate([t.node_count for t in trees]),
+        **{name: stacked(name) for name in PADDING},
+        max_depth=max(t.max_depth for t in trees),
+        row_leaf=None if trees[0].row_leaf is None else np.concatenate([t.row_leaf for t in trees]),
+    )
 
 
 def tree_batch(out, row_leaf):
