@@ -215,7 +215,8 @@ def _shared_kernel(integer: bool):
                     r = row[i]
                     ci = chan_index[i]
                     for f in range(f0, f1):
-                        b = 0 if sums_only else codes[r, f]
+                        # int64: in the simulator a uint8 code times a Python int stays uint8 (NumPy 2)
+                        b = 0 if sums_only else numba.int64(codes[r, f])
                         base = (f - f0) * cell + b * n_channels
                         for k in range(n_channels):
                             w = _pair_weight(chan, ci, k, i, mult, wmult, mode)
@@ -251,7 +252,7 @@ def _global_kernel(integer: bool):
             r = row[i]
             ci = chan_index[i]
             for f in range(n_features):
-                b = 0 if sums_only else codes[r, f]
+                b = 0 if sums_only else numba.int64(codes[r, f])  # (see _shared_kernel)
                 base = (s * n_features + f) * cell + b * n_channels
                 for k in range(n_channels):
                     w = _pair_weight(chan, ci, k, i, mult, wmult, mode)
@@ -275,7 +276,7 @@ def _route_kernel():
             if s < 0:
                 out[i] = node[i]
                 continue
-            code = codes[row[i], feature[s]]
+            code = numba.int64(codes[row[i], feature[s]])
             if code == missing_bin:
                 left = missing_left[s]
             elif any_cat and is_cat[s]:

@@ -102,6 +102,22 @@ def test_histograms_random_integer_channels_exact(path, mult):
 
 
 @pytest.mark.parametrize("path", [PATHS[0], PATHS[3]], ids=["shared", "global"])
+def test_histograms_of_uint8_codes_whose_offsets_pass_255(path):
+    """A code times the channel count, plus a feature's offset, past 255: computed in int64, not in the code's
+    uint8 (NumPy 2 keeps uint8 for a uint8 times a Python int in the simulator)."""
+    rows_per_task, words = path
+    n = 40
+    active, _ = _active(3, n=n, m=50, n_nodes=3, mult="none")
+    codes = _codes(4, n, n_features=8, n_bins=200)
+    assert codes.dtype == np.uint8 and int(codes.max()) * 3 > 255
+    chan = _chan(5, n, "int")
+    table = np.array([0, 1, 2], dtype=np.int64)
+    h, s = _both(codes, active, chan, table, 3, 200, rows_per_task=rows_per_task, shared_words=words)
+    want_h, want_s = _want(codes, active, chan, table, 3, 200)
+    assert np.array_equal(h, want_h) and np.array_equal(s, want_s)
+
+
+@pytest.mark.parametrize("path", [PATHS[0], PATHS[3]], ids=["shared", "global"])
 def test_histograms_float_channels_to_rounding_and_quantised_exactly(path):
     rows_per_task, words = path
     n = 30
