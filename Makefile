@@ -17,8 +17,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 venv: $(VENV)/.installed
 
+# the NumPy kernels: a fresh clone's demo compiles nothing (`gputrees demo` alone takes the compiled ones)
 demo: venv
-	$(BIN)/python -m gputrees demo
+	$(BIN)/python -m gputrees demo --kernels bincount
 
 test: venv
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ._warmup import FAMILIES as WARMUP_FAMILIES
+from .kernels import KERNEL_NAMES
 
 EXIT_USAGE = 2
 #: ``--task auto`` treats an integer-valued numeric target with at most this
@@ -372,6 +373,11 @@ def cmd_demo(args):
     import gputrees
     from gputrees.datasets import load_titanic
 
+    if args.kernels:
+        os.environ["GPUTREES_KERNELS"] = args.kernels  # read by every fit of this process
+    if os.environ.get("GPUTREES_KERNELS") in ("bincount", "reference"):
+        print(f"kernels: {os.environ['GPUTREES_KERNELS']} (nothing to compile); the compiled CPU kernels: "
+              "`gputrees compile` once, then `gputrees demo`")
     data = load_titanic(as_frame=True)
     X, y = data.data, data.target
     print(f"Titanic: {X.shape[0]} passengers, {int((y == 0).sum())} died / {int((y == 1).sum())} survived; "
@@ -442,6 +448,8 @@ def build_parser():
 
     d = sub.add_parser("demo", help="a tree, a forest and a booster on the bundled Titanic data")
     d.add_argument("--device", choices=["cpu", "cuda"], default=None)
+    d.add_argument("--kernels", choices=KERNEL_NAMES, default=None,
+                   help="kernel set (default: GPUTREES_KERNELS, else auto); bincount compiles nothing")
     d.set_defaults(func=cmd_demo)
     return p
 

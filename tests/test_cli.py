@@ -233,6 +233,14 @@ def test_demo_trains_three_models():
     assert "|--- Sex" in out  # the tree's rules
 
 
+def test_demo_with_the_kernels_that_compile_nothing(monkeypatch):
+    monkeypatch.delenv("GPUTREES_KERNELS", raising=False)
+    rc, out, err = run("demo", "--kernels", "bincount")
+    assert rc == 0, err
+    assert out.startswith("kernels: bincount (nothing to compile)")
+    assert out.count("test accuracy") == 3
+
+
 def test_console_script_is_declared():
     text = (ROOT / "pyproject.toml").read_text()
     assert 'gputrees = "gputrees.cli:main"' in text
