@@ -33,7 +33,7 @@ from ._grower import grow
 from ._predictor import apply_trees
 from ._progress import Step
 from ._records import GrowerInputs, Round
-from .kernels import NO_FAST_PATHS, quantisation_scale, quantisation_scale_array, quantise, reference, scale_failure
+from .kernels import quantisation_scale, quantisation_scale_array, quantise, reference, scale_failure
 from .kernels.reference import gather_node_values, round_channels
 
 __all__ = [
@@ -352,11 +352,11 @@ class LocalRounds:
         if self.quantised:
             # with the GPU's device step the scale stays on the device, its
             # failure read when the fit ends; elsewhere it is read each round
-            if not (kernels.fixed_point and kernels.fast.grow_tree is not NO_FAST_PATHS.grow_tree):
-                scale = quantisation_scale(xp, channels, int(self.codes.shape[0]))
-            else:
+            if kernels.fixed_point and kernels.fast.grows_trees:
                 scale = quantisation_scale_array(xp, channels, int(self.codes.shape[0]))
                 self.scales.append(scale)
+            else:
+                scale = quantisation_scale(xp, channels, int(self.codes.shape[0]))
             channels = quantise(xp, channels, scale)
             grow_kernels = kernels.quantised(scale)
         inputs = GrowerInputs(

@@ -60,6 +60,11 @@ class FastPaths:
     boost_rounds: Callable = declines
     subtrees: object = NoSubtrees()
 
+    @property
+    def grows_trees(self) -> bool:
+        """Whether the set has a ``grow_tree`` (which may still decline a batch)."""
+        return self.grow_tree is not declines
+
 
 #: The fast paths of a set that has none.
 NO_FAST_PATHS = FastPaths()
