@@ -333,9 +333,10 @@ def cmd_bench(args):
             raise UserError(f"no bench script named {', '.join(args.only)} in {bench}")
     options = {p: _script_options(p) for p in scripts}
     quick = [p for p in scripts if "--quick" in options[p]]
-    if args.only and len(quick) < len(scripts):
-        names = ", ".join(p.name for p in scripts if p not in quick)
-        raise UserError(f"{names} has no quick mode: run it directly (python {bench / scripts[0].name} --help)")
+    no_quick = [p for p in scripts if p not in quick]
+    if args.only and no_quick:
+        names = ", ".join(p.name for p in no_quick)
+        raise UserError(f"{names} has no quick mode: run it directly (python {no_quick[0]} --help)")
     if args.device and not all("--device" in options[p] for p in quick):
         names = ", ".join(p.name for p in quick if "--device" not in options[p])
         raise UserError(f"--device: {names} has no --device option")
@@ -347,9 +348,8 @@ def cmd_bench(args):
         if rc != 0:
             print(f"gputrees: error: {script.name} exited with status {rc}", file=sys.stderr)
             status = 1
-    skipped = [p.name for p in scripts if p not in quick]
-    if skipped:
-        print(f"not run (no quick mode; run them directly): {', '.join(skipped)}")
+    if no_quick:
+        print(f"not run (no quick mode; run them directly): {', '.join(p.name for p in no_quick)}")
     return status
 
 
