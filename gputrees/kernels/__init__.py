@@ -155,9 +155,8 @@ def _cuda_set(xp) -> Kernels:
 
         scans = dict(segmented_cumsum=segments.segmented_cumsum, segment_max=segments.segment_max,
                      segment_min=segments.segment_min)
-    # The device level step grows wrong trees on a real GPU at depth >= 3 (issue 46; equal in the
-    # simulator): until a GPU run shows it equal, a GPU fit takes it only when asked for.
-    device_step = simulated or os.environ.get("GPUTREES_DEVICE_STEP") == "1"
+    # GPUTREES_DEVICE_STEP=0 grows every batch level by level (to compare the two on a GPU)
+    device_step = simulated or os.environ.get("GPUTREES_DEVICE_STEP") != "0"
     return assemble(
         "cuda", _cuda.build_histograms, _cuda.apply_trees, fixed_point=True, node_histograms=_cuda.node_histograms,
         node_sums=_cuda.node_sums, route_rows=_cuda.route_rows,

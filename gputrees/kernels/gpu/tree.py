@@ -33,9 +33,8 @@ candidates, proxies, tie rule, thresholds and acceptance as the level-wise
 grower with the cuda set's quantised kernels: the same trees, statistics
 equal in fixed point (tested in numba-cuda's simulator against the CPU).
 
-On a GPU the cuda set takes this step only with ``GPUTREES_DEVICE_STEP=1``
-(docs/gpu.md: on an H100 some nodes of depth >= 2 stayed unsplit that the
-level-wise grower splits; the simulator always takes it).
+``GPUTREES_DEVICE_STEP=0`` turns the step off on a GPU (every batch level
+by level, to compare the two); the simulator always takes it.
 
 Covered (:func:`covered`; else the grower grows the batch level by level):
 boosting's batches of one or K trees with the Newton criterion over
@@ -71,54 +70,50 @@ _NEG_INF = -math.inf
 
 # -- device functions ---------------------------------------------------------------
 @cuda.jit(device=True)
-def _feature_scan(hist, base, nb, n_scan, P0, P1, P2, inv0, inv1, inv2, l2, msl, mwl, target):
-    """One (node, feature): its candidates in tie order over value bins ``0 .. n_scan - 1`` of the int64
-    histogram ``hist[base : base + nb * 3]`` (bin-major, three channels).
-
-    ``target`` -inf: returns (best proxy, -1, -1, 0, 0, 0). Otherwise the
-    first candidate whose proxy is at least ``target`` (and above -inf):
-    (proxy, bin, variant, left count, G, H as int64), variant 1 when the
-    missing values go left.
+def _feature_scan(hist, base, nb, n_scan, P0, P1, P2, inv0, inv1, inv2, l2, msl, mwl, proxies, out):
+    """One (node, feature): every candidate's proxy over value bins ``0 .. n_scan - 1`` of the int64
+    histogram ``hist[base : base + nb * 3]`` (bin-major, three channels), written to
+    ``proxies[out + variant * (nb - 1) + bin]`` (-inf where there is no candidate; variant 1: the missing
+    values go left), and the best of them returned.
     """
     n = min(nb - 1, n_scan)
     m = base + (nb - 1) * 3
     m0, m1, m2 = hist[m], hist[m + 1], hist[m + 2]
     n_var = 2 if m0 > 0 else 1  # the missing bin holds rows: both sides tried
     best = _NEG_INF
-    for variant in range(n_var):
+    for variant in range(2):
         c0 = numba.int64(0)
         c1 = numba.int64(0)
         c2 = numba.int64(0)
-        for b in range(n):
-            j = base + b * 3
-            h0, h1, h2 = hist[j], hist[j + 1], hist[j + 2]
-            if b > 0 and h0 == 0 and h1 == 0 and h2 == 0:
-                continue  # the same candidate as the bin before, which comes first
-            c0 += h0
-            c1 += h1
-            c2 += h2
-            a0, a1, a2 = c0, c1, c2
-            if variant == 1:
-                a0 += m0
-                a1 += m1
-                a2 += m2
-            l0 = a0 * inv0
-            l1 = a1 * inv1
-            hl = a2 * inv2
-            r0 = P0 - l0
-            r1 = P1 - l1
-            hr = P2 - hl
+        for b in range(nb - 1):
             p = _NEG_INF
-            if l0 >= msl and r0 >= msl and hl >= mwl and hr >= mwl and hl > 0 and hr > 0:
-                p = rules.newton_proxy(l1, hl, r1, hr, l2)
-                if p != p:
-                    p = _NEG_INF
-            if target > _NEG_INF:
-                if p >= target and p > _NEG_INF:
-                    return p, b, variant, a0, a1, a2
-            elif p > best:
+            if variant < n_var and b < n:
+                j = base + b * 3
+                h0, h1, h2 = hist[j], hist[j + 1], hist[j + 2]
+                c0 += h0
+                c1 += h1
+                c2 += h2
+                # an empty bin after the first: the same candidate as the bin before, which comes first
+                if b == 0 or h0 != 0 or h1 != 0 or h2 != 0:
+                    a0, a1, a2 = c0, c1, c2
+                    if variant == 1:
+                        a0 += m0
+                        a1 += m1
+                        a2 += m2
+                    l0 = a0 * inv0
+                    l1 = a1 * inv1
+                    hl = a2 * inv2
+                    r0 = P0 - l0
+                    r1 = P1 - l1
+                    hr = P2 - hl
+                    if l0 >= msl and r0 >= msl and hl >= mwl and hr >= mwl and hl > 0 and hr > 0:
+                        p = rules.newton_proxy(l1, hl, r1, hr, l2)
+                        if p != p:
+                            p = _NEG_INF
+            proxies[out + variant * (nb - 1) + b] = p
+            if p > best:
                 best = p
-    return best, -1, -1, numba.int64(0), numba.int64(0), numba.int64(0)
+    return best
 
 
 # -- kernels (compiled at first launch) -----------------------------------------------
@@ -177,8 +172,12 @@ def _siblings(prev, built, small_right, n_pairs, cell, out):
 
 
 @cuda.jit
-def _scan(hist, stats, can, allowed, n_value_bins, inv, level_first, width, nb, l2, msl, mwl, fbest):
-    """Each (tree, node of the level, feature)'s best proxy, -inf where it has none."""
+def _scan(hist, stats, can, allowed, n_value_bins, inv, level_first, width, nb, l2, msl, mwl, proxies, fbest):
+    """Each (tree, node of the level, feature)'s candidates' proxies and its best, -inf where it has none.
+
+    The proxies are kept for ``_best``: recomputing them there could round differently (the GPU compiler
+    contracts multiplications and additions into fused ones where it sees fit, kernel by kernel).
+    """
     n_trees = stats.shape[0]
     n_features = allowed.shape[1]
     start = cuda.grid(1)
@@ -190,17 +189,18 @@ def _scan(hist, stats, can, allowed, n_value_bins, inv, level_first, width, nb, 
         nd = level_first + ks - k * width
         p = _NEG_INF
         if can[k, nd] and allowed[k, f]:
-            p = _feature_scan(hist, (ks * n_features + f) * nb * 3, nb, n_value_bins[f],
+            p = _feature_scan(hist, idx * nb * 3, nb, n_value_bins[f],
                               stats[k, nd, 0] * inv[0], stats[k, nd, 1] * inv[1], stats[k, nd, 2] * inv[2],
-                              inv[0], inv[1], inv[2], l2, msl, mwl, _NEG_INF)[0]
+                              inv[0], inv[1], inv[2], l2, msl, mwl, proxies, idx * 2 * (nb - 1))
         fbest[idx] = p
 
 
 @cuda.jit
-def _best(hist, fbest, stats, can, n_value_bins, thresholds, bin_values, is_exact, inv, level, level_first, width,
-          nb, l2, msl, mwl, min_split, max_depth, min_decrease, tie_rtol, split, feature, bin_, missing_left,
+def _best(hist, proxies, fbest, stats, can, n_value_bins, thresholds, bin_values, is_exact, inv, level, level_first,
+          width, nb, l2, msl, mwl, min_split, max_depth, min_decrease, tie_rtol, split, feature, bin_, missing_left,
           threshold, small_right, sf):
-    """Each (tree, node of the level)'s split: the tie rule, the acceptance, the children's statistics.
+    """Each (tree, node of the level)'s split: the tie rule over ``_scan``'s proxies, the acceptance, the
+    children's statistics (the histogram's running sums up to the chosen bin: exact).
 
     ``sf`` (K * width, 3, 3) float64: work space (the node's, its left and
     right child's statistics).
@@ -226,20 +226,33 @@ def _best(hist, fbest, stats, can, n_value_bins, thresholds, bin_values, is_exac
         pos = -1
         variant = -1
         proxy = _NEG_INF
-        a0 = numba.int64(0)
-        a1 = numba.int64(0)
-        a2 = numba.int64(0)
         for f in range(n_features):
             fb = fbest[ks * n_features + f]
             if fb > _NEG_INF and fb >= target:
-                proxy, pos, variant, a0, a1, a2 = _feature_scan(
-                    hist, (ks * n_features + f) * nb * 3, nb, n_value_bins[f], P0, P1, P2, inv[0], inv[1], inv[2],
-                    l2, msl, mwl, target)
-                if pos >= 0:
-                    col = f
-                    break
+                col = f  # the first feature whose best is near the best: one of its candidates is
+                break
         if col < 0:
             continue
+        out = (ks * n_features + col) * 2 * (nb - 1)
+        for j in range(2 * (nb - 1)):
+            p = proxies[out + j]
+            if p > _NEG_INF and p >= target:
+                proxy = p
+                variant = j // (nb - 1)
+                pos = j - variant * (nb - 1)
+                break
+        base = (ks * n_features + col) * nb * 3
+        a0 = numba.int64(0)
+        a1 = numba.int64(0)
+        a2 = numba.int64(0)
+        for b in range(pos + 1):
+            a0 += hist[base + b * 3]
+            a1 += hist[base + b * 3 + 1]
+            a2 += hist[base + b * 3 + 2]
+        if variant == 1:
+            a0 += hist[base + (nb - 1) * 3]
+            a1 += hist[base + (nb - 1) * 3 + 1]
+            a2 += hist[base + (nb - 1) * 3 + 2]
         w = sf[ks]
         w[0, 0], w[0, 1], w[0, 2] = P0, P1, P2
         w[1, 0], w[1, 1], w[1, 2] = a0 * inv[0], a1 * inv[1], a2 * inv[2]
@@ -313,8 +326,10 @@ def covered(xp, inputs, params, scale) -> bool:
     ):
         return False
     n_trees = int(channels.shape[0]) if channels.ndim == 3 else 1
-    hist_bytes = int(inputs.codes.shape[1]) * int(mapper.n_bins) * 3 * 8
-    return n_trees * 2 ** params.max_depth * hist_bytes <= params.memory_limit
+    # a (node, feature, bin) of the deepest level: two histograms' int64 [count, G, H], two variants' proxies
+    per_bin = (2 * 3 + 2) * 8
+    return n_trees * 2 ** (params.max_depth - 1) * int(inputs.codes.shape[1]) * int(mapper.n_bins) * per_bin \
+        <= params.memory_limit
 
 
 def grow_tree(xp, inputs, params, *, scale=None):
@@ -377,6 +392,7 @@ def grow_tree(xp, inputs, params, *, scale=None):
     levels = (xp.empty(n_trees * widest * cell, dtype=i8), xp.empty(n_trees * widest * cell, dtype=i8))
     built_buf = xp.empty(n_trees * max(1, widest // 2) * cell, dtype=i8)
     fbest = xp.empty(n_trees * widest * n_features, dtype=f8)
+    proxies = xp.empty(n_trees * widest * n_features * 2 * (nb - 1), dtype=f8)
     sf = xp.empty((n_trees * widest, 3, 3), dtype=f8)
     l2 = float(inputs.criterion.l2)
     msl, mwl = float(params.min_samples_leaf), float(params.min_weight_leaf)
@@ -401,10 +417,10 @@ def grow_tree(xp, inputs, params, *, scale=None):
             _launch(_siblings, _blocks(n_trees * n_pairs * cell, threads, cap_blocks), threads, prev, built,
                     small_right, n_pairs, cell, cur)
         _launch(_scan, _blocks(n_trees * width * n_features, threads, cap_blocks), threads, cur, stats, can,
-                allowed, n_value_bins, inv, first, width, nb, l2, msl, mwl, fbest)
-        _launch(_best, _blocks(n_trees * width, threads, cap_blocks), threads, cur, fbest, stats, can, n_value_bins,
-                thresholds, bin_values, is_exact, inv, d, first, width, nb, l2, msl, mwl, min_split, depth, min_dec,
-                rtol, split, feature, bin_, missing_left, threshold, small_right, sf)
+                allowed, n_value_bins, inv, first, width, nb, l2, msl, mwl, proxies, fbest)
+        _launch(_best, _blocks(n_trees * width, threads, cap_blocks), threads, cur, proxies, fbest, stats, can,
+                n_value_bins, thresholds, bin_values, is_exact, inv, d, first, width, nb, l2, msl, mwl, min_split,
+                depth, min_dec, rtol, split, feature, bin_, missing_left, threshold, small_right, sf)
         _launch(_route, _blocks(n_trees * n, threads, cap_blocks), threads, codes, node, split, feature, bin_,
                 missing_left, first, missing_bin)
         prev = cur
