@@ -3,7 +3,7 @@
 Run (on a machine with an NVIDIA GPU, CuPy, numba-cuda, xgboost and lightgbm):
 
     python bench/bench_gpu.py [--rows 1000000 10000000] [--rounds 100] [--threads 16]
-                              [--forest-rows 1000000] [--device-step] [--skip-peers | --peers xgboost ...]
+                              [--forest-rows 1000000] [--level-wise] [--skip-peers | --peers xgboost ...]
                               [--out bench/results]
     python bench/bench_gpu.py --dry-run     # tiny sizes, numba-cuda's simulator, no GPU needed
 
@@ -14,7 +14,8 @@ What it measures, in one process (``--dry-run`` re-runs itself with
   ``--rows``, ``--rounds`` rounds of depth ``--depth``, 256 bins (255 value
   bins + missing; XGBoost ``max_bin=256``, LightGBM 255), learning rate 0.1,
   L2 1, minimum hessian 1, no minimum row count, no early stopping. gputrees
-  on the GPU (CuPy input, the cuda kernels, quantised gradients), gputrees on
+  on the GPU (CuPy input, the cuda kernels, quantised gradients; with
+  ``--level-wise`` also with ``GPUTREES_DEVICE_STEP=0``), gputrees on
   the CPU (NumPy input, the Numba kernels, ``--threads`` threads), XGBoost
   and LightGBM CPU builds with ``n_jobs=--threads``. Fit time of one fit after
   a warm-up fit and prediction on 10,000 rows (which compile the kernels; their
@@ -22,7 +23,7 @@ What it measures, in one process (``--dry-run`` re-runs itself with
 * Prediction throughput: rows per second of ``predict_proba`` of each GBDT
   model on the held-out rows.
 * Random forest: ``--forest-trees`` trees of depth ``--forest-depth`` on
-  ``--forest-rows`` rows, gputrees GPU and CPU, scikit-learn's
+  ``--forest-rows`` rows (0: none), gputrees GPU and CPU, scikit-learn's
   RandomForestClassifier with ``n_jobs=--threads``.
 * Histogram kernel: the root histogram of all rows (one slot, 3 channels,
   int64 quantised sums), median of 10 launches; bytes read = ``n F`` (uint8
@@ -78,8 +79,8 @@ def parse_args(argv=None):
     p.add_argument("--forest-trees", type=int, default=100)
     p.add_argument("--forest-depth", type=int, default=10)
     p.add_argument("--skip-peers", action="store_true", help="GPU only (no XGBoost, LightGBM, scikit-learn, Numba)")
-    p.add_argument("--device-step", action="store_true",
-                   help="also time the GPU fit with GPUTREES_DEVICE_STEP=1 (gputrees.kernels.gpu.tree)")
+    p.add_argument("--level-wise", action="store_true",
+                   help="also time the GPU fit with GPUTREES_DEVICE_STEP=0 (every tree level by level)")
     p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
                    help="the CPU runs beside the GPU's (numba: gputrees' own CPU kernels)")
     p.add_argument("--out", type=Path, default=HERE / "results")
@@ -178,12 +179,12 @@ def run_gbdt(args, dev, n_rows, results):
     peers = {"numba": ("gputrees CPU (Numba)", "gputrees", False), "xgboost": ("XGBoost CPU", "xgboost", False),
              "lightgbm": ("LightGBM CPU", "lightgbm", False)}
     gpu = [("gputrees GPU", "gputrees", True)]
-    if args.device_step and not args.dry_run:  # the simulator always takes the device step
-        gpu.append(("gputrees GPU, device step", "gputrees", True))
+    if args.level_wise and not args.dry_run:  # the simulator always takes the device step
+        gpu.append(("gputrees GPU, level by level", "gputrees", True))
     entries = gpu + [peers[p] for p in PEERS if p in args.peers and p in peers]
     for label, library, on_gpu in entries:
         env_kernels = os.environ.pop("GPUTREES_KERNELS", None)
-        os.environ["GPUTREES_DEVICE_STEP"] = "1" if label.endswith("device step") else "0"
+        os.environ["GPUTREES_DEVICE_STEP"] = "0" if label.endswith("level by level") else "1"
         if on_gpu and args.dry_run:
             os.environ["GPUTREES_KERNELS"] = "cuda"  # NumPy arrays through the simulated cuda kernels
         try:
@@ -289,7 +290,7 @@ def markdown(meta, results):
     lines += ["", "Speed-ups of gputrees GPU over the best CPU peer (fit):", ""]
     for rows in sorted({r["rows"] for r in results if r["task"] == "gbdt"}):
         fits = {r["model"]: r["fit_s"] for r in results if r["task"] == "gbdt" and r["rows"] == rows}
-        peers = [v for k, v in fits.items() if k != "gputrees GPU"]
+        peers = [v for k, v in fits.items() if not k.startswith("gputrees GPU")]
         if peers and "gputrees GPU" in fits:
             lines.append(f"- GBDT {rows} rows: {min(peers) / fits['gputrees GPU']:.1f}x")
     return "\n".join(lines) + "\n"
@@ -306,7 +307,8 @@ def main(argv=None):
     for n_rows in args.rows:
         run_histogram(args, dev, n_rows, results)
         run_gbdt(args, dev, n_rows, results)
-    run_forest(args, dev, results)
+    if args.forest_rows:
+        run_forest(args, dev, results)
     now = dt.datetime.now(dt.timezone.utc)
     meta = dict(device=dev.name, date=now.strftime("%Y-%m-%d %H:%M UTC"), dry_run=args.dry_run,
                 command="python bench/bench_gpu.py " + " ".join(sys.argv[1:] if argv is None else argv),

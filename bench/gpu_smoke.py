@@ -2,7 +2,9 @@
 
 Run by bench/gpu_check.sh; with ``NUMBA_ENABLE_CUDASIM=1`` the cuda set runs in numba-cuda's simulator on NumPy
 arrays (a dry run on a CPU). Prints whether the GPU's trees (quantised gradients) equal the CPU's, bit for bit,
-grown level by level and grown by the device step (``GPUTREES_DEVICE_STEP=1``; the simulator always takes it).
+grown by the device step (the default) and level by level (``GPUTREES_DEVICE_STEP=0``; the simulator always
+takes the device step). The CPU's trees come from the NumPy (bincount) kernels: the Numba kernels' trees, and
+nothing to compile.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def main():
     X[rng.random(X.shape) < 0.02] = np.nan
     y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1] * X[:, 2]) > 0).astype(int)
     kw = dict(n_estimators=5, max_depth=4, early_stopping=False, quantised_gradients=True)
-    os.environ["GPUTREES_KERNELS"] = "numba"
+    os.environ["GPUTREES_KERNELS"] = "bincount"
     cpu = gputrees.GradientBoostingClassifier(**kw).fit(X, y)
     if simulated:
         os.environ["GPUTREES_KERNELS"] = "cuda"
@@ -38,7 +40,7 @@ def main():
 
         os.environ.pop("GPUTREES_KERNELS")
         Xg, yg, device = cupy.asarray(X), cupy.asarray(y), "cuda"
-    for step in ("0",) if simulated else ("0", "1"):
+    for step in ("1",) if simulated else ("1", "0"):
         os.environ["GPUTREES_DEVICE_STEP"] = step
         label = "device step" if simulated or step == "1" else "level by level"
         t = time.perf_counter()
@@ -50,8 +52,9 @@ def main():
         same = all(np.array_equal(host(getattr(gpu.trees_, f)), host(getattr(cpu.trees_, f)))
                    for f in ("left", "feature", "bin", "missing_left", "threshold", "stats"))
         print(f"{label}: GPU trees equal the CPU's quantised trees: {same}")
-        print(f"{label}: GPU predictions equal the CPU's: "
-              f"{np.array_equal(host(gpu.predict_proba(Xg)), cpu.predict_proba(X))}")
+        # equal trees; the probabilities may differ in the last bits (the device's exp is not the host's)
+        diff = np.max(np.abs(host(gpu.predict_proba(Xg)) - cpu.predict_proba(X)))
+        print(f"{label}: GPU probabilities against the CPU's: largest difference {diff:.3g}")
 
 
 if __name__ == "__main__":
