@@ -46,6 +46,7 @@ from ._validation import (
     to_numeric_2d,
     y_to_host,
 )
+from ._kernel_choice import chooses_kernels
 from .kernels import reference
 from .kernels.reference import gather_node_values
 from .kernels import get_kernels
@@ -210,6 +211,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
 
     # -- fit ----------------------------------------------------------------
     @transactional_fit
+    @chooses_kernels
     def fit(self, X, y, sample_weight=None, eval_set=None):
         """Boost trees.
 
@@ -383,7 +385,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             return xp.asarray(base, copy=True)
         batch, values = self._forest()
         n_trees = int(batch.left.shape[0])
-        kernels = get_kernels(xp, n_jobs=self.n_jobs)
+        kernels = get_kernels(xp, n_jobs=self.n_jobs, prediction=True)
         # rounds added in training's order, so that the sums are bit-identical
         # to the raw predictions of the fit (warm_start)
         predict = kernels.predict_raw

@@ -38,6 +38,7 @@ from ._validation import (
     to_numeric_2d,
     y_to_host,
 )
+from ._kernel_choice import chooses_kernels
 from .kernels import get_kernels
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor"]
@@ -303,6 +304,7 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
         )
 
     # -- pruning -----------------------------------------------------------------
+    @chooses_kernels
     def cost_complexity_pruning_path(self, X, y, sample_weight=None):
         """Compute the pruning path of minimal cost-complexity pruning (as scikit-learn).
 
@@ -333,6 +335,7 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
         alphas, impurities = ccp_path(xp, est._batch, est._criterion)[0]
         return Bunch(ccp_alphas=alphas, impurities=impurities)
 
+    @chooses_kernels
     def prune(self, X_val, y_val, sample_weight=None):
         """Reduced-error pruning with a validation set (the course notes' method).
 
@@ -646,6 +649,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
         return y_enc.astype(np.int64), crit, sw
 
     @transactional_fit
+    @chooses_kernels
     def fit(self, X, y, sample_weight=None):
         """Grow the tree.
 
@@ -790,6 +794,7 @@ class DecisionTreeRegressor(RegressorMixin, _BaseTree):
         return np.ascontiguousarray(y2), crit, sw
 
     @transactional_fit
+    @chooses_kernels
     def fit(self, X, y, sample_weight=None):
         """Grow the tree.
 

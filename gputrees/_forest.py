@@ -39,6 +39,7 @@ from ._scoring import ClassifierMixin, RegressorMixin
 from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import drop_zero_weight_rows, sample_weight_to_host, y_to_host
+from ._kernel_choice import chooses_kernels
 from .kernels import get_kernels
 
 __all__ = [
@@ -163,6 +164,7 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
 
     # -- fit ---------------------------------------------------------------
     @transactional_fit
+    @chooses_kernels
     def fit(self, X, y, sample_weight=None):
         """Grow the forest.
 

@@ -11,6 +11,6 @@ def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
     """
     from .kernels import get_kernels
 
-    return get_kernels(xp, n_jobs=n_jobs).apply_trees(xp, batch, X, missing_bin)
+    return get_kernels(xp, n_jobs=n_jobs, prediction=True).apply_trees(xp, batch, X, missing_bin)
 
 

@@ -63,6 +63,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, has_fit_para
 from . import _backend
 from ._model_io import ModelFileMixin
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
+from ._kernel_choice import chooses_kernels
 from ._predictor import apply_trees
 from .kernels.reference import gather_node_values
 from ._progress import Monitor, Step
@@ -431,6 +432,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         return np.where(self.classes_[pos] == pred, pos, -1).astype(np.int64)
 
     @transactional_fit
+    @chooses_kernels
     def fit(self, X, y, sample_weight=None):
         """Boost weak learners on (X, y).
 
@@ -817,6 +819,7 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         return np.asarray(pred, dtype=np.float64).reshape(-1)
 
     @transactional_fit
+    @chooses_kernels
     def fit(self, X, y, sample_weight=None):
         """Boost regressors on (X, y).
 

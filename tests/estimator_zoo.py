@@ -90,3 +90,25 @@ def fitted_arrays(est) -> dict:
         if k.endswith("_") or k.startswith("_"):
             walk(k, v, 0)
     return out
+
+
+def assert_same_model(a, b):
+    """Every fitted array of ``a`` and ``b`` equal: integers and booleans exactly, floats to 1e-10 relative
+    (kernel sets that sum in the same order give equal models; a monitored loss may differ in its last bit)."""
+    arrays_a, arrays_b = fitted_arrays(a), fitted_arrays(b)
+    assert arrays_a.keys() == arrays_b.keys()
+    assert sum(isinstance(x, np.ndarray) for x in arrays_a.values()) > 5
+    for k, x in arrays_a.items():
+        y = arrays_b[k]
+        if not isinstance(x, np.ndarray):
+            assert type(x) is type(y), k
+            if isinstance(x, (float, np.floating)):
+                np.testing.assert_allclose(x, y, rtol=1e-10, atol=0, equal_nan=True, err_msg=k)
+            else:
+                assert x == y, k
+            continue
+        assert x.shape == y.shape and x.dtype == y.dtype, k
+        if x.dtype.kind == "f":
+            np.testing.assert_allclose(x, y, rtol=1e-10, atol=0, equal_nan=True, err_msg=k)
+        else:
+            assert np.array_equal(x, y), k

@@ -12,29 +12,9 @@ import numpy as np
 import pytest
 
 import gputrees
-from estimator_zoo import fitted_arrays
+from estimator_zoo import assert_same_model
 
 pytest.importorskip("numba")
-
-
-def _assert_same_model(a, b):
-    arrays_a, arrays_b = fitted_arrays(a), fitted_arrays(b)
-    assert arrays_a.keys() == arrays_b.keys()
-    assert sum(isinstance(x, np.ndarray) for x in arrays_a.values()) > 5
-    for k, x in arrays_a.items():
-        y = arrays_b[k]
-        if not isinstance(x, np.ndarray):
-            assert type(x) is type(y), k
-            if isinstance(x, (float, np.floating)):
-                np.testing.assert_allclose(x, y, rtol=1e-10, atol=0, equal_nan=True, err_msg=k)
-            else:
-                assert x == y, k
-            continue
-        assert x.shape == y.shape and x.dtype == y.dtype, k
-        if x.dtype.kind == "f":
-            np.testing.assert_allclose(x, y, rtol=1e-10, atol=0, equal_nan=True, err_msg=k)
-        else:
-            assert np.array_equal(x, y), k
 
 
 def _data(task, seed=0, n=600, categorical=False):
@@ -90,7 +70,7 @@ def test_numba_model_equals_numpy_model(case, categorical, monkeypatch):
     ref = make().fit(X, y)
     monkeypatch.setenv("GPUTREES_KERNELS", "numba")
     fast = make().fit(X, y)
-    _assert_same_model(ref, fast)
+    assert_same_model(ref, fast)
     out = "predict_proba" if hasattr(ref, "predict_proba") else "predict"
     assert np.array_equal(getattr(fast, out)(X), getattr(ref, out)(X))
 
@@ -101,7 +81,7 @@ def test_thread_count_does_not_change_the_model(n_jobs, monkeypatch):
     X, y = _data("binary", n=2000)
     one = gputrees.GradientBoostingClassifier(n_estimators=5, n_jobs=1).fit(X, y)
     many = gputrees.GradientBoostingClassifier(n_estimators=5, n_jobs=n_jobs).fit(X, y)
-    _assert_same_model(one, many)
+    assert_same_model(one, many)
     assert np.array_equal(one.predict_proba(X), many.predict_proba(X))
 
 

@@ -21,7 +21,10 @@ Kernel sets:
 
 ``"auto"`` (the default) picks ``"cuda"`` for CuPy arrays when numba-cuda
 imports and sees a GPU, ``"numba"`` for NumPy arrays when Numba can be
-imported, else ``"bincount"`` for NumPy and CuPy, else ``"reference"``. The
+imported, else ``"bincount"`` for NumPy and CuPy, else ``"reference"``;
+but until an estimator family's Numba kernels are compiled on the machine,
+its small fits (and predictions until some family has compiled) take
+``"bincount"``, which compiles nothing (:mod:`gputrees.kernels.cold_start`). The
 environment variable ``GPUTREES_KERNELS`` (one of :data:`KERNEL_NAMES`)
 forces a set on every fit, for tests and benchmarks; asking for ``"numba"``
 where Numba is missing, or ``"cuda"`` where numba-cuda has no GPU (and no
@@ -45,7 +48,7 @@ import os
 
 from .._backend import is_cupy_namespace, is_numpy_namespace
 from .._records import ActiveRows, TreeRows
-from . import reference
+from . import cold_start, reference
 from ._quantise import quantisation_scale, quantisation_scale_array, quantise, scale_failure
 from .interface import NO_FAST_PATHS, FastPaths, Kernels, assemble
 
@@ -85,7 +88,7 @@ def numba_available() -> bool:
     return True
 
 
-def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kernels:
+def get_kernels(xp, name: str | None = None, n_jobs: int | None = None, prediction: bool = False) -> Kernels:
     """Kernels for namespace ``xp``.
 
     Parameters
@@ -97,6 +100,9 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
         Threads of the Numba kernels: None or -1 = every core (as XGBoost,
         LightGBM and scikit-learn's HistGradientBoosting do by default), -2 =
         all but one, k > 0 = k; the other kernel sets use one thread.
+    prediction : bool
+        Asked for a prediction: outside a fit, ``"auto"`` on NumPy arrays
+        then takes ``"bincount"`` until some family has compiled.
     """
     name = name or os.environ.get("GPUTREES_KERNELS", "auto")
     if name not in KERNEL_NAMES:
@@ -105,7 +111,10 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None) -> Kerne
         if is_cupy_namespace(xp) and cuda_available() and not cuda_simulated():
             name = "cuda"
         elif is_numpy_namespace(xp) and numba_available():
-            name = "numba"
+            compiled = cold_start.fit_choice()
+            if compiled is None:
+                compiled = not prediction or cold_start.any_compiled()
+            name = "numba" if compiled else "bincount"
         elif is_numpy_namespace(xp) or is_cupy_namespace(xp):
             name = "bincount"
         else:
