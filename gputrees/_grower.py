@@ -359,7 +359,8 @@ class Grower:
         #: saves the rounds' passes), else the sort-based search below the bins.
         #: Not for extremely randomised splits: the two searches put a random
         #: split's threshold at different points between the same two values
-        #: (the histogram's at its drawn bin, the sort's at the next value)
+        #: (the histogram's at its drawn bin, the sort's at the next value);
+        #: handed a whole round, the kernel searches as this growth would
         self.small_below = self.sorted_below
         if self._grow_subtrees is not None and params.local_thresholds and not inputs.random_splits:
             self.small_below = SUBTREE_BELOW_BINS * self.sorted_below
@@ -705,7 +706,7 @@ class Grower:
     def _whole_subtrees(self, draws, pair_any) -> bool:
         """Whether every pair of this round goes to the subtree kernel (:data:`SUBTREE_PAIRS_PER_THREAD`)."""
         sub = self._grow_subtrees
-        if sub is None or self.inp.random_splits or not self.params.local_thresholds:
+        if sub is None or not self.params.local_thresholds:
             return False
         n_pairs = int(self.xp.sum(self.xp.astype(pair_any, self.xp.int64)))
         if n_pairs < SUBTREE_PAIRS_PER_THREAD * sub.n_threads:
@@ -733,7 +734,7 @@ class Grower:
             return None
         return TreeRows(inp.multiplicity, inp.weight_multiplicity, inp.channels)
 
-    def _finish_subtrees(self, ids, st, dp, tr, tree_rows=None) -> None:
+    def _finish_subtrees(self, ids, st, dp, tr, tree_rows=None, histograms=None) -> None:
         """Grow the whole subtrees of the nodes ``ids`` (``FastPaths.subtrees``), under the memory bound.
 
         Their nodes are recorded as the level-wise growth would record them,
@@ -742,6 +743,9 @@ class Grower:
         frontier, so their rows retire. The grower uses the kernel only for
         fits it covers (``covers``, checked once). ``tree_rows``
         (:meth:`_whole_trees`): the nodes are roots, their rows read from it.
+        ``histograms`` (device bool, one per node, or None): with extremely
+        randomised splits, the nodes the level-wise growth would search by
+        histograms (:meth:`_histogram_pairs`).
         """
         xp = self.xp
         p = self.params
@@ -772,6 +776,7 @@ class Grower:
                 xp.take(st, sel, axis=0), xp.take(dp, sel), xp.take(tr, sel), keys, total_weight,
                 self.inp.criterion, self.cons, sub_params, self.inp.bin_mapper,
                 self.inp.tree_features, self.inp.random_splits, tree_rows=tree_rows,
+                root_histograms=None if histograms is None else to_numpy(xp.take(histograms, sel)),
             )
             if sub is None:
                 raise RuntimeError("the subtree kernel refused a fit it said it covers")
@@ -863,8 +868,14 @@ class Grower:
         draws = self._draw(child_ids, tree)
         parts = []
         if self.sorted_below > 0:
+            histograms = None
             if self._whole_subtrees(draws, pair_any):
                 small = xp.ones_like(can)
+                if self.inp.random_splits:
+                    # the kernel searches these pairs as the level-wise growth would: by histograms where a
+                    # child could split with as many rows as bins (a random threshold differs by search)
+                    big2 = xp.reshape((stats[:, 0] >= self.sorted_below) & can, (k, 2))
+                    histograms = xp.reshape(xp.stack([xp.any(big2, axis=1)] * 2, axis=1), (-1,))
             else:
                 small = (stats[:, 0] < self.small_below) | ~can
             small2 = xp.reshape(small, (k, 2))
@@ -874,7 +885,7 @@ class Grower:
             if int(pos.shape[0]):
                 nodes = (xp.take(child_ids, pos), xp.take(stats, pos, axis=0), xp.take(depth, pos), xp.take(tree, pos))
                 if self._grow_subtrees is not None:
-                    self._finish_subtrees(*nodes)
+                    self._finish_subtrees(*nodes, histograms=None if histograms is None else xp.take(histograms, pos))
                 else:
                     parts += self._sorted_parts(*nodes, draws.take(pos))
         pairs = xp.astype(xp.nonzero(pair_any)[0], xp.int64)
@@ -1078,7 +1089,8 @@ class Grower:
             dp = xp.take(depth, idx)
             if tree_rows is not None:
                 # every splittable root's tree grown whole in the subtree kernel
-                self._finish_subtrees(ids, st, dp, ids, tree_rows)
+                # roots are searched by histograms
+                self._finish_subtrees(ids, st, dp, ids, tree_rows, histograms=xp.ones(ids.shape[0], dtype=xp.bool))
             else:
                 bd = None if bounds is None else xp.take(bounds, idx, axis=0)
                 draws = self._draw(ids, ids)

@@ -156,11 +156,13 @@ def test_subtrees_equal_level_wise_growth(case, monkeypatch):
     assert int(got.node_count.min()) > 50
 
 
+@pytest.mark.parametrize("random_splits", [False, True], ids=["best", "random"])
 @pytest.mark.parametrize("criterion", [Gini(n_classes=3), Gini(n_classes=2), SquaredError()])
-def test_forest_rounds_hand_whole_subtrees_over(criterion, monkeypatch):
+def test_forest_rounds_hand_whole_subtrees_over(criterion, random_splits, monkeypatch):
     """With drawn features and enough sibling pairs per thread, a round hands every pair to the kernel, whose
-    large nodes are searched with histograms: the same trees as level-wise growth."""
-    inputs = _inputs(9, n=8000, trees=12, criterion=criterion)
+    large nodes are searched with histograms (with random splits: the pairs the level-wise growth searches
+    so): the same trees as level-wise growth."""
+    inputs = _inputs(9, n=8000, trees=12, criterion=criterion, random_splits=random_splits)
     p = GrowerParams(max_features=3)
     largest = []
     kernel = cpu.subtree._grow_subtrees
@@ -177,6 +179,9 @@ WHOLE_TREE_CASES = {
     "regression_weights": ({"criterion": SquaredError(), "weights": True}, {"max_features": 2}),
     "tree_features": ({"tree_features": True}, {"max_features": 2, "max_depth": 12}),
     "weight_multiplicity": ({"criterion": Gini(n_classes=2)}, {"max_features": 2, "min_samples_leaf": 2}),
+    "extremely_randomised": ({"criterion": Gini(n_classes=3), "random_splits": True}, {"max_features": 3}),
+    "random_regression": ({"criterion": SquaredError(), "random_splits": True, "missing": 0.1},
+                          {"max_features": 2}),
 }
 
 

@@ -68,6 +68,7 @@ from ..rules import (
     has_rows,
     impurity_accept,
     impurity_improvement,
+    random_bin,
     tie_target,
     uniform,
 )
@@ -295,9 +296,12 @@ def _records(region, count, tree, parent, depth, key, stats, split, feature, bin
 
 # -- the kernel ---------------------------------------------------------------------------
 @numba.njit(**JIT_LEAF)
-def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact, n_value_bins,
+def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins,
                tie_rtol, scratch, h, fbest, left, drawn, record):
     """The histogram search of one node (best splits, local thresholds): ``_best_splits``' for one node.
+
+    With ``has_u``, each drawn feature's one extremely randomised candidate
+    (``random_bin`` of its histogram and ``u[f]``), as that search draws it.
 
     Builds the node's histograms of its drawn features (``fmask``) from its
     rows ``pairs`` of ``codes`` / ``weights`` (the subtree's gathered block)
@@ -349,16 +353,22 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
                     h[f, b, c] += weights[p, c]
     rec_ok, rec_bin, rec_p, rec_left = record
     # two or three classes, or squared error: fast_scan where no rows are missing
-    fast = fast_pass(kind, C, False)
+    fast = fast_pass(kind, C, has_u)
     mse = kind == SQUARED_ERROR
     P3 = P[3] if C == 4 else 0.0
     best = NEG_INF
     for f in range(F):
         fbest[f] = NEG_INF
         rec_ok[f] = False
+        rec_bin[f, 1] = -1  # the random candidate's bin (-1: none)
         if fmask[f]:
             n_scan = min(nb - 1, n_value_bins[f])
-            if fast and not has_rows(kind, h[f, nb - 1]):
+            if has_u:
+                pick = random_bin(h[f], nb, u[f])
+                rec_bin[f, 1] = pick
+                if pick >= 0:
+                    fbest[f] = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, pick, NEG_INF, scratch, n_scan)[0]
+            elif fast and not has_rows(kind, h[f, nb - 1]):
                 fb, ok, b, pj, l0, l1, l2, l3 = fast_scan(
                     h[f], P[0], P[1], P[2], P3, mse, crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5])
                 fbest[f], rec_ok[f], rec_bin[f, 0], rec_p[f] = fb, ok, b, pj
@@ -381,8 +391,8 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, nb, thresholds, bin_values
             missing_left = left[0] > P[0] - left[0]
             threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, True)
             return True, rec_p[f], f, b, missing_left, threshold
-        p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, target, scratch,
-                              min(nb - 1, n_value_bins[f]))
+        p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, rec_bin[f, 1] if has_u else -1, target,
+                                     scratch, min(nb - 1, n_value_bins[f]))
         if b < 0:
             continue
         for c in range(C):
@@ -443,8 +453,9 @@ def _sum_rows(weights, local, a, b, out):
 @numba.njit(inline="always")
 def _tree_mults(trees, t):
     """Tree ``t``'s multiplicities and weight multiplicities (rows of :func:`_tree_source`'s tuple) and the
-    mode in which :func:`gputrees.kernels.cpu.pairs.pair_weight` (``pair_weight`` here) applies them (2: the weight multiplicity to the
-    channels after the count; 1: the multiplicity to every channel), as the row set's pairs are weighted."""
+    mode in which :func:`gputrees.kernels.cpu.pairs.pair_weight` (``pair_weight`` here) applies them (2: the
+    weight multiplicity to the channels after the count; 1: the multiplicity to every channel), as the row
+    set's pairs are weighted."""
     _, mult, wmult, has_wmult, _ = trees
     return mult[t], wmult[t], 2 if has_wmult else 1
 
@@ -500,8 +511,8 @@ def _tree_source(tree_rows=None):
 
 @numba.njit(parallel=True, **JIT_NUMPY)
 def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_depth, root_tree, root_key, total_weight,
-                   crit, rules, k_features, allowed, has_allowed, has_u, nb, thresholds, bin_values, is_exact,
-                   n_value_bins, tie_rtol, task_order, n_workers, max_rows, trees):
+                   crit, rules, k_features, allowed, has_allowed, has_u, root_hist, nb, thresholds, bin_values,
+                   is_exact, n_value_bins, tie_rtol, task_order, n_workers, max_rows, trees):
     """Grow every small node's subtree (see :func:`grow_subtrees`); node ``i``'s nodes go to ``region[i] ..``.
 
     Node ``i``'s pairs are ``perm[start[i] : start[i + 1]]`` (into ``rows``
@@ -513,6 +524,12 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     first) one at a time from a shared counter, so that a few large subtrees
     do not leave one thread with most of the work (as a fixed share of
     blocks can).
+
+    A node is searched by histograms when it has as many rows as bins; with
+    extremely randomised splits (``has_u``; the two searches place a random
+    threshold differently) as the level-wise grower searches it: a root by
+    histograms where ``root_hist[i]``, a pair of children when either has as
+    many rows (count) as bins and may split, else by sorting.
     Each node's subtree is written to its own slots,
     so the result does not depend on which worker grew it.
     """
@@ -539,6 +556,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     missing_left = np.empty(n_slots, dtype=np.bool_)
     threshold = np.empty(n_slots)
     first_child = np.empty(n_slots, dtype=np.int64)
+    use_hist = np.empty(n_slots, dtype=np.bool_)
     draw_mask = k_features < F or has_allowed
     next_task = np.zeros(1, dtype=np.int64)
     for _ in prange(n_workers):
@@ -596,6 +614,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
             parent[base] = -1
             depth[base] = root_depth[i]
             key[base] = root_key[i]
+            use_hist[base] = root_hist[i]
             for c in range(C):
                 stats[base, c] = root_stats[i, c]
             lo[0] = 0
@@ -634,10 +653,10 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     b_lo[held], b_hi[held] = lo[j], hi[j]
                     held += 1
                 pairs = local[lo[j]:hi[j]]
-                if hi[j] - lo[j] >= nb and not has_u:
+                if use_hist[g] if has_u else hi[j] - lo[j] >= nb:
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
                     found, p, f, code, ml, thr = _hist_node(
-                        cod, wts, pairs, P, crit, fmask, nb, thresholds, bin_values, is_exact,
+                        cod, wts, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
                         n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:8])
                 else:
                     found, p, f, code, ml, thr = sorted_node(
@@ -666,6 +685,14 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     lo[n + side] = lo[j] if side == 0 else mid
                     hi[n + side] = mid if side == 0 else hi[j]
                     _sum_rows(wts, local, lo[n + side], hi[n + side], stats[h])
+                if has_u:
+                    pair_hist = False
+                    for side in range(2):
+                        h = base + n + side
+                        pair_hist = pair_hist or (stats[h, 0] >= nb and can_split(
+                            kind, stats[h], depth[h], n_out, msl, mwl, min_samples_split, max_depth, rule_tmp))
+                    use_hist[base + n] = pair_hist
+                    use_hist[base + n + 1] = pair_hist
                 stack[top] = n + 1
                 stack[top + 1] = n
                 top += 2
@@ -772,7 +799,7 @@ class SubtreeKernel:
 
 def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, total_weight, criterion, cons,
                   params: SubtreeParams, bin_mapper, tree_features=None, random_splits=False, *,
-                  n_threads: int = 1, tree_rows: "TreeRows | None" = None):
+                  n_threads: int = 1, tree_rows: "TreeRows | None" = None, root_histograms=None):
     """Grow the whole subtree of each of m small nodes, or (``tree_rows``) of m trees from their roots.
 
     Parameters
@@ -797,6 +824,10 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
     tree_features : ndarray of shape (n_trees, n_features), bool, or None
     random_splits : bool
         Extremely randomised thresholds.
+    root_histograms : ndarray of shape (m,), bool, or None
+        With ``random_splits``: the nodes the level-wise grower would search
+        by histograms (roots; a pair of which a child has as many rows as
+        bins and may split); None: none.
     tree_rows : TreeRows or None
         Instead of ``rows``, ``slot`` and ``weights`` (then None): node ``i``
         is the root of tree ``tree[i]`` (with ``depth[i]`` 0), its pairs that
@@ -843,6 +874,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
             np.ascontiguousarray(tree_features, dtype=np.bool_) if has_allowed else np.ones((1, 1), dtype=np.bool_),
             has_allowed,
             bool(random_splits),
+            np.zeros(m, dtype=np.bool_) if root_histograms is None else np.asarray(root_histograms, dtype=np.bool_),
             int(bin_mapper.n_bins),
             *mapper_arrays(bin_mapper),
             TIE_RTOL,
