@@ -314,6 +314,11 @@ def find_best_splits(
         groups.append(("num", masked(flat, num_idx), left))
     if n_cat:
         h = hist if n_cat == n_features else xp.take(hist, _ix(xp, cat_idx), axis=1)
+        # the categories' bins and the missing bin only: the bins above every category are empty, and
+        # a candidate past the node's present categories has an empty side
+        kc = nb - 1 if bin_mapper is None else int(np.max(bin_mapper.n_value_bins[bin_mapper.is_categorical]))
+        if kc < nb - 1:
+            h = xp.concat([h[:, :, :kc, :], h[:, :, nb - 1:, :]], axis=2)
         uu = None if random_u is None else _cols(xp, random_u, cat_idx, n_features)
         flat, left, rank = _categorical(xp, h, parent, criterion, cons, uu, mono_cat)
         groups.append(("cat", masked(flat, cat_idx), left))
@@ -326,6 +331,12 @@ def find_best_splits(
     picks = {}
     for name, flat, left in groups:
         picks[name] = _pick(xp, flat, left, best)
+    if n_cat and kc < nb - 1:
+        # the categorical candidates' indices in the common layout ((ordering * 2 + variant) * (nb - 1) + position)
+        has_c, idx_c, proxy_c, left_c = picks["cat"]
+        picks["cat"] = (has_c, (idx_c // kc) * (nb - 1) + idx_c % kc, proxy_c, left_c)
+        rank = xp.concat([rank, xp.broadcast_to(xp.arange(kc, nb - 1, dtype=rank.dtype),
+                                                tuple(rank.shape[:3]) + (nb - 1 - kc,))], axis=3)
     inverse = _ix(xp, np.argsort(np.concatenate([num_idx, cat_idx])))
     order = [name for name, _, _ in groups]
 

@@ -751,3 +751,30 @@ def test_friedman_mse_orders_like_squared_error_single_output():
     imp_se = float(se.improvement(NP, parent, left, right, 20.0))
     expected = np.var(y) - c / 20 * np.var(y[:c]) - (20 - c) / 20 * np.var(y[c:])
     assert imp_se == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("criterion", [Gini(n_classes=5), SquaredError()], ids=["gini5", "squared_error"])
+def test_categorical_search_over_the_categories_bins_equals_the_whole_width(criterion):
+    """With a bin mapper the categorical search scores only the categories' bins (12 of 255 here); every
+    field of the records equals the search over the whole histogram width (no mapper)."""
+    rng = np.random.default_rng(3)
+    n, m = 3000, 8
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, 12, n), rng.normal(size=n), rng.integers(0, 5, n)])
+    X[rng.random(X.shape) < 0.1] = np.nan
+    is_cat = np.array([False, True, False, True])
+    mapper = fit_bin_mapper(NP, X, is_cat, 255)
+    codes = mapper.transform(NP, X)
+    assert int(mapper.n_value_bins[is_cat].max()) == 12 and mapper.n_bins == 256
+    y = rng.integers(0, 5, n) if isinstance(criterion, Gini) else rng.normal(size=(n, 1))
+    channels = criterion.row_channels(NP, y, np.ones(n))
+    node = rng.integers(0, m, n).astype(np.int64)
+    hist = _reference.build_histograms(NP, codes, np.arange(n, dtype=np.int64), node, channels, m, mapper.n_bins)
+    parent = hist[:, 0].sum(axis=1)
+    cons = SplitConstraints(min_samples_leaf=5, min_weight_leaf=0.0)
+    fields = ("found", "proxy", "feature", "bin", "missing_left", "is_categorical", "cat_left", "left", "right")
+    for u in (None, rng.random((m, 4))):
+        got = find_best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper, random_u=u)
+        want = find_best_splits(NP, hist, parent, criterion, cons, is_cat, random_u=u)
+        assert np.asarray(got.is_categorical).any()
+        for name in fields:
+            assert_array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(want, name)), err_msg=name)
