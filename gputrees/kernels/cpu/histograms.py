@@ -409,8 +409,10 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             i1 = b_i1[k]
             sparse = sparse_rows(row, i0, i1, row_bytes, codes.shape[0])
             _zero_bins(partial, k, 0, n_features, n_bins, used)
-            _add_rows(partial, k, codes, row, chan_index, i0, i1, 0, n_features, chan, mult, wmult, mode, sparse,
-                      c_first)
+            # int64 slot and feature bounds in every call (a prange index is unsigned, a constant a literal):
+            # one signature of _add_rows to compile, not three
+            _add_rows(partial, np.int64(k), codes, row, chan_index, i0, i1, np.int64(0), n_features, chan, mult,
+                      wmult, mode, sparse, c_first)
         _merge_blocks(out, partial, b_slot, n_bins, used)
     # each worker a share of the (row, feature) updates, as pieces (slot,
     # features f0:f1) (see _histogram_plan): each output is summed by one
@@ -432,8 +434,8 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
             sparse = sparse_rows(row, start[s], e, row_bytes, codes.shape[0])
             if own[j]:
                 _zero_bins(scratch, w, f0, f1, n_bins, used)
-                _add_rows(scratch, w, codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode, sparse,
-                          c_first)
+                _add_rows(scratch, np.int64(w), codes, row, chan_index, start[s], e, f0, f1, chan, mult, wmult, mode,
+                          sparse, c_first)
                 _copy_bins(out, s, scratch, w, f0, f1, n_bins, used)
             else:
                 _zero_features(flat, s, f0, f1, n_features, n_bins, n_channels, used)
