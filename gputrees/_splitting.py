@@ -314,9 +314,12 @@ def find_best_splits(
         groups.append(("num", masked(flat, num_idx), left))
     if n_cat:
         h = hist if n_cat == n_features else xp.take(hist, _ix(xp, cat_idx), axis=1)
-        # the categories' bins and the missing bin only: the bins above every category are empty, and
-        # a candidate past the node's present categories has an empty side
-        kc = nb - 1 if bin_mapper is None else int(np.max(bin_mapper.n_value_bins[bin_mapper.is_categorical]))
+        # the categorical columns' value bins and the missing bin only: a feature's codes stay below its
+        # n_value_bins, and a candidate past the node's present categories has an empty side (the columns
+        # are the mapper's features unless drawn per node)
+        kc = nb - 1
+        if bin_mapper is not None and feature_ids is None and bin_mapper.n_value_bins.shape[0] == n_features:
+            kc = min(nb - 1, int(np.max(bin_mapper.n_value_bins[cat_idx])))
         if kc < nb - 1:
             h = xp.concat([h[:, :, :kc, :], h[:, :, nb - 1:, :]], axis=2)
         uu = None if random_u is None else _cols(xp, random_u, cat_idx, n_features)
