@@ -3,7 +3,7 @@
 Run:  python bench/bench_matrix.py [--rows 1000 10000 100000] [--features 10] [--kinds continuous discrete
                                    categorical missing] [--tasks binary multiclass regression]
                                    [--models tree forest extra-trees boosting] [--repeats 3] [--threads 2]
-                                   [--out FILE]
+                                   [--device cpu|cuda] [--out FILE]
       python bench/bench_matrix.py --quick       # one small cell of each model, a minute
 
 Every cell is one (rows, features, kind of data, task, model family) and fits, in this one process, each
@@ -60,6 +60,8 @@ def parse_args(argv=None):
     p.add_argument("--trees", type=int, default=100, help="n_estimators of every ensemble")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="2,000 rows, 8 features, one kind and task per model")
+    p.add_argument("--device", choices=["cpu", "cuda"], default=None,
+                   help="gputrees' device= (NumPy inputs; cuda copies them to the GPU); the peers run on the CPU")
     p.add_argument("--out", help="also write the printout to this file")
     args = p.parse_args(argv)
     if args.quick:
@@ -119,6 +121,8 @@ def models(family, task, args):
     out = {}
     gt_cls = getattr(gputrees, CLASS_NAMES[family].format(suffix))
     gt_kw = {"n_jobs": T} if family == "tree" else {"n_estimators": n, "n_jobs": T}
+    if args.device is not None:
+        gt_kw["device"] = args.device
     out["gputrees"] = (lambda: gt_cls(random_state=0, **gt_kw), "frame")
     if family in ("tree", "forest", "extra-trees"):
         import sklearn.ensemble as ens
