@@ -357,12 +357,12 @@ class Grower:
         #: subtrees from SUBTREE_BELOW_BINS x bins rows (their sort-based search
         #: finds the histogram search's split where thresholds are local, and
         #: saves the rounds' passes), else the sort-based search below the bins.
-        #: Not for extremely randomised splits: the two searches put a random
+        #: With extremely randomised splits the two searches put a random
         #: split's threshold at different points between the same two values
-        #: (the histogram's at its drawn bin, the sort's at the next value);
-        #: handed a whole round, the kernel searches as this growth would
+        #: (the histogram's at its drawn bin, the sort's at the next value):
+        #: the kernel is told which pairs this growth would search by histograms
         self.small_below = self.sorted_below
-        if self._grow_subtrees is not None and params.local_thresholds and not inputs.random_splits:
+        if self._grow_subtrees is not None and params.local_thresholds:
             self.small_below = SUBTREE_BELOW_BINS * self.sorted_below
         # best-first host bookkeeping: improvement of splittable nodes, children of expanded
         self._improvement = {}
@@ -869,13 +869,13 @@ class Grower:
         parts = []
         if self.sorted_below > 0:
             histograms = None
+            if self.inp.random_splits and self._grow_subtrees is not None:
+                # the kernel searches the pairs it is handed as the level-wise growth would: by histograms
+                # where a child could split with as many rows as bins (a random threshold differs by search)
+                big2 = xp.reshape((stats[:, 0] >= self.sorted_below) & can, (k, 2))
+                histograms = xp.reshape(xp.stack([xp.any(big2, axis=1)] * 2, axis=1), (-1,))
             if self._whole_subtrees(draws, pair_any):
                 small = xp.ones_like(can)
-                if self.inp.random_splits:
-                    # the kernel searches these pairs as the level-wise growth would: by histograms where a
-                    # child could split with as many rows as bins (a random threshold differs by search)
-                    big2 = xp.reshape((stats[:, 0] >= self.sorted_below) & can, (k, 2))
-                    histograms = xp.reshape(xp.stack([xp.any(big2, axis=1)] * 2, axis=1), (-1,))
             else:
                 small = (stats[:, 0] < self.small_below) | ~can
             small2 = xp.reshape(small, (k, 2))
