@@ -745,7 +745,7 @@ class Grower:
         (:meth:`_whole_trees`): the nodes are roots, their rows read from it.
         ``histograms`` (device bool, one per node, or None): with extremely
         randomised splits, the nodes the level-wise growth would search by
-        histograms (:meth:`_histogram_pairs`).
+        histograms (roots; pairs as :meth:`_evaluate_children` marks them).
         """
         xp = self.xp
         p = self.params
@@ -1088,9 +1088,10 @@ class Grower:
             ids = xp.take(roots, idx)
             dp = xp.take(depth, idx)
             if tree_rows is not None:
-                # every splittable root's tree grown whole in the subtree kernel
-                # roots are searched by histograms
-                self._finish_subtrees(ids, st, dp, ids, tree_rows, histograms=xp.ones(ids.shape[0], dtype=xp.bool))
+                # every splittable root's tree grown whole in the subtree kernel (with random splits the
+                # kernel is told that roots are searched by histograms, as the level-wise growth does)
+                roots_hist = xp.ones(ids.shape[0], dtype=xp.bool) if self.inp.random_splits else None
+                self._finish_subtrees(ids, st, dp, ids, tree_rows, histograms=roots_hist)
             else:
                 bd = None if bounds is None else xp.take(bounds, idx, axis=0)
                 draws = self._draw(ids, ids)
