@@ -105,11 +105,10 @@ def mark_compiled(family: str) -> None:
     with _lock:
         _compiled.add(family)
     path = stamp_path(family)
-    try:
+    # a read-only cache keeps no stamp: this process still compiles, later ones decide again
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
-    except OSError:  # a read-only cache: this process still compiles, later ones decide again
-        pass
 
 
 def stamp_path(family: str) -> pathlib.Path:
