@@ -481,9 +481,10 @@ def test_serial_twins_equal_their_parallel_kernels():
     mapper = cpu.scan.mapper_arrays(None)
     args = (hist, stats, (NEWTON_GH, 1, 1.0, 1.0, 1.0), np.ones((1, 1), dtype=np.bool_),
             False, d1, False, np.zeros((1, 1), dtype=np.int64), False, d1, d1, False, *mapper, False, False, 1e-9)
+    no_cat = (np.zeros(p, dtype=np.bool_), 0)
     with cpu.jit.Threads(2):
-        want = cpu.scan.scan_nodes_kernel(*args, 8)
-    got = cpu.scan.scan_nodes_kernel_serial(*args, 1)
+        want = cpu.scan.scan_nodes_kernel(*args, 8, *no_cat)
+    got = cpu.scan.scan_nodes_kernel_serial(*args, 1, *no_cat)
     for u, v in zip(want, got):
         np.testing.assert_array_equal(u, v)
     assert want[0].all()  # every node found a split

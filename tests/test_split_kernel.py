@@ -78,10 +78,10 @@ def make_case(rng, criterion, m, n_features, max_bins=16, rows=400, missing=0.1,
     return hist, parent, mapper
 
 
-def compare(hist, parent, criterion, cons=None, mapper=None, n_threads=1, **kw):
+def compare(hist, parent, criterion, cons=None, mapper=None, n_threads=1, is_cat=None, **kw):
     """Run both; assert equal records; return the kernel's."""
     cons = cons or SplitConstraints(min_samples_leaf=1, min_weight_leaf=0.0)
-    is_cat = np.zeros(hist.shape[1], dtype=bool)
+    is_cat = np.zeros(hist.shape[1], dtype=bool) if is_cat is None else is_cat
     want = find_best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper, **kw)
     got = cpu.scan.best_splits(NP, hist, parent, criterion, cons, is_cat, bin_mapper=mapper,
                                    n_threads=n_threads, **kw)
@@ -332,13 +332,78 @@ def test_threads_do_not_change_the_result(name):
         np.testing.assert_array_equal(getattr(one, k), getattr(many, k), err_msg=k)
 
 
+def make_categorical_case(rng, criterion, m, n_features, rows=600, missing=0.1, levels=(3, 12, 40), first=1):
+    """Histograms of ``m`` nodes whose features ``first``, ``first + 2``, ... are categorical (``levels``
+    categories, cycled), with their mapper and categorical mask; category rates differ by category so that
+    the orderings matter."""
+    X = rng.standard_normal((rows, n_features))
+    is_cat = np.zeros(n_features, dtype=bool)
+    is_cat[first::2] = True
+    for j, f in enumerate(np.flatnonzero(is_cat)):
+        n_levels = levels[j % len(levels)]
+        X[:, f] = rng.integers(0, n_levels, rows) * 3 + 1  # category values need not be 0 .. n - 1
+    X[rng.random(X.shape) < missing] = np.nan
+    mapper = fit_bin_mapper(NP, X, is_cat, 32)
+    codes = np.asarray(mapper.transform(NP, X)).astype(np.int64)
+    node = rng.integers(0, m, rows)
+    w = _channels(criterion, rng, rows)
+    # rows of some categories weigh more in one channel: the categories' keys differ
+    w[:, -1] *= 1.0 + (np.nan_to_num(X[:, 1 % n_features]) % 5)
+    hist = np.zeros((m, n_features, mapper.n_bins, w.shape[1]))
+    for f in range(n_features):
+        np.add.at(hist, (node, f, codes[:, f]), w)
+    parent = np.zeros((m, w.shape[1]))
+    np.add.at(parent, node, w)
+    return hist, parent, mapper, is_cat
+
+
+@pytest.mark.parametrize("name", sorted(CRITERIA))
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_categorical_features_every_criterion(name, missing):
+    """Batches with categorical features: the kernel scans the sorted categories as the generic search does
+    (orderings, missing sides, tie order, the codes sent left), next to numerical features."""
+    criterion = CRITERIA[name]
+    rng = np.random.default_rng(abs(hash(("cat", name, missing))) % 2**32)
+    for m, f, rows in ((1, 2, 80), (6, 4, 400), (30, 5, 1200)):
+        hist, parent, mapper, is_cat = make_categorical_case(rng, criterion, m, f, rows=rows, missing=missing)
+        got = compare(hist, parent, criterion, mapper=mapper, is_cat=is_cat)
+        assert got.cat_left.shape == (m, mapper.n_bins)
+        compare(hist, parent, criterion, mapper=mapper, is_cat=is_cat, local_thresholds=False)
+        compare(hist, parent, criterion, SplitConstraints(5, 2.0), mapper, is_cat=is_cat)
+        compare(hist, parent, criterion, mapper=mapper, is_cat=is_cat, random_u=rng.random((m, f)),
+                feature_mask=rng.random((m, f)) < 0.7)
+        compare(hist, parent, criterion, is_cat=is_cat)  # without a mapper: every value bin a position
+        compare(hist, parent, criterion, mapper=mapper, is_cat=is_cat, n_threads=4)
+
+
+def test_categorical_wins_and_no_split_records():
+    """Categorical splits win somewhere (the test would not see them otherwise); nodes without a split
+    report column 0's first candidate, a categorical one, as the generic search does; monotonic bounds."""
+    rng = np.random.default_rng(8)
+    for name in ("gini2", "gini3", "squared_error", "newton_l2"):
+        criterion = CRITERIA[name]
+        hist, parent, mapper, is_cat = make_categorical_case(rng, criterion, 20, 3, rows=800, first=0)
+        hist[:3] = 0.0  # empty nodes: no split
+        parent[:3] = 0.0
+        hist[3, :, :-1] = 0.0  # only missing values
+        hist[3, :, -1] = parent[3]
+        got = compare(hist, parent, criterion, mapper=mapper, is_cat=is_cat)
+        assert not got.found[:4].any() and got.is_categorical[:4].all()
+        assert np.any(got.found & got.is_categorical) and np.all(got.bin[got.is_categorical] == -1)
+        if name == "newton_l2":
+            bounds = np.stack([-rng.random(20) * 0.3, rng.random(20) * 0.3], axis=1)
+            compare(hist, parent, criterion, mapper=mapper, is_cat=is_cat, bounds=bounds,
+                    monotonic_cst=np.array([1.0, 0.0, -1.0]))
+
+
 def test_uncovered_cases_fall_back():
     rng = np.random.default_rng(7)
     criterion = CRITERIA["gini2"]
     hist, parent, mapper = make_case(rng, criterion, 3, 3)
     cons = SplitConstraints(1, 0.0)
     is_cat = np.array([False, True, False])
-    assert cpu.scan.best_splits(NP, hist, parent, criterion, cons, is_cat) is None
+    ids = np.array([[0, 1, 2]] * 3)
+    assert cpu.scan.best_splits(NP, hist, parent, criterion, cons, is_cat, feature_ids=ids) is None
 
     class MyGini(Gini):  # a subclass may change the formulas
         pass

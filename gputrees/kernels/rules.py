@@ -86,7 +86,8 @@ __all__ = [
     "gini_impurity", "variance", "weighted_decrease", "midpoint", "poisson_term", "sum_sq_proxy", "friedman_proxy", "newton_denominator", "newton_score", "newton_value",
     "newton_gain_at", "newton_bounded", "newton_proxy", "newton_improvement", "newton_accept",
     "impurity_improvement", "impurity_accept", "can_split", "has_rows", "tie_target", "random_bin", "random_pick",
-    "split_threshold", "mix64", "draw_bits", "uniform", "child_key", "draw_features",
+    "split_threshold", "category_orderings", "category_key", "key_before", "mix64", "draw_bits", "uniform",
+    "child_key", "draw_features",
 ]
 
 
@@ -338,6 +339,37 @@ def random_pick(lo, hi, u):
     returned go left, drawn uniformly (``u``) among ``lo .. hi - 1``."""
     pick = lo + np.int64(math.floor(u * np.float64(hi - lo)))
     return min(pick, hi - 1)
+
+
+def category_orderings(kind, n_channels):
+    """How many orderings of a node's categories a categorical split search scans: one per class for
+    more than two classes (a heuristic), else one (optimal for binary Gini, squared error and Newton)."""
+    if kind <= MISCLASSIFICATION and n_channels - 1 > 2:
+        return n_channels - 1
+    return 1
+
+
+def category_key(kind, s, k, n_out, l2, tmp):
+    """The key of a category with statistics ``s`` in ordering ``k``: the rate of class ``k`` (of the last
+    class with one ordering), the mean target over outputs, or Newton's value ``-G / (H + l2)``
+    (:meth:`gputrees._criteria.Criterion.order_keys`, in its operation order; ``tmp``: work space of a
+    channel per output)."""
+    if kind <= MISCLASSIFICATION:
+        ws = safe(criterion_weight(kind, s))
+        n_classes = s.shape[0] - 1
+        return s[n_classes if n_classes <= 2 else 1 + k] / ws
+    if kind >= NEWTON:
+        gi = newton_gradient_channel(kind)
+        return newton_value(s[gi], newton_denominator(s[gi + 1], l2))
+    ws = safe(s[1])
+    for j in range(n_out):
+        tmp[j] = s[2 + j] / ws
+    return pairwise_sum(tmp, 0, n_out, False) / n_out
+
+
+def key_before(a, b):
+    """Whether key ``a`` sorts strictly before ``b`` in NumPy's order (NaN last)."""
+    return a < b or (b != b and a == a)
 
 
 def split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact):

@@ -372,11 +372,12 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
     d1 = np.zeros((1, 1))
     n_blocks = _scan_blocks(m, F, m * filled * Ch * SCAN_WORK_PER_BIN, n_threads)
     args = (hist, parent, crit, np.ones((1, 1), dtype=np.bool_), False, d1, False, np.zeros((1, 1), dtype=np.int64),
-            False, d1, d1, False, thresholds, bin_values, is_exact, n_value_bins, True, False, tie_rtol, n_blocks)
+            False, d1, d1, False, thresholds, bin_values, is_exact, n_value_bins, True, False, tie_rtol, n_blocks,
+            np.zeros(F, dtype=np.bool_), 0)
     if n_blocks > 1:
-        found, proxy, feature, bin_, missing_left, left, threshold = scan_nodes_kernel(*args)
+        found, proxy, feature, bin_, missing_left, left, threshold, _, _ = scan_nodes_kernel(*args)
     else:
-        found, proxy, feature, bin_, missing_left, left, threshold = scan_nodes_kernel_serial(*args)
+        found, proxy, feature, bin_, missing_left, left, threshold, _, _ = scan_nodes_kernel_serial(*args)
     o_feature, o_bin, o_missing_left, o_threshold, o_left = out
     l2 = crit[2]
     gi = newton_gradient_channel(crit[0])

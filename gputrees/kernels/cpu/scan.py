@@ -22,10 +22,12 @@ Results do not depend on the number of threads. Covered: every criterion
 with a code (:func:`gputrees._records.criterion_code`), ``min_samples_leaf``
 / ``min_weight_leaf``, ``feature_mask``, ``random_u`` (extremely randomised
 candidates), ``feature_ids`` (histograms of the drawn features only),
-monotonic bounds (Newton), both threshold rules. Batches with categorical
-features, and the rare criteria whose channel sums would need NumPy's
-pairwise summation beyond one block (more than 128 classes or outputs), are
-left to the oracle: :func:`best_splits` returns None for them.
+monotonic bounds (Newton), both threshold rules, and categorical features
+(:func:`scan_categorical`: each node's categories sorted by the criterion's
+keys, then scanned as a numerical feature's bins). The rare criteria whose
+channel sums would need NumPy's pairwise summation beyond one block (more
+than 128 classes or outputs) are left to the oracle: :func:`best_splits`
+returns None for them.
 """
 
 from __future__ import annotations
@@ -54,12 +56,15 @@ from ..rules import (
     POISSON_EPSILON,
     TIE_RTOL,
     UNROLL_CHANNELS,
+    category_key,
+    category_orderings,
     channel_sum,
     criterion_weight,
     entropy_term,
     friedman_proxy,
     has_rows,
     impurity,
+    key_before,
     newton_bounded,
     newton_gradient_channel,
     newton_proxy,
@@ -342,6 +347,80 @@ def _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, t
 
 
 @numba.njit(**JIT_LEAF)
+def category_order(h, kind, k, n_out, l2, n_pos, keys, order, tmp):
+    """The value bins ``0 .. n_pos - 1`` of one (node, categorical feature) histogram ``h`` sorted by their key
+    in ordering ``k`` (empty bins last), stably: ``order[:n_pos]``, as the oracle's stable argsort."""
+    for b in range(n_pos):
+        keys[b] = np.inf if h[b, 0] == 0 else category_key(kind, h[b], k, n_out, l2, tmp)
+        j = b
+        while j > 0 and key_before(keys[b], keys[order[j - 1]]):
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = b
+
+
+@numba.njit(**JIT_LEAF)
+def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, order, n_pos):
+    """One (node, categorical feature): its candidates in tie order -- ordering, then missing right before
+    missing left, then the shortest left set of the sorted categories --, over sorted positions
+    ``0 .. n_pos - 1`` (:func:`gputrees._splitting._categorical`).
+
+    ``has_u``: the extremely randomised candidate, a cut at ``u`` among the
+    node's present categories in the first ordering. ``target`` -inf:
+    returns (best proxy, -1, -1, -1). Otherwise the first candidate whose
+    proxy is ``>= target`` (and above -inf): (proxy, position, variant,
+    ordering), its left stats in ``scratch[3]`` and the ordering's sort in
+    ``order``.
+    """
+    kind, n_out, l2, msl, mwl = crit
+    cum, R, tmp, res, L, out = scratch
+    nb, C = h.shape
+    n_var = 2 if h[nb - 1, 0] > 0 else 1
+    n_orders = category_orderings(kind, C)
+    pick = -1
+    if has_u:
+        n_present = 0
+        for b in range(n_pos):
+            if h[b, 0] > 0:
+                n_present += 1
+        if n_present <= 1:
+            return NEG_INF, -1, -1, -1
+        pick = np.int64(math.floor(u * np.float64(n_present - 1)))
+        n_orders = 1
+    best = NEG_INF
+    for k in range(n_orders):
+        category_order(h, kind, k, n_out, l2, n_pos, keys, order, tmp)
+        for variant in range(n_var):
+            for j in range(n_pos):
+                b = order[j]
+                skip = pick >= 0 and j != pick
+                if j == 0:
+                    for c in range(C):
+                        cum[c] = h[b, c]
+                else:
+                    empty = True
+                    for c in range(C):
+                        if h[b, c] != 0:
+                            empty = False
+                    if empty and pick < 0:
+                        skip = True  # the same candidate as the position before, which comes first
+                    else:
+                        for c in range(C):
+                            cum[c] = cum[c] + h[b, c]
+                out[j] = NEG_INF if skip else 0.0
+                if not skip:
+                    for c in range(C):
+                        L[j, c] = cum[c] + h[nb - 1, c] if variant == 1 else cum[c]
+            # categorical features carry no monotonic direction, only the node's bounds
+            candidate_proxies(kind, L[:n_pos], out, P, n_out, l2, msl, mwl, mono, lo, up, 0.0, R, tmp)
+            j, p = first_near(out, n_pos, target, L, res)
+            if j >= 0:
+                return p, j, variant, k
+            best = max(best, p)
+    return best, -1, -1, -1
+
+
+@numba.njit(**JIT_LEAF)
 def _value_bins(i, f, nb, fids, has_fids, n_value_bins, has_mapper):
     """How many value bins column ``f`` of node ``i`` can fill: its feature's ``n_value_bins``
     (all ``nb - 1`` without a mapper). A feature with few distinct values
@@ -364,6 +443,12 @@ def _block_scratch(n_blocks, nb, C):
 
 
 @numba.njit(**JIT_NUMPY)
+def _block_category_scratch(n_blocks, n_pos):
+    """The categorical scan's keys and sort (:func:`category_order`) for each of ``n_blocks`` blocks."""
+    return np.empty((n_blocks, max(n_pos, 1))), np.empty((n_blocks, max(n_pos, 1)), dtype=np.int64)
+
+
+@numba.njit(**JIT_NUMPY)
 def scan_scratch(nb, C):
     """One scan's work space: :func:`_block_scratch` of a single block."""
     cum, r, tmp, res, left, out = _block_scratch(1, nb, C)
@@ -379,10 +464,15 @@ def no_split_outputs(m, C, threshold):
 
 @numba.njit(parallel=True, **JIT_NUMPY)
 def scan_nodes_kernel(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_fids, bounds, direction, mono,
-                 thresholds, bin_values, is_exact, n_value_bins, has_mapper, local, tie_rtol, n_blocks):
+                 thresholds, bin_values, is_exact, n_value_bins, has_mapper, local, tie_rtol, n_blocks, is_cat,
+                 n_cat_pos):
+    # is_cat (F,): the categorical columns, scanned over their sorted categories' first n_cat_pos positions
     m, F, nb, C = hist.shape
     fmax = np.full(m * F, NEG_INF)
     found, proxy, feature, bin_, missing_left, left, threshold = no_split_outputs(m, C, np.nan)
+    split_cat = np.zeros(m, dtype=np.bool_)
+    cat_left = np.zeros((m, nb if n_cat_pos > 0 else 0), dtype=np.bool_)
+    s_keys, s_order = _block_category_scratch(n_blocks, n_cat_pos)
     # Newton without random candidates or bounds (boosting's trees): phase 0
     # scans each (node, feature) in one pass (_newton_scan) and records its
     # first near-best candidate, phase 1 takes the record of a node's first
@@ -419,13 +509,14 @@ def scan_nodes_kernel(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_f
                         best = max(best, fmax[i * F + f])
                     target = tie_target(best, tie_rtol)
                 col, pos, variant = 0, 0, 0
+                keys, order = s_keys[blk], s_order[blk]
                 for f in range(f0, f1):
                     if phase == 0 and has_mask and not fmask[i, f]:
                         continue
                     if phase == 1 and not (fmax[i * F + f] > NEG_INF and fmax[i * F + f] >= target):
                         continue
                     n_scan = _value_bins(i, f, nb, fids, has_fids, n_value_bins, has_mapper)
-                    if fused and phase == 0:
+                    if fused and phase == 0 and not is_cat[f]:
                         fmax[item], ok, v, b = _newton_scan(hist[i, f], parent[i], crit[0], crit[2], crit[3],
                                                             crit[4], n_scan, tie_rtol, fL, fout)
                         if ok:
@@ -434,7 +525,12 @@ def scan_nodes_kernel(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_f
                                 rec_left[item, c] = fL[v, c, b]
                         continue
                     k = i * F + f
-                    if fused and rec_ok[k] and fmax[k] == best:
+                    if is_cat[f]:
+                        lo, up = (bounds[i, 0], bounds[i, 1]) if mono else (0.0, 0.0)
+                        p, b, var, _ = scan_categorical(hist[i, f], parent[i], crit, mono, lo, up,
+                                                         u[i, f] if has_u else 0.0, has_u, target, scratch, keys,
+                                                         order, n_cat_pos)
+                    elif fused and rec_ok[k] and fmax[k] == best:
                         p, b, var = rec_p[k], rec_bin[k], rec_var[k]
                         for c in range(C):
                             scratch[3][c] = rec_left[k, c]
@@ -449,10 +545,14 @@ def scan_nodes_kernel(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_f
                         col, pos, variant = f, b, var
                         break
                 if phase == 1:
+                    if not found[i] and is_cat[0]:
+                        # no split: the first candidate of column 0, as the generic code reports it
+                        category_order(hist[i, 0], crit[0], 0, crit[1], crit[2], n_cat_pos, keys, order, scratch[2])
                     _finish(hist, parent, i, col, pos, variant, found[i], scratch[3], fids, has_fids, thresholds,
                             bin_values, is_exact, n_value_bins, has_mapper, local,
-                            (feature, bin_, missing_left, left, threshold), crit[0])
-    return found, proxy, feature, bin_, missing_left, left, threshold
+                            (feature, bin_, missing_left, left, threshold), crit[0], is_cat[col], order,
+                            split_cat, cat_left)
+    return found, proxy, feature, bin_, missing_left, left, threshold, split_cat, cat_left
 
 
 scan_nodes_kernel_serial = serial_twin(scan_nodes_kernel)
@@ -460,22 +560,31 @@ scan_nodes_kernel_serial = serial_twin(scan_nodes_kernel)
 
 @numba.njit(**JIT_LEAF)
 def _finish(hist, parent, i, col, pos, variant, found, L, fids, has_fids, thresholds, bin_values, is_exact,
-            n_value_bins, has_mapper, local, out, kind):
-    """The record of node ``i`` from its winning (column, bin, variant) and left stats ``L``."""
+            n_value_bins, has_mapper, local, out, kind, cat, order, split_cat, cat_left):
+    """The record of node ``i`` from its winning (column, bin, variant) and left stats ``L``.
+
+    ``cat``: the column is categorical, ``pos`` a position in its sorted
+    categories ``order`` (the codes sent left: those up to it that are present)."""
     feature, bin_, missing_left, left, threshold = out
     nb = hist.shape[2]
     for c in range(hist.shape[3]):
         # not found: feature 0's first candidate, as the generic code gives
-        left[i, c] = L[c] if found else hist[i, 0, 0, c]
+        left[i, c] = L[c] if found else hist[i, 0, order[0] if cat else 0, c]
     feat = fids[i, col] if has_fids else col
     feature[i] = feat
-    bin_[i] = pos
+    bin_[i] = -1 if cat else pos
     if has_rows(kind, hist[i, col, nb - 1]):
         missing_left[i] = variant == 1
     elif kind != NEWTON_GH:  # no missing values in the node: NaN goes to the child with more rows
         missing_left[i] = left[i, 0] > parent[i, 0] - left[i, 0]
     # (Newton over [G, H]: no counts; False, the grower decides from the routed rows)
-    if has_mapper:
+    if cat:
+        split_cat[i] = True
+        for j in range(pos + 1):
+            b = order[j]
+            cat_left[i, b] = hist[i, col, b, 0] > 0
+        cat_left[i, nb - 1] = missing_left[i]
+    elif has_mapper:
         threshold[i] = node_threshold(hist[i, col], nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins, local)
 
 
@@ -754,7 +863,8 @@ def mapper_arrays(bin_mapper):
     )
 
 
-def split_record(found, proxy, feature, bin_, missing_left, left, threshold, parent):
+def split_record(found, proxy, feature, bin_, missing_left, left, threshold, parent, is_categorical=None,
+                 cat_left=None):
     m = found.shape[0]
     return SplitRecord(
         found=found,
@@ -762,8 +872,8 @@ def split_record(found, proxy, feature, bin_, missing_left, left, threshold, par
         feature=feature,
         bin=bin_,
         missing_left=missing_left,
-        is_categorical=np.zeros(m, dtype=np.bool_),
-        cat_left=np.zeros((m, 0), dtype=np.bool_),
+        is_categorical=np.zeros(m, dtype=np.bool_) if is_categorical is None else is_categorical,
+        cat_left=np.zeros((m, 0), dtype=np.bool_) if cat_left is None else cat_left,
         left=left,
         right=parent - left,
         threshold=threshold,
@@ -775,16 +885,22 @@ def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=
                 n_threads: int = 1):
     """:func:`gputrees._splitting.find_best_splits` compiled, or None where it is not covered.
 
-    Same arguments and result (NumPy arrays); None for batches with
-    categorical features, criteria other than those of
-    :mod:`gputrees._records`' criterion codes, and very wide class / output sums (the caller
-    then uses the generic code).
+    Same arguments and result (NumPy arrays); None for criteria other than
+    those of :mod:`gputrees._records`' criterion codes, very wide class /
+    output sums, and categorical features with per-node feature ids or
+    without a count channel (the caller then uses the generic code).
     """
-    if not isinstance(hist, np.ndarray) or hist.ndim != 4 or np.any(is_categorical):
+    if not isinstance(hist, np.ndarray) or hist.ndim != 4:
         return None
     m, n_cols, nb, c = hist.shape
     if m == 0 or n_cols == 0 or nb < 2 or not supported_criterion(criterion, c):
         return None
+    is_cat = np.ascontiguousarray(is_categorical, dtype=np.bool_)
+    n_cat_pos = 0
+    if np.any(is_cat):
+        if feature_ids is not None or not criterion.has_count or is_cat.shape[0] != n_cols:
+            return None
+        n_cat_pos = category_positions(is_cat, nb, bin_mapper)
     if bounds is not None and criterion_code(criterion) not in (NEWTON, NEWTON_GH):
         return None
     if bin_mapper is not None and not has_values(bin_mapper):
@@ -820,5 +936,17 @@ def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=
             bool(local_thresholds),
             TIE_RTOL,
             n_blocks,
+            is_cat,
+            n_cat_pos,
         )
-    return split_record(*out, parent)
+    found, proxy, feature, bin_, missing_left, left, threshold, split_cat, cat_left = out
+    return split_record(found, proxy, feature, bin_, missing_left, left, threshold, parent, split_cat, cat_left)
+
+
+def category_positions(is_cat, nb, bin_mapper):
+    """How many sorted positions the categorical columns' scans cover: the most categories of a categorical
+    feature (a feature's codes stay below its ``n_value_bins``), as :func:`gputrees._splitting.find_best_splits`
+    cuts them; every value bin without the mapper's counts."""
+    if bin_mapper is None or bin_mapper.n_value_bins.shape[0] != is_cat.shape[0]:
+        return nb - 1
+    return min(nb - 1, int(np.max(np.asarray(bin_mapper.n_value_bins)[is_cat])))
