@@ -24,17 +24,25 @@ BATCH_FIELDS = ("node_count", "left", "right", "feature", "bin", "missing_left",
 
 
 def _inputs(seed, n=3000, p=5, *, missing=0.0, max_bins=255, regression=False, few_values=True, count_free=True,
-            threads=2, **extra):
-    """GrowerInputs of one boosting round, built the way the boosting fit builds them."""
+            threads=2, categorical=False, **extra):
+    """GrowerInputs of one boosting round, built the way the boosting fit builds them (``categorical``: features
+    1 and 3 categories of 4 and 15 levels, whose effect on the target is not ordered by their values)."""
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, p))
     if few_values and p > 1:
         X[:, 1] = rng.integers(0, 4, n)  # four value bins of 256: the others are never written
+    is_cat = np.zeros(p, dtype=bool)
+    effect = np.zeros(n)
+    if categorical:
+        is_cat[1:4:2] = True
+        X[:, 3 % p] = rng.integers(0, 15, n)
+        effect = np.sin(3.0 * X[:, 1]) + np.cos(2.0 * X[:, 3 % p])
     if missing:
         X[rng.random((n, p)) < missing] = np.nan
-    mapper = fit_bin_mapper(NP, X, np.zeros(p, dtype=bool), max_bins)
+    mapper = fit_bin_mapper(NP, X, is_cat, max_bins)
     codes = mapper.transform(NP, X)
-    signal = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, -1]) + rng.standard_normal(n) * 0.5
+    signal = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, -1]) + np.nan_to_num(effect)
+    signal = signal + rng.standard_normal(n) * 0.5
     if regression:
         g, h = -signal, np.ones(n)  # squared error at raw 0
     else:
@@ -93,6 +101,9 @@ CASES = {
     "one_feature": ({"p": 1}, {}),
     "all_missing_feature": ({"missing": 0.02}, {}),
     "unsplittable_root": ({"n": 40}, {"min_weight_leaf": 1000.0}),
+    "categorical": ({"categorical": True}, {}),
+    "categorical_missing": ({"categorical": True, "missing": 0.1}, {"min_samples_leaf": 5}),
+    "categorical_deep": ({"categorical": True, "n": 40_000, "p": 4, "missing": 0.02}, {"max_depth": 9}),
 }
 
 
@@ -113,6 +124,8 @@ def test_compiled_tree_equals_the_generic_grower(case):
     _assert_same_batch(got, want)
     if case != "unsplittable_root":
         assert int(got.node_count[0]) > 2
+    if case.startswith("categorical"):
+        assert np.asarray(got.is_categorical).any()
 
 
 @pytest.mark.parametrize("case", ["two_channels", "missing_values", "regression", "many_rows", "unsplittable_root"])
@@ -172,18 +185,21 @@ def test_leaf_passes_by_ranges_of_rows_equal_a_plain_pass(n, clustered, threads)
     feature = rng.integers(0, F, k).astype(np.int64)
     bin_ = rng.integers(0, 6, k).astype(np.int64)
     missing_left = rng.random(k) < 0.5
+    is_cat = rng.random(k) < 0.5  # categorical splits send the codes of their row of cat_left
+    cat_left = rng.random((k, 10)) < 0.5
     want_leaf = np.full(n, -1, dtype=np.int64)
     want_left = np.zeros(k, dtype=np.int64)
     for i in range(k):
         for r in order[seg_a[i]:seg_b[i]]:
             code = codes_t[feature[i], r]
-            goes_left = missing_left[i] if code == 9 else code <= bin_[i]
+            goes_left = missing_left[i] if code == 9 else cat_left[i, code] if is_cat[i] else code <= bin_[i]
             want_leaf[r] = 100 + 2 * i + (0 if goes_left else 1)
             want_left[i] += goes_left
     kernels = (cpu.grow._leaf_pass, cpu.grow._leaf_pass_serial)
     for kernel in kernels:
         got = np.full(n, -1, dtype=np.int64)
-        n_left = kernel(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, 9, got, 100, threads)
+        n_left = kernel(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, 9, is_cat, cat_left, got, 100,
+                        threads)
         np.testing.assert_array_equal(got, want_leaf)
         np.testing.assert_array_equal(n_left, want_left)
     marked = np.full(n, -1, dtype=np.int64)
@@ -277,7 +293,8 @@ def test_a_fits_fixed_inputs_are_checked_and_converted_once_in_its_workspace(mon
         _assert_same_batch(grow(NP, other, p), grow(NP, _generic(other), p))
         assert len(made) == 2
         mapper = dataclasses.replace(other.bin_mapper, is_categorical=np.array([False, True, False, False, False]))
-        assert cpu.grow.grow_tree(NP, dataclasses.replace(other, bin_mapper=mapper), p) is None
+        categorical = dataclasses.replace(other, bin_mapper=mapper)
+        _assert_same_batch(grow(NP, categorical, p), grow(NP, _generic(categorical), p))
         assert len(made) == 3
     for a, b in zip(got, want, strict=True):
         _assert_same_batch(a, b)
@@ -308,17 +325,14 @@ def test_a_rounds_trees_equal_the_generic_growers_batch(count_free):
 
 @pytest.mark.parametrize(
     "change",
-    ["categorical", "two_trees_root_sums", "multiplicity", "best_first", "max_features", "local_thresholds", "no_depth",
+    ["two_trees_root_sums", "multiplicity", "best_first", "max_features", "local_thresholds", "no_depth",
      "no_min_child_weight", "monotonic", "random_splits", "memory", "ones", "gini"],
 )
 def test_uncovered_inputs_go_to_the_generic_grower(change):
     inputs = _inputs(4, n=800)
     p = _params()
     assert cpu.grow.covered(NP, inputs, p)
-    if change == "categorical":
-        mapper = dataclasses.replace(inputs.bin_mapper, is_categorical=np.array([False, True, False, False, False]))
-        inputs = dataclasses.replace(inputs, bin_mapper=mapper)
-    elif change == "two_trees_root_sums":  # given root sums are one tree's
+    if change == "two_trees_root_sums":  # given root sums are one tree's
         inputs = dataclasses.replace(inputs, channels=np.concatenate([inputs.channels] * 2),
                                      channel_sums=inputs.channels[0].sum(axis=0))
     elif change == "multiplicity":
@@ -459,11 +473,12 @@ def test_serial_twins_equal_their_parallel_kernels():
             np.testing.assert_array_equal(u, v, err_msg=name)
 
     both("grow._start_rows", np.full(n, -1, dtype=np.int64))
+    no_cat = (np.zeros(sel.shape[0], dtype=np.bool_), np.zeros((sel.shape[0], 0), dtype=np.bool_))
     both("grow._partition_rows", codes_t, order, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.bool_), seg_a, seg_b,
-         sel, feature, bin_, missing_left, missing_bin)
+         sel, feature, bin_, missing_left, missing_bin, *no_cat)
     # the leaf passes take each node's rows in row order (as the partitions keep them), by ranges of rows
     in_order = np.concatenate([np.sort(order[a:b]) for a, b in zip(seg_a, seg_b)])
-    both("grow._leaf_pass", codes_t, in_order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin,
+    both("grow._leaf_pass", codes_t, in_order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, *no_cat,
          np.full(n, -1, dtype=np.int64), 10, 2)
     both("grow._mark_leaves", in_order, seg_a, seg_b, sel, np.full(n, -1, dtype=np.int64), 2)
     both("pairs.run_sums", order, empty, empty, 0, chan, hist_start, seg_b)
@@ -481,16 +496,16 @@ def test_serial_twins_equal_their_parallel_kernels():
     mapper = cpu.scan.mapper_arrays(None)
     args = (hist, stats, (NEWTON_GH, 1, 1.0, 1.0, 1.0), np.ones((1, 1), dtype=np.bool_),
             False, d1, False, np.zeros((1, 1), dtype=np.int64), False, d1, d1, False, *mapper, False, False, 1e-9)
-    no_cat = (np.zeros(p, dtype=np.bool_), 0)
+    no_cat_cols = (np.zeros(p, dtype=np.bool_), 0)
     with cpu.jit.Threads(2):
-        want = cpu.scan.scan_nodes_kernel(*args, 8, *no_cat)
-    got = cpu.scan.scan_nodes_kernel_serial(*args, 1, *no_cat)
+        want = cpu.scan.scan_nodes_kernel(*args, 8, *no_cat_cols)
+    got = cpu.scan.scan_nodes_kernel_serial(*args, 1, *no_cat_cols)
     for u, v in zip(want, got):
         np.testing.assert_array_equal(u, v)
     assert want[0].all()  # every node found a split
 
 
-@pytest.mark.parametrize("case", ["binary", "regression", "missing", "multiclass"])
+@pytest.mark.parametrize("case", ["binary", "regression", "missing", "multiclass", "categorical"])
 def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypatch):
     """Whole models: every round's tree and leaf values, and the predictions, with and without the compiled
     grower (the Numba set either way; its rounds one step at a time, without the runner of
@@ -511,6 +526,9 @@ def test_boosting_with_the_compiled_grower_equals_the_generic_one(case, monkeypa
         y = (y > 0).astype(int)
     kw = dict(n_estimators=12, max_depth=5, min_samples_leaf=1, min_child_weight=0.5, early_stopping=False,
               random_state=0, n_jobs=2)
+    if case == "categorical":
+        X[rng.random(n) < 0.1, 2] = np.nan
+        kw["categorical_features"] = [2]
     calls = []
     grow_tree = cpu.grow.grow_tree
 

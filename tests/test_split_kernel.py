@@ -390,6 +390,13 @@ def test_categorical_wins_and_no_split_records():
         got = compare(hist, parent, criterion, mapper=mapper, is_cat=is_cat)
         assert not got.found[:4].any() and got.is_categorical[:4].all()
         assert np.any(got.found & got.is_categorical) and np.all(got.bin[got.is_categorical] == -1)
+        # bins past a feature's categories are not read (the compiled grower leaves them unwritten)
+        dirty = hist.copy()
+        for f in np.flatnonzero(is_cat):
+            dirty[:, f, mapper.n_value_bins[f]: mapper.n_bins - 1] = np.nan
+        again = cpu.scan.best_splits(NP, dirty, parent, criterion, SplitConstraints(1, 0.0), is_cat, bin_mapper=mapper)
+        for k in got.__dataclass_fields__:
+            np.testing.assert_array_equal(getattr(again, k), getattr(got, k), err_msg=k)
         if name == "newton_l2":
             bounds = np.stack([-rng.random(20) * 0.3, rng.random(20) * 0.3], axis=1)
             compare(hist, parent, criterion, mapper=mapper, is_cat=is_cat, bounds=bounds,

@@ -5,8 +5,8 @@ small array operations around its kernels: slot tables, gathers of the
 frontier's records, stacks, masks. On small data they cost as much as the
 kernels. :func:`grow_tree` runs the whole loop of one tree in
 compiled code, for the case boosting grows most: one tree, every row once,
-depth-wise to a ``max_depth``, numerical features, best splits over every
-feature, the Newton criterion with ``min_child_weight > 0`` (children's
+depth-wise to a ``max_depth``, numerical and categorical features, best
+splits over every feature, the Newton criterion with ``min_child_weight > 0`` (children's
 statistics from the split record), thresholds at the next value bin.
 
 It is the generic grower's twin with the Numba kernel set, not a second
@@ -67,6 +67,7 @@ from .memory import at, at1, put1, row_bytes
 from .pairs import run_sums_serial
 from .scan import (
     BLOCKS_PER_THREAD,
+    category_positions,
     has_values,
     mapper_arrays,
     scan_nodes_kernel,
@@ -146,13 +147,25 @@ def goes_left_numerical(codes_t, r, feature, bin_, missing_left, missing_bin):
     return code <= bin_
 
 
+@numba.njit(inline="always")
+def goes_left(codes_t, r, feature, bin_, missing_left, missing_bin, cat, cat_row):
+    """Whether row ``r`` goes left at a split, categorical (``cat``: the codes sent left are ``cat_row``'s) or
+    numerical (``routing._goes_left``)."""
+    if cat:
+        code = at(codes_t, feature, r)
+        return missing_left if code == missing_bin else cat_row[code]
+    return goes_left_numerical(codes_t, r, feature, bin_, missing_left, missing_bin)
+
+
 @numba.njit(parallel=True, **_JIT_GROW)
-def _partition_rows(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin):
+def _partition_rows(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, is_cat,
+                    cat_left):
     """Stable partition of the nodes ``sel``'s rows: left child's rows first, each side in row order.
 
     Rows of node ``j = sel[i]`` are ``order[seg_a[j]:seg_b[j]]``; they go to
     the same positions of ``out``. ``go`` (n,) bool: work space for each
-    row's side. Returns the left counts (len(sel),).
+    row's side. The splits (``feature`` .. ``cat_left``) are the nodes'
+    ``sel``, in order. Returns the left counts (len(sel),).
 
     Only the row indices move: moving the histograms' channels with them (so
     that deep nodes read them in sequence) costs this branch-free pass more
@@ -165,10 +178,11 @@ def _partition_rows(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, m
     # sequence instead of the rows' codes again, which lie far apart)
     for t in prange(n_tasks):
         i = t_of[t]
-        f, b, ml = feature[i], bin_[i], missing_left[i]
+        f, b, ml, cat = feature[i], bin_[i], missing_left[i], is_cat[i]
+        cat_row = cat_left[i]
         c = 0
         for p in range(t_a[t], t_b[t]):
-            g = goes_left_numerical(codes_t, at1(order, p), f, b, ml, missing_bin)
+            g = goes_left(codes_t, at1(order, p), f, b, ml, missing_bin, cat, cat_row)
             put1(go, p, g)
             c += g
         lefts[t] = c
@@ -235,8 +249,8 @@ def _n_ranges(n_threads):
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, row_leaf, first_child,
-               n_threads):
+def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, is_cat, cat_left,
+               row_leaf, first_child, n_threads):
     """The rows of the nodes ``sel`` sent to their children as leaves: ``row_leaf`` of each row its child's id.
 
     Node ``sel[i]``'s children are ``first_child + 2 i`` (left) and ``+ 1``;
@@ -258,12 +272,13 @@ def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, m
     for t in prange(n_threads):
         for k in range(t, n_ranges, n_threads):
             for i in range(m):
-                f, b, ml = feature[i], bin_[i], missing_left[i]
+                f, b, ml, cat = feature[i], bin_[i], missing_left[i], is_cat[i]
+                cat_row = cat_left[i]
                 left = first_child + 2 * i
                 c = 0
                 for p in range(bounds[k, i], bounds[k + 1, i]):
                     r = at1(order, p)
-                    g = np.int64(goes_left_numerical(codes_t, r, f, b, ml, missing_bin))
+                    g = np.int64(goes_left(codes_t, r, f, b, ml, missing_bin, cat, cat_row))
                     put1(row_leaf, r, left + 1 - g)
                     c += g
                 lefts[k, i] = c
@@ -351,7 +366,8 @@ def _workers(work, n_threads):
 
 
 @numba.njit(**_JIT_GROW)
-def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out):
+def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out, is_cat,
+                n_cat_pos):
     """Best splits of the nodes ``cand`` (histograms ``hist``, one per node in order) and whether each is kept.
 
     ``filled``: the bins a node's scan reads, over all features (each
@@ -360,8 +376,9 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
     is scanned over its few bins, not ``n_bins``).
 
     Writes the kept nodes' records to ``out`` (feature, bin, missing_left,
-    threshold, left (nodes, Ch)) at the nodes' ids; returns the kept mask
-    (len(cand),).
+    threshold, left (nodes, Ch), is_categorical, cat_left (nodes, bins or 0))
+    at the nodes' ids; returns the kept mask (len(cand),). ``is_cat``,
+    ``n_cat_pos``: the categorical features, as ``scan.best_splits`` passes them.
     """
     thresholds, bin_values, is_exact, n_value_bins = mapper
     m, F, _, Ch = hist.shape
@@ -373,12 +390,13 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
     n_blocks = _scan_blocks(m, F, m * filled * Ch * SCAN_WORK_PER_BIN, n_threads)
     args = (hist, parent, crit, np.ones((1, 1), dtype=np.bool_), False, d1, False, np.zeros((1, 1), dtype=np.int64),
             False, d1, d1, False, thresholds, bin_values, is_exact, n_value_bins, True, False, tie_rtol, n_blocks,
-            np.zeros(F, dtype=np.bool_), 0)
+            is_cat, n_cat_pos)
     if n_blocks > 1:
-        found, proxy, feature, bin_, missing_left, left, threshold, _, _ = scan_nodes_kernel(*args)
+        found, proxy, feature, bin_, missing_left, left, threshold, split_cat, cat_left = scan_nodes_kernel(*args)
     else:
-        found, proxy, feature, bin_, missing_left, left, threshold, _, _ = scan_nodes_kernel_serial(*args)
-    o_feature, o_bin, o_missing_left, o_threshold, o_left = out
+        found, proxy, feature, bin_, missing_left, left, threshold, split_cat, cat_left = scan_nodes_kernel_serial(
+            *args)
+    o_feature, o_bin, o_missing_left, o_threshold, o_left, o_cat, o_cat_left = out
     l2 = crit[2]
     gi = newton_gradient_channel(crit[0])
     ok = np.zeros(m, dtype=np.bool_)
@@ -397,6 +415,9 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
             o_threshold[node] = threshold[i]
             for c in range(Ch):
                 o_left[node, c] = left[i, c]
+            o_cat[node] = split_cat[i]
+            for b in range(cat_left.shape[1]):
+                o_cat_left[node, b] = cat_left[i, b]
     return ok
 
 
@@ -414,8 +435,11 @@ def _right_children(first_child, depth, n_nodes):
 
 @numba.njit(**_JIT_GROW)
 def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, max_depth, min_split, mapper,
-          tie_rtol, n_threads, row_bytes, work, row_leaf, root_sums):
+          is_cat, n_cat_pos, tie_rtol, n_threads, row_bytes, work, row_leaf, root_sums):
     """The tree's node arrays and every row's leaf (see :func:`grow_tree`).
+
+    ``is_cat`` (F,) bool, ``n_cat_pos``: the categorical features and the
+    positions of their sorted categories the scan covers (0: none).
 
     ``work``: the row and histogram buffers (:class:`_Work`'s arrays, in its
     field order), written before they are read; ``row_leaf`` (n,) int64 out;
@@ -438,9 +462,11 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     missing_left = np.zeros(cap, dtype=np.bool_)
     threshold = np.full(cap, -2.0)
     left = np.zeros((cap, Ch))
+    node_cat = np.zeros(cap, dtype=np.bool_)
+    node_cat_left = np.zeros((cap, n_bins if n_cat_pos > 0 else 0), dtype=np.bool_)
     seg_a = np.zeros(cap, dtype=np.int64)
     seg_b = np.zeros(cap, dtype=np.int64)
-    out = (feature, bin_, missing_left, threshold, left)
+    out = (feature, bin_, missing_left, threshold, left, node_cat, node_cat_left)
     if _workers(n, n_threads) > 1:
         _start_rows(order)
     else:
@@ -468,13 +494,15 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     if not can_split(NEWTON, stats[0], 0, 1, msl, mwl, min_split, max_depth, empty):
         row_leaf[:] = 0
         right, deepest = _right_children(first_child, depth, n_nodes)
-        return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest
+        return (n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest,
+                node_cat, node_cat_left)
     # a level's histograms are written over the level before the last
     # (the parents' stay for the subtraction): two buffers in turn
     hist = grouped_histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins,
                        _workers(n * F, n_threads), row_bytes, hist_a[:1], first, used, n_threads)
     next_in_b = True
-    ok = _scan_nodes(hist, stats, root, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out)
+    ok = _scan_nodes(hist, stats, root, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out, is_cat,
+                     n_cat_pos)
     front = root[ok]
     if front.shape[0] == 0:  # no split kept: every row in the root
         row_leaf[:] = 0
@@ -487,19 +515,20 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         last = depth[front[0]] + 1 >= max_depth
         threaded = _threaded_rows(seg_a, seg_b, front, n_threads)
         f_feature, f_bin, f_missing_left = feature[front], bin_[front], missing_left[front]
+        f_cat, f_cat_left = node_cat[front], node_cat_left[front]
         if last and threaded:
             n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
-                                row_leaf, base, n_threads)
+                                f_cat, f_cat_left, row_leaf, base, n_threads)
         elif last:
             n_left = _leaf_pass_serial(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
-                                       missing_bin, row_leaf, base, 1)
+                                       missing_bin, f_cat, f_cat_left, row_leaf, base, 1)
         else:
             if threaded:
                 n_left = _partition_rows(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
-                                    f_missing_left, missing_bin)
+                                         f_missing_left, missing_bin, f_cat, f_cat_left)
             else:
                 n_left = _partition_rows_serial(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
-                                           f_missing_left, missing_bin)
+                                                f_missing_left, missing_bin, f_cat, f_cat_left)
             order, spare = spare, order
         can = np.zeros(2 * k, dtype=np.bool_)
         for j in range(k):
@@ -571,7 +600,8 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                 _siblings_serial(hist, parent_index, small_hist, small_is_right, children, level, used)
             next_in_b = not next_in_b
             hist = level
-            ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out)
+            ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out,
+                             is_cat, n_cat_pos)
             new_front = cand[ok]
             new_slot = np.arange(n_can, dtype=np.int64)[ok]
         if not last:
@@ -592,7 +622,8 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                 _mark_leaves_serial(order, seg_a, seg_b, leaves, row_leaf, 1)
         front, front_slot = new_front, new_slot
     right, deepest = _right_children(first_child, depth, n_nodes)
-    return n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest
+    return (n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest,
+            node_cat, node_cat_left)
 
 
 @dataclass(frozen=True)
@@ -665,7 +696,6 @@ def _fixed_covered(inputs, params) -> bool:
     if not (
         isinstance(inputs.codes, np.ndarray)
         and (mono is None or not np.any(np.asarray(mono) != 0))
-        and not np.any(mapper.is_categorical)
         and has_values(mapper)
         and params.max_depth is not None
         and 1 <= params.max_depth <= MAX_DEPTH
@@ -730,6 +760,10 @@ class _Fixed:
     mapper_arrays : tuple
         ``mapper_arrays(mapper)``.
     count_free : bool
+    categories : tuple
+        The categorical features (F,) bool and how many positions of their
+        sorted categories the scan covers (``scan.category_positions``; 0
+        without categorical features).
     """
 
     source: tuple
@@ -738,18 +772,22 @@ class _Fixed:
     codes_t: np.ndarray
     mapper_arrays: tuple
     count_free: bool
+    categories: tuple
 
     @classmethod
     def new(cls, inputs, params) -> "_Fixed":
         source = (inputs.codes, inputs.codes_by_feature, inputs.bin_mapper, inputs.monotonic_cst, params)
         if not _fixed_covered(inputs, params):
-            return cls(source, False, None, None, (), False)
+            return cls(source, False, None, None, (), False, ())
         codes = np.ascontiguousarray(inputs.codes)
         codes_t = inputs.codes_by_feature
         if codes_t is None or not isinstance(codes_t, np.ndarray) or codes_t.shape != codes.shape[::-1]:
             codes_t = codes.T
-        return cls(source, True, codes, np.ascontiguousarray(codes_t), tuple(mapper_arrays(inputs.bin_mapper)),
-                   _count_free(inputs, params))
+        mapper = inputs.bin_mapper
+        is_cat = np.ascontiguousarray(mapper.is_categorical, dtype=np.bool_)
+        n_cat_pos = category_positions(is_cat, int(mapper.n_bins), mapper) if is_cat.any() else 0
+        return cls(source, True, codes, np.ascontiguousarray(codes_t), tuple(mapper_arrays(mapper)),
+                   _count_free(inputs, params), (is_cat, n_cat_pos))
 
 
 def fixed_inputs(inputs, params) -> _Fixed:
@@ -779,7 +817,8 @@ def _root_sums(inputs):
 
 def _count_free(inputs, params) -> bool:
     """The generic grower's choice of two-channel histograms (``Grower.__init__``), for the covered case."""
-    return bool(inputs.count_free_histograms and params.min_samples_leaf <= 1)
+    return bool(inputs.count_free_histograms and params.min_samples_leaf <= 1
+                and not np.any(inputs.bin_mapper.is_categorical))
 
 
 def grow_tree(xp, inputs, params, *, n_threads: int = 1):
@@ -791,7 +830,7 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
     inputs : GrowerInputs
         A round's trees: ``channels`` (n, 3) or (K, n, 3) float64 ``[1, g, h]``, ``multiplicity``
         None, the :class:`~gputrees._criteria.Newton` criterion,
-        ``record_leaves``; numerical features only. Its ``channel_sums``,
+        ``record_leaves``. Its ``channel_sums``,
         where given, are the root's statistics (as the generic grower takes them).
     params : GrowerParams
         Depth-wise (``max_leaf_nodes`` None) to a ``max_depth`` of at most
@@ -870,7 +909,8 @@ class TreeCall:
         work = kept("grow_tree", shape, lambda: _Work.new(shape))
         tail = (
             count_free, int(mapper.n_bins), int(mapper.missing_bin), crit, float(params.min_impurity_decrease),
-            int(params.max_depth), float(params.min_samples_split), fixed.mapper_arrays, TIE_RTOL, threads,
+            int(params.max_depth), float(params.min_samples_split), fixed.mapper_arrays, *fixed.categories,
+            TIE_RTOL, threads,
             row_bytes(codes), work.arrays(),
         )
         return cls((codes, fixed.codes_t), tail, threads, int(n))
@@ -911,7 +951,8 @@ def tree_batch(out, row_leaf):
 
     ``row_leaf``: (1, n) int64, every row's leaf, or None (not kept).
     """
-    n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest = out
+    (n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest, node_cat,
+     node_cat_left) = out
     k = int(n_nodes)
     return TreeBatch(
         node_count=np.array([k], dtype=np.int64),
@@ -920,8 +961,8 @@ def tree_batch(out, row_leaf):
         feature=feature[None, :k],
         bin=bin_[None, :k],
         missing_left=missing_left[None, :k],
-        is_categorical=np.zeros((1, k), dtype=np.bool_),
-        cat_left=np.zeros((1, k, 0), dtype=np.bool_),
+        is_categorical=node_cat[None, :k],
+        cat_left=node_cat_left[None, :k],
         threshold=threshold[None, :k],
         stats=stats[None, :k],
         depth=depth[None, :k],

@@ -347,11 +347,14 @@ def _feature_scan(hist, parent, i, f, crit, u, has_u, bounds, direction, mono, t
 
 
 @numba.njit(**JIT_LEAF)
-def category_order(h, kind, k, n_out, l2, n_pos, keys, order, tmp):
+def category_order(h, kind, k, n_out, l2, n_pos, n_valid, keys, order, tmp):
     """The value bins ``0 .. n_pos - 1`` of one (node, categorical feature) histogram ``h`` sorted by their key
-    in ordering ``k`` (empty bins last), stably: ``order[:n_pos]``, as the oracle's stable argsort."""
+    in ordering ``k`` (empty bins last), stably: ``order[:n_pos]``, as the oracle's stable argsort.
+
+    Bins from ``n_valid`` on (past the feature's categories) are empty and
+    not read: a histogram may leave them unwritten."""
     for b in range(n_pos):
-        keys[b] = np.inf if h[b, 0] == 0 else category_key(kind, h[b], k, n_out, l2, tmp)
+        keys[b] = np.inf if b >= n_valid or h[b, 0] == 0 else category_key(kind, h[b], k, n_out, l2, tmp)
         j = b
         while j > 0 and key_before(keys[b], keys[order[j - 1]]):
             order[j] = order[j - 1]
@@ -360,13 +363,14 @@ def category_order(h, kind, k, n_out, l2, n_pos, keys, order, tmp):
 
 
 @numba.njit(**JIT_LEAF)
-def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, order, n_pos):
+def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, order, n_pos, n_valid):
     """One (node, categorical feature): its candidates in tie order -- ordering, then missing right before
     missing left, then the shortest left set of the sorted categories --, over sorted positions
     ``0 .. n_pos - 1`` (:func:`gputrees._splitting._categorical`).
 
     ``has_u``: the extremely randomised candidate, a cut at ``u`` among the
-    node's present categories in the first ordering. ``target`` -inf:
+    node's present categories in the first ordering. Bins from ``n_valid``
+    on are empty and not read (:func:`category_order`). ``target`` -inf:
     returns (best proxy, -1, -1, -1). Otherwise the first candidate whose
     proxy is ``>= target`` (and above -inf): (proxy, position, variant,
     ordering), its left stats in ``scratch[3]`` and the ordering's sort in
@@ -380,7 +384,7 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
     pick = -1
     if has_u:
         n_present = 0
-        for b in range(n_pos):
+        for b in range(min(n_pos, n_valid)):
             if h[b, 0] > 0:
                 n_present += 1
         if n_present <= 1:
@@ -389,24 +393,24 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
         n_orders = 1
     best = NEG_INF
     for k in range(n_orders):
-        category_order(h, kind, k, n_out, l2, n_pos, keys, order, tmp)
+        category_order(h, kind, k, n_out, l2, n_pos, n_valid, keys, order, tmp)
         for variant in range(n_var):
             for j in range(n_pos):
                 b = order[j]
                 skip = pick >= 0 and j != pick
-                if j == 0:
-                    for c in range(C):
-                        cum[c] = h[b, c]
-                else:
-                    empty = True
+                empty = True
+                if b < n_valid:
                     for c in range(C):
                         if h[b, c] != 0:
                             empty = False
-                    if empty and pick < 0:
-                        skip = True  # the same candidate as the position before, which comes first
-                    else:
-                        for c in range(C):
-                            cum[c] = cum[c] + h[b, c]
+                if j == 0:
+                    for c in range(C):
+                        cum[c] = 0.0 if empty else h[b, c]
+                elif not empty:
+                    for c in range(C):
+                        cum[c] = cum[c] + h[b, c]
+                elif pick < 0:
+                    skip = True  # the same candidate as the position before, which comes first
                 out[j] = NEG_INF if skip else 0.0
                 if not skip:
                     for c in range(C):
@@ -529,7 +533,7 @@ def scan_nodes_kernel(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_f
                         lo, up = (bounds[i, 0], bounds[i, 1]) if mono else (0.0, 0.0)
                         p, b, var, _ = scan_categorical(hist[i, f], parent[i], crit, mono, lo, up,
                                                          u[i, f] if has_u else 0.0, has_u, target, scratch, keys,
-                                                         order, n_cat_pos)
+                                                         order, n_cat_pos, n_scan)
                     elif fused and rec_ok[k] and fmax[k] == best:
                         p, b, var = rec_p[k], rec_bin[k], rec_var[k]
                         for c in range(C):
@@ -547,7 +551,9 @@ def scan_nodes_kernel(hist, parent, crit, fmask, has_mask, u, has_u, fids, has_f
                 if phase == 1:
                     if not found[i] and is_cat[0]:
                         # no split: the first candidate of column 0, as the generic code reports it
-                        category_order(hist[i, 0], crit[0], 0, crit[1], crit[2], n_cat_pos, keys, order, scratch[2])
+                        category_order(hist[i, 0], crit[0], 0, crit[1], crit[2], n_cat_pos,
+                                       _value_bins(i, 0, nb, fids, has_fids, n_value_bins, has_mapper), keys, order,
+                                       scratch[2])
                     _finish(hist, parent, i, col, pos, variant, found[i], scratch[3], fids, has_fids, thresholds,
                             bin_values, is_exact, n_value_bins, has_mapper, local,
                             (feature, bin_, missing_left, left, threshold), crit[0], is_cat[col], order,
@@ -580,9 +586,10 @@ def _finish(hist, parent, i, col, pos, variant, found, L, fids, has_fids, thresh
     # (Newton over [G, H]: no counts; False, the grower decides from the routed rows)
     if cat:
         split_cat[i] = True
+        n_valid = _value_bins(i, col, nb, fids, has_fids, n_value_bins, has_mapper)
         for j in range(pos + 1):
             b = order[j]
-            cat_left[i, b] = hist[i, col, b, 0] > 0
+            cat_left[i, b] = b < n_valid and hist[i, col, b, 0] > 0
         cat_left[i, nb - 1] = missing_left[i]
     elif has_mapper:
         threshold[i] = node_threshold(hist[i, col], nb, feat, pos, thresholds, bin_values, is_exact, n_value_bins, local)
