@@ -14,7 +14,7 @@ as scikit-learn does.
 
 from __future__ import annotations
 
-from ._records import LOSS_BINARY_LOG, LOSS_SQUARED_ERROR
+from ._records import LOSS_BINARY_LOG, LOSS_MULTINOMIAL, LOSS_SQUARED_ERROR
 # the smallest log-loss hessian: where a probability saturates to 0 or 1 the
 # hessian p (1 - p) underflows, and -G / H would blow up (XGBoost clamps the same way)
 from .kernels.rules import MIN_HESSIAN
@@ -302,6 +302,7 @@ class MultinomialLogLoss(Loss):
     """
 
     name = "log_loss"
+    code = LOSS_MULTINOMIAL
 
     def __init__(self, n_classes: int):
         self.n_trees_per_round = int(n_classes)

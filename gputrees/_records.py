@@ -28,7 +28,7 @@ __all__ = [
     "DEFAULT_MEMORY_LIMIT", "GrowerParams", "GrowerInputs", "TreeBatch", "Round", "SplitConstraints",
     "SubtreeParams", "SplitRecord", "ActiveRows", "TreeRows", "LeafLayout", "batch_trees", "given_root_sums",
     "unit_counts", "GINI", "ENTROPY", "MISCLASSIFICATION", "SQUARED_ERROR", "FRIEDMAN_MSE", "POISSON", "NEWTON",
-    "NEWTON_GH", "LOSS_SQUARED_ERROR", "LOSS_BINARY_LOG", "criterion_code", "loss_code",
+    "NEWTON_GH", "LOSS_SQUARED_ERROR", "LOSS_BINARY_LOG", "LOSS_MULTINOMIAL", "criterion_code", "loss_code",
 ]
 
 #: Default bound on the histogram memory of a round, in bytes.
@@ -39,7 +39,7 @@ DEFAULT_MEMORY_LIMIT = 1 << 30
 #: kernels select a criterion's formulas in :mod:`gputrees.kernels.rules`.
 GINI, ENTROPY, MISCLASSIFICATION, SQUARED_ERROR, FRIEDMAN_MSE, POISSON, NEWTON, NEWTON_GH = range(8)
 #: Loss codes (:attr:`gputrees._loss.Loss.code`) of the losses with compiled round ends.
-LOSS_SQUARED_ERROR, LOSS_BINARY_LOG = range(2)
+LOSS_SQUARED_ERROR, LOSS_BINARY_LOG, LOSS_MULTINOMIAL = range(3)
 
 
 def _own_code(obj):

@@ -51,6 +51,28 @@ def test_round_end_equals_the_generic_passes(case, n, threads):
     np.testing.assert_allclose(got_sums, got_table[0].sum(axis=0), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("n, k, scale", [(1, 3, 1.0), (7, 5, 1.0), (40_000, 4, 1.0), (5000, 3, 400.0)])
+def test_multinomial_round_end_equals_the_generic_passes(n, k, scale, threads):
+    """K trees' raw predictions, gradients and hessians bit for bit (saturated rows too: p 0 or 1, the hessian
+    floor); the loss to rounding; no root sums (each of the K trees sums its rows)."""
+    rng = np.random.default_rng(n + k)
+    loss = _loss.MultinomialLogLoss(k)
+    raw = rng.standard_normal((n, k)) * scale
+    values = rng.standard_normal((k, 9)) * scale
+    leaf = rng.integers(0, 9, (k, n)).astype(np.int64)
+    y = rng.integers(0, k, n).astype(np.float64)
+    w = rng.random(n) * 2
+    w[rng.random(n) < 0.2] = 0.0
+    want_raw, want_loss, want_table, want_sums = reference.round_end(NP, loss, raw.copy(), values, leaf, y, w, None)
+    got_raw, got_loss, got_table, got_sums = cpu.loss.round_end(
+        NP, loss, raw.copy(), values, leaf, y, w, np.full((k, n, 3), np.nan), n_threads=threads)
+    assert np.array_equal(got_raw, want_raw)
+    assert np.array_equal(got_table, want_table)
+    np.testing.assert_allclose(got_loss, want_loss, rtol=1e-12, atol=1e-300)
+    assert got_sums is None and want_sums is None
+
+
 def _block_sums(table):
     """Column sums of ``table`` (n, C) as the round end composes them: blocks of rows in order, then the blocks."""
     n = table.shape[0]
@@ -88,7 +110,7 @@ def test_round_end_leaves_other_losses_to_the_generic_passes(monkeypatch):
     raw, values, leaf, y, w = _inputs(50, 5)
     generic = object()
     monkeypatch.setattr(reference, "round_end", lambda *args: generic)
-    for loss in (_loss.MultinomialLogLoss(3), _loss.AbsoluteError(), _loss.Poisson(), _loss.Gamma()):
+    for loss in (_loss.AbsoluteError(), _loss.Poisson(), _loss.Gamma()):
         assert cpu.loss.round_end(NP, loss, raw, values, leaf, y, w, None) is generic
 
 

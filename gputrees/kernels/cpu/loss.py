@@ -7,10 +7,11 @@ to the raw predictions, the per-row loss and its weighted mean (the round's
 and the channel table ``[1, g, h]``. Each is a NumPy pass with temporaries,
 together about a tenth of a large fit's round. :func:`round_end` does them
 in parallel passes over blocks of rows,
-for the single-output losses whose formulas it carries: half squared error
-(one pass) and binary log-loss (three passes around NumPy's vectorised
-``exp``); ``None`` for any other loss, the caller then takes the generic
-path.
+for the losses whose formulas it carries: half squared error (one pass),
+binary log-loss (three passes around NumPy's vectorised ``exp``) and the
+multinomial log-loss (two passes around NumPy's ``exp`` and row sums, whose
+table of K trees' channels has no column sums); any other loss takes the
+generic path.
 
 The raw predictions, gradients and hessians equal the generic ones bit for
 bit (the same operations on the same numbers: log-loss's ``exp(-raw)`` is
@@ -37,7 +38,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..._records import LOSS_BINARY_LOG, LOSS_SQUARED_ERROR, loss_code
+from ..._records import LOSS_BINARY_LOG, LOSS_MULTINOMIAL, LOSS_SQUARED_ERROR, loss_code
 from ..rules import MIN_HESSIAN
 from .. import reference
 from .jit import JIT, Threads, serial_twin, threads_for
@@ -201,13 +202,77 @@ def _logistic_channels(raw, e, y, w, table, n_blocks):
     return part
 
 
+@numba.njit(parallel=True, **JIT)
+def _softmax_shift(raw, values, leaf, e, top, n_blocks):
+    """``raw`` (n, K) += each tree's leaf value, in place; ``top`` (n,) = each row's largest; ``e`` = raw - top."""
+    n, k_trees = raw.shape
+    for b in prange(n_blocks):
+        for i in range(*_block(b, n, n_blocks)):
+            m = -np.inf
+            for k in range(k_trees):
+                r = raw[i, k] + values[k, leaf[k, i]]
+                raw[i, k] = r
+                m = max(m, r)
+            top[i] = m
+            for k in range(k_trees):
+                e[i, k] = raw[i, k] - m
+
+
+@numba.njit(parallel=True, **JIT)
+def _softmax_channels(raw, e, s, top, y, w, table, n_blocks):
+    """``table`` (K, n, 3) = ``[1, g, h]`` of the probabilities ``e / s`` (``e`` the shifted ``exp``, ``s`` its
+    row sums), as ``MultinomialLogLoss.gradients``; returns each block's sums of ``w * loss`` and ``w``
+    (n_blocks, 2), the loss ``log(s) + top - raw[y]``."""
+    n, k_trees = raw.shape
+    part = np.zeros((n_blocks, 2))
+    for b in prange(n_blocks):
+        sl = 0.0
+        sw = 0.0
+        for i in range(*_block(b, n, n_blocks)):
+            wi = w[i]
+            yi = np.int64(y[i])
+            si = s[i]
+            for k in range(k_trees):
+                p = e[i, k] / si
+                table[k, i, 0] = 1.0
+                table[k, i, 1] = (p - (1.0 if k == yi else 0.0)) * wi
+                table[k, i, 2] = max(p * (1.0 - p), MIN_HESSIAN) * wi
+            sl += (math.log(si) + top[i] - raw[i, yi]) * wi
+            sw += wi
+        part[b, 0] = sl
+        part[b, 1] = sw
+    return part
+
+
+def _multinomial_end(raw, values, row_leaf, y, w, table, n_threads):
+    """:func:`round_end` of the multinomial log-loss: ``raw`` (n, K) updated in place, ``table`` (K, n, 3)
+    written; returns the loss. The exponential and its row sums are NumPy's, as the generic gradients take
+    them (so the gradients are theirs bit for bit)."""
+    n = int(raw.shape[0])
+    n_blocks = max(1, -(-n // _BLOCK))
+    threads = threads_for(n_threads, ROW_WORK * n * int(raw.shape[1]))
+    shift, channels = (_softmax_shift, _softmax_channels) if threads > 1 else (
+        _SERIAL[_softmax_shift], _SERIAL[_softmax_channels])
+    e = np.empty_like(raw)
+    top = np.empty(n)
+    with Threads(threads):
+        shift(raw, np.ascontiguousarray(values, dtype=np.float64), np.ascontiguousarray(row_leaf, dtype=np.int64),
+              e, top, n_blocks)
+        np.exp(e, out=e)
+        s = np.sum(e, axis=1)
+        part = channels(raw, e, s, top, np.ascontiguousarray(y, dtype=np.float64),
+                        np.ascontiguousarray(w, dtype=np.float64), table, n_blocks)
+    return _in_order(part[:, 0]) / _in_order(part[:, 1])
+
+
 #: Each pass's serial twin, for data too small for a second thread (see serial_twin)
-_SERIAL = {k: serial_twin(k) for k in (_squared_error_end, _add_leaf_values, _log1p_sums, _logistic_channels)}
+_SERIAL = {k: serial_twin(k) for k in (_squared_error_end, _add_leaf_values, _log1p_sums, _logistic_channels,
+                                       _softmax_shift, _softmax_channels)}
 
 
 def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 1):
     """:func:`gputrees.kernels.reference.round_end` in compiled passes (the reference's for a loss it does not
-    carry: one with more than one output, or no code).
+    carry: one without a code).
 
     ``raw`` is updated in place (the caller's array, returned). The fourth
     result, the channel table's column sums (3,) float64 ``[n, sum g, sum
@@ -215,9 +280,17 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 
     (the generic path returns None there: the grower then sums the rows).
     """
     kind = loss_code(loss)
-    if kind is None or int(raw.shape[1]) != 1:
+    n, k_trees = int(raw.shape[0]), int(raw.shape[1])
+    if kind == LOSS_MULTINOMIAL:
+        if table is None or tuple(table.shape) != (k_trees, n, 3) or not table.flags.c_contiguous:
+            table = np.empty((k_trees, n, 3), dtype=np.float64)
+        if not (raw.flags.c_contiguous and raw.dtype == np.float64):
+            raw = np.ascontiguousarray(raw, dtype=np.float64)
+        loss_value = _multinomial_end(raw, values, row_leaf, y, w, table, n_threads)
+        # K trees' tables: no root sums (those are one tree's), the grower sums each tree's rows
+        return raw, np.asarray(loss_value), table, None
+    if kind is None or k_trees != 1:
         return reference.round_end(xp, loss, raw, values, row_leaf, y, w, table)
-    n = int(raw.shape[0])
     if table is None or tuple(table.shape) != (1, n, 3) or not table.flags.c_contiguous:
         table = np.empty((1, n, 3), dtype=np.float64)
     if not (raw.flags.c_contiguous and raw.dtype == np.float64):
