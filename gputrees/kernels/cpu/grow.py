@@ -498,7 +498,8 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                 node_cat, node_cat_left)
     # a level's histograms are written over the level before the last
     # (the parents' stay for the subtraction): two buffers in turn
-    hist = grouped_histograms(codes, order, order, empty, empty, 0, chan, seg_a[:1], seg_b[:1], n_bins,
+    # (mode an int64, not the literal 0: one signature of the histogram kernels with the level-wise grower's)
+    hist = grouped_histograms(codes, order, order, empty, empty, np.int64(0), chan, seg_a[:1], seg_b[:1], n_bins,
                        _workers(n * F, n_threads), row_bytes, hist_a[:1], first, used, n_threads)
     next_in_b = True
     ok = _scan_nodes(hist, stats, root, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out, is_cat,
@@ -590,9 +591,9 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             for i in range(n_pairs):
                 if seg_b[small[i]] == s_a[i]:
                     s_a[i] = -1  # no rows (the kernels' mark of an empty run)
-            small_hist = grouped_histograms(codes, order, order, empty, empty, 0, chan, s_a, seg_b[small], n_bins,
-                                     _workers(built * F, n_threads), row_bytes, small_buf[:n_pairs], first, used,
-                                     n_threads)
+            small_hist = grouped_histograms(codes, order, order, empty, empty, np.int64(0), chan, s_a, seg_b[small],
+                                            n_bins, _workers(built * F, n_threads), row_bytes, small_buf[:n_pairs],
+                                            first, used, n_threads)
             level = hist_b[:n_can] if next_in_b else hist_a[:n_can]
             if _workers(n_can * filled * Ch, n_threads) > 1:
                 _siblings(hist, parent_index, small_hist, small_is_right, children, level, used)

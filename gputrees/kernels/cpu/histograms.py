@@ -200,9 +200,11 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     if grouped:
         with Threads(threads):
             out = output_buffer((int(n_slots), int(codes.shape[1]), int(n_bins), n_channels))
+            # every bin written (``used`` each feature's value bins): the compiled grower's signature
+            every_bin = np.full(int(codes.shape[1]), int(n_bins) - 1, dtype=np.int64)
             return grouped_histograms(
                 codes, as_int64(active.row), as_int64(active.chan_index), mult, wmult, mode, chan_table, start, end,
-                int(n_bins), threads, row_bytes(codes), out, first, None, threads,
+                int(n_bins), threads, row_bytes(codes), out, first, every_bin, threads,
             )
     blocks = max(1, min(threads, codes.shape[1]))
     with Threads(threads):
