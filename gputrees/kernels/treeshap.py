@@ -36,7 +36,7 @@ import numpy as np
 from .._backend import from_numpy, to_numpy
 from .reference import goes_left
 
-__all__ = ["TreePaths", "tree_paths", "tree_shap", "interaction_diagonal"]
+__all__ = ["TreePaths", "tree_paths", "tree_shap", "interaction_diagonal", "expected_value"]
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,11 @@ def tree_paths(batch, values, cover) -> TreePaths:
     )
 
 
+def expected_value(paths: TreePaths) -> np.ndarray:
+    """The trees' expected outputs (K,) under their covers: each leaf's value times its path's zero fractions."""
+    return np.sum(paths.value * np.prod(paths.element_zero, axis=1)[:, None], axis=0)
+
+
 def _extend_sum(xp, zero, one, keep):
     """Sum of the permutation weights of a dummy element and the kept elements (Algorithm 2's EXTEND).
 
@@ -259,7 +264,7 @@ def tree_shap(xp, batch, values, cover, X, missing_bin: int, *, interactions: bo
     phi = xp.zeros((n, f1, k), dtype=xp.float64)
     inter = xp.zeros((n, f1, f1, k), dtype=xp.float64) if interactions else None
     value_all = from_numpy(xp, paths.value)
-    bias = xp.sum(value_all * from_numpy(xp, np.prod(paths.element_zero, axis=1))[:, None], axis=0)
+    bias = from_numpy(xp, expected_value(paths))
     n_paths = int(paths.tree.size)
     if depth > 0 and n_paths:
         step = max(1, chunk // max(1, n * depth * (depth if interactions else 1)))
