@@ -46,7 +46,7 @@ class TreePaths:
     Attributes
     ----------
     tree : (P,) int64
-        The path's tree.
+        The path's tree (paths ordered by tree, then leaf).
     step_node : (P, D) int64
         Nodes split along the path, root first (-1 past its end).
     step_left : (P, D) bool
@@ -122,8 +122,10 @@ def tree_paths(batch, values, cover) -> TreePaths:
 
     p_tree = np.concatenate([d[0] for d in done])
     p_leaf = np.concatenate([d[1] for d in done])
-    step_node = np.concatenate([padded(d[2], -1) for d in done])
-    step_left = np.concatenate([padded(d[3], False) for d in done])
+    order = np.lexsort((p_leaf, p_tree))  # by tree, then leaf
+    p_tree, p_leaf = p_tree[order], p_leaf[order]
+    step_node = np.concatenate([padded(d[2], -1) for d in done])[order]
+    step_left = np.concatenate([padded(d[3], False) for d in done])[order]
     n_paths = p_tree.size
     valid = step_node >= 0
     safe = np.where(valid, step_node, 0)

@@ -32,30 +32,51 @@ ROWS_PER_BLOCK = 32
 
 
 @numba.njit(inline="always")
-def _extend(pw, ud, z, o):
-    """Algorithm 2's EXTEND: element ``ud`` (fractions ``z``, ``o``) joins the weights ``pw[:ud]``."""
+def _extend(pw, ud, z, o, inv):
+    """Algorithm 2's EXTEND: element ``ud`` (fractions ``z``, ``o`` in {0, 1}) joins the weights ``pw[:ud]``.
+
+    ``inv[m]`` is ``1 / m``: multiplications, not divisions, in the inner loops.
+    """
     pw[ud] = 0.0
-    denom = ud + 1.0
-    for i in range(ud - 1, -1, -1):
-        pw[i + 1] += o * pw[i] * (i + 1) / denom
-        pw[i] = z * pw[i] * (ud - i) / denom
+    r = inv[ud + 1]
+    if o != 0.0:
+        for i in range(ud - 1, -1, -1):
+            pw[i + 1] += pw[i] * (i + 1) * r
+            pw[i] = z * pw[i] * (ud - i) * r
+    else:
+        for i in range(ud - 1, -1, -1):
+            pw[i] = z * pw[i] * (ud - i) * r
 
 
 @numba.njit(inline="always")
-def _unwound_sum(pw, ud, z, o):
-    """Algorithm 2's UNWOUNDPATHSUM: the sum of the weights ``pw[:ud + 1]`` without an element (``z``, ``o``)."""
+def _unwound_sum_one(pw, ud, z, inv):
+    """Algorithm 2's UNWOUNDPATHSUM of an element with one fraction 1 (zero fraction ``z``)."""
     total = 0.0
-    denom = ud + 1.0
-    if o != 0.0:
-        nxt = pw[ud]
-        for i in range(ud - 1, -1, -1):
-            tmp = nxt * denom / ((i + 1) * o)
-            total += tmp
-            nxt = pw[i] - tmp * z * (ud - i) / denom
-    else:
-        for i in range(ud - 1, -1, -1):
-            total += pw[i] * denom / (z * (ud - i))
+    r = inv[ud + 1]
+    nxt = pw[ud]
+    for i in range(ud - 1, -1, -1):
+        tmp = nxt * (ud + 1) * inv[i + 1]
+        total += tmp
+        nxt = pw[i] - tmp * z * (ud - i) * r
     return total
+
+
+@numba.njit(inline="always")
+def _unwound_sum_zero(pw, ud, inv):
+    """Algorithm 2's UNWOUNDPATHSUM of an element with one fraction 0, times its zero fraction (the same
+    for every such element of the path: computed once)."""
+    total = 0.0
+    for i in range(ud - 1, -1, -1):
+        total += pw[i] * (ud + 1) * inv[ud - i]
+    return total
+
+
+@numba.njit(inline="always")
+def _unwound_sum(pw, ud, z, o, inv):
+    """Algorithm 2's UNWOUNDPATHSUM: the sum of the weights ``pw[:ud + 1]`` without an element (``z``, ``o``)."""
+    if o != 0.0:
+        return _unwound_sum_one(pw, ud, z, inv)
+    return _unwound_sum_zero(pw, ud, inv) / z
 
 
 @numba.njit(inline="always")
@@ -72,64 +93,157 @@ def _unwind(pw, ud, z, o, out):
             out[i] = pw[i] * denom / (z * (ud - i))
 
 
+@numba.njit(inline="always")
+def _block_values(p, m, d, one, pw, nxt, total, off, element_zero, inv):
+    """Each element's weight ``(o - z) * UNWOUNDPATHSUM`` of path ``p`` for ``m`` rows at once, into ``one``.
+
+    Rows are the inner loops (independent chains the CPU overlaps and
+    vectorises): ``one[e, :m]`` holds the rows' one fractions (0 or 1) on
+    entry and their weights for element ``e`` on return; ``pw``, ``nxt``,
+    ``total`` and ``off`` are scratch.
+    """
+    for r in range(m):
+        pw[0, r] = 1.0
+    for e in range(d):  # EXTEND
+        ud = e + 1
+        rr = inv[ud + 1]
+        z = element_zero[p, e]
+        for r in range(m):
+            pw[ud, r] = 0.0
+        for i in range(ud - 1, -1, -1):
+            c1 = (i + 1) * rr
+            c2 = z * (ud - i) * rr
+            for r in range(m):
+                pw[i + 1, r] += one[e, r] * pw[i, r] * c1
+                pw[i, r] = pw[i, r] * c2
+    # elements of one fraction 0 all take the same sum (divided by their z, times -z)
+    for r in range(m):
+        off[r] = 0.0
+    for i in range(d - 1, -1, -1):
+        c = (d + 1) * inv[d - i]
+        for r in range(m):
+            off[r] += pw[i, r] * c
+    for e in range(d):
+        z = element_zero[p, e]
+        for r in range(m):
+            nxt[r] = pw[d, r]
+            total[r] = 0.0
+        for i in range(d - 1, -1, -1):
+            c1 = (d + 1) * inv[i + 1]
+            c2 = z * (d - i) * inv[d + 1]
+            for r in range(m):
+                tmp = nxt[r] * c1
+                total[r] += tmp
+                nxt[r] = pw[i, r] - tmp * c2
+        for r in range(m):
+            o = one[e, r]
+            w = (1.0 - z) * total[r] if o != 0.0 else -off[r]
+            one[e, r] = 0.0 if o == z else w
+
+
 @numba.njit(parallel=True, **JIT)
-def _shap_rows(X, left, right, feature, threshold, missing_left, is_cat, cat_left, missing_bin, p_tree, step_node,
-               step_left, step_element, element_feature, element_zero, n_elements, value, out, inter, n_chunks):
+def _shap_rows(X, left, right, feature, threshold, missing_left, is_cat, cat_left, missing_bin, step_node,
+               step_left, step_element, element_feature, element_zero, n_elements, value, out, inter, n_chunks, inv,
+               tree_start):
     """SHAP values into ``out`` (n, F + 1, K) and, where ``inter`` is (n, F + 1, F + 1, K), the off-diagonal
-    interaction terms into it (zero-initialised), of every row for every path."""
+    interaction terms into it (zero-initialised), of every row for every path (tree ``t``'s paths
+    ``tree_start[t]:tree_start[t + 1]``)."""
     n = X.shape[0]
-    n_paths, depth = step_node.shape
+    depth = step_node.shape[1]
     k = value.shape[1]
     any_cat = cat_left.shape[2] > 0
     pairs = inter.shape[0] > 0
     n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
+    n_trees, width = left.shape
     for c in prange(n_chunks):
-        one = np.empty(depth + 1, dtype=np.float64)
+        ones = np.empty((depth + 1, ROWS_PER_BLOCK), dtype=np.float64)
+        weight = np.empty((depth + 1, ROWS_PER_BLOCK), dtype=np.float64)
+        pws = np.empty((depth + 2, ROWS_PER_BLOCK), dtype=np.float64)
+        nxt = np.empty(ROWS_PER_BLOCK, dtype=np.float64)
+        total = np.empty(ROWS_PER_BLOCK, dtype=np.float64)
+        off = np.empty(ROWS_PER_BLOCK, dtype=np.float64)
         pw = np.empty(depth + 2, dtype=np.float64)
         less = np.empty(depth + 2, dtype=np.float64)
+        goes = np.empty((width, ROWS_PER_BLOCK), dtype=np.float64)
         for blk in range(c * n_blocks // n_chunks, (c + 1) * n_blocks // n_chunks):
             i0 = blk * ROWS_PER_BLOCK
-            i1 = min(n, i0 + ROWS_PER_BLOCK)
-            for p in range(n_paths):
-                t = p_tree[p]
-                d = n_elements[p]
-                for i in range(i0, i1):
+            m = min(n, i0 + ROWS_PER_BLOCK) - i0
+            for t in range(n_trees):
+                if tree_start[t] == tree_start[t + 1]:
+                    continue
+                # each node's decision once per row, not once per path through it
+                for nd in range(width):
+                    if feature[t, nd] < 0:
+                        continue
+                    lo = left[t, nd]
+                    for r in range(m):
+                        nxt_node = step(X, i0 + r, t, nd, left, right, feature, threshold, missing_left, is_cat,
+                                        cat_left, any_cat, missing_bin)
+                        goes[nd, r] = 1.0 if nxt_node == lo else 0.0
+                for p in range(tree_start[t], tree_start[t + 1]):
+                    d = n_elements[p]
                     for e in range(d):
-                        one[e] = 1.0
+                        for r in range(m):
+                            ones[e, r] = 1.0
                     for s in range(depth):
                         nd = step_node[p, s]
                         if nd < 0:
                             break
-                        nxt = step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left,
-                                   any_cat, missing_bin)
-                        if (nxt == left[t, nd]) != step_left[p, s]:
-                            one[step_element[p, s]] = 0.0
-                    pw[0] = 1.0
+                        e = step_element[p, s]
+                        side = 1.0 if step_left[p, s] else 0.0
+                        for r in range(m):
+                            ones[e, r] = ones[e, r] if goes[nd, r] == side else 0.0
                     for e in range(d):
-                        _extend(pw, e + 1, element_zero[p, e], one[e])
+                        for r in range(m):
+                            weight[e, r] = ones[e, r]
+                    _block_values(p, m, d, weight, pws, nxt, total, off, element_zero, inv)
                     for e in range(d):
-                        z = element_zero[p, e]
-                        o = one[e]
-                        if o == z:
-                            continue
-                        w = (o - z) * _unwound_sum(pw, d, z, o)
                         f = element_feature[p, e]
                         for kk in range(k):
-                            out[i, f, kk] += w * value[p, kk]
-                        if not pairs:
-                            continue
-                        # condition on element e: the path's weights without it, then each partner's sum
-                        _unwind(pw, d, z, o, less)
-                        for j in range(d):
-                            zj = element_zero[p, j]
-                            oj = one[j]
-                            if j == e or oj == zj:
+                            v = value[p, kk]
+                            if v == 0.0:
                                 continue
-                            wj = 0.5 * (o - z) * (oj - zj) * _unwound_sum(less, d - 1, zj, oj)
-                            fj = element_feature[p, j]
-                            for kk in range(k):
-                                inter[i, f, fj, kk] += wj * value[p, kk]
+                            for r in range(m):
+                                out[i0 + r, f, kk] += weight[e, r] * v
+                    if not pairs:
+                        continue
+                    for r in range(m):
+                        _row_pairs(p, d, r, i0 + r, ones, pws, pw, less, element_zero, element_feature, value,
+                                   inter, inv)
     return out
+
+
+@numba.njit(inline="always")
+def _row_pairs(p, d, r, i, ones, pws, pw, less, element_zero, element_feature, value, inter, inv):
+    """Off-diagonal interaction terms of path ``p`` for row ``i`` (block column ``r``): for each element,
+    the path's weights without it (UNWINDPATH), then each partner's UNWOUNDPATHSUM."""
+    k = value.shape[1]
+    pw[0] = 1.0
+    for e in range(d):
+        _extend(pw, e + 1, element_zero[p, e], ones[e, r], inv)
+    for e in range(d):
+        z = element_zero[p, e]
+        o = ones[e, r]
+        if o == z:
+            continue
+        f = element_feature[p, e]
+        _unwind(pw, d, z, o, less)
+        for j in range(d):
+            zj = element_zero[p, j]
+            oj = ones[j, r]
+            if j == e or oj == zj:
+                continue
+            wj = 0.5 * (o - z) * (oj - zj) * _unwound_sum(less, d - 1, zj, oj, inv)
+            fj = element_feature[p, j]
+            for kk in range(k):
+                inter[i, f, fj, kk] += wj * value[p, kk]
+
+
+def _reciprocals(m: int) -> np.ndarray:
+    """``1 / i`` for ``i`` in ``0 .. m`` (0 at 0)."""
+    inv = np.zeros(m + 1, dtype=np.float64)
+    inv[1:] = 1.0 / np.arange(1, m + 1, dtype=np.float64)
+    return inv
 
 
 def tree_shap(xp, batch, values, cover, X, missing_bin: int, *, interactions: bool = False, paths=None,
@@ -145,14 +259,16 @@ def tree_shap(xp, batch, values, cover, X, missing_bin: int, *, interactions: bo
     n_paths, depth = paths.step_node.shape
     if n_paths and depth:
         left, right, feature, threshold, missing_left, is_cat, cat_left, _ = tree_arrays(batch)
+        n_trees = int(left.shape[0])
         work = n * n_paths * max(1, depth) ** (3 if interactions else 2)
         threads = threads_for(n_threads, work)
         n_chunks = max(1, min(threads * 4, (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK))
         with Threads(threads):
             _shap_rows(
                 Xc, left, right, feature, threshold, missing_left, is_cat, cat_left, int(missing_bin),
-                paths.tree, paths.step_node, paths.step_left, paths.step_element, paths.element_feature,
+                paths.step_node, paths.step_left, paths.step_element, paths.element_feature,
                 paths.element_zero, paths.n_elements, np.ascontiguousarray(paths.value), out, inter, n_chunks,
+                _reciprocals(depth + 2), np.searchsorted(paths.tree, np.arange(n_trees + 1)),
             )
     out[:, n_features, :] += expected_value(paths)
     if not interactions:
