@@ -252,3 +252,106 @@ def test_against_xgboost(task, tmp_path):
         ours, ours_i = np.moveaxis(ours, -1, 1), np.moveaxis(ours_i, -1, 1)
     np.testing.assert_allclose(ours, contribs, atol=1e-6)
     np.testing.assert_allclose(ours_i, inter, atol=1e-6)
+
+
+# -- explainer, command line, plot, example ---------------------------------------------
+def test_tree_explainer_gives_shap_explanation():
+    shap = pytest.importorskip("shap")
+    X, y = _titanic()
+    est = FAMILIES["gboost_clf"]().fit(X, y)
+    rows = _rows(X, 30)
+    explanation = gputrees.explain.TreeExplainer(est)(rows)
+    assert isinstance(explanation, shap.Explanation)
+    phi = est.shap_values(rows)
+    np.testing.assert_array_equal(explanation.values, phi[:, :-1])
+    np.testing.assert_array_equal(explanation.base_values, phi[:, -1])
+    assert list(explanation.feature_names) == list(X.columns)
+    sex = list(X.columns).index("Sex")
+    codes = X["Sex"].cat.codes.to_numpy()[:30]
+    np.testing.assert_array_equal(explanation.data[:, sex], codes)
+
+
+def test_tree_explainer_without_shap(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "shap", None)  # import shap -> ImportError
+    X, y = load_iris(return_X_y=True)
+    est = FAMILIES["forest_clf"]().fit(X, y)
+    explainer = gputrees.explain.TreeExplainer(est)
+    explanation = explainer(X[:10])
+    assert isinstance(explanation, gputrees.explain.Explanation)
+    phi = est.shap_values(X[:10])
+    np.testing.assert_array_equal(explanation.values, phi[:, :-1, :])
+    np.testing.assert_array_equal(explainer.shap_values(X[:10]), phi[:, :-1, :])
+    np.testing.assert_array_equal(explainer.expected_value, phi[0, -1, :])
+    inter = explainer.shap_interaction_values(X[:5])
+    assert inter.shape == (5, 4, 4, 3)
+    with pytest.raises(TypeError, match="shap_values"):
+        gputrees.explain.TreeExplainer(object())
+
+
+def test_cli_explain(tmp_path):
+    from gputrees.cli import main
+
+    X, y = _titanic()
+    est = FAMILIES["forest_clf"]().fit(X, y)
+    model = tmp_path / "forest.gpt"
+    est.save_model(model)
+    data = tmp_path / "rows.csv"
+    X.iloc[:20].assign(Survived=y[:20]).to_csv(data, index=False)
+    out = tmp_path / "contributions.csv"
+    assert main(["explain", str(model), str(data), "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert list(table.columns[: X.shape[1] + 1]) == [f"{c}[0]" for c in X.columns] + ["bias[0]"]
+    loaded = gputrees.load_model(model)
+    proba = loaded.predict_proba(pd.read_csv(data).drop(columns="Survived").astype(X.dtypes.to_dict()))
+    per_class = table.to_numpy().reshape(20, 2, X.shape[1] + 1).sum(axis=2)
+    np.testing.assert_allclose(per_class, proba, rtol=1e-9, atol=1e-12)
+
+
+def test_cli_explain_refuses_adaboost_regressor(tmp_path, capsys):
+    from gputrees.cli import main
+
+    X, y = load_breast_cancer(return_X_y=True)
+    est = gputrees.AdaBoostRegressor(n_estimators=2, random_state=0).fit(X[:, :3], y.astype(float))
+    model = tmp_path / "ada.gpt"
+    est.save_model(model)
+    data = tmp_path / "rows.csv"
+    pd.DataFrame(X[:5, :3]).to_csv(data, index=False)
+    assert main(["explain", str(model), str(data), "--out", str(tmp_path / "c.csv")]) != 0
+    assert "weighted median" in capsys.readouterr().err
+
+
+def test_plot_shap_summary():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gputrees.plot import plot_shap_summary
+
+    X, y = _titanic()
+    est = FAMILIES["gboost_clf"]().fit(X, y)
+    ax = plot_shap_summary(est, _rows(X, 80), top_k=4)
+    assert len(ax.collections) == 4
+    assert len(ax.get_yticklabels()) == 4
+    forest = FAMILIES["forest_clf"]().fit(X, y)
+    with pytest.raises(ValueError, match="output="):
+        plot_shap_summary(forest, _rows(X, 10))
+    assert len(plot_shap_summary(forest, _rows(X, 10), output=1, top_k=None).collections) == X.shape[1]
+
+
+def test_example_explain(tmp_path):
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "explain.py"
+    if not (DATA_DIR / "adult.csv").is_file():
+        pytest.skip("shared/data/adult.csv not found")
+    spec = importlib.util.spec_from_file_location("example_explain", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.main(["--fast", "--out", str(tmp_path)])
+    assert out["adult_gap"] < 1e-9
+    assert abs(out["titanic_phi"].sum() - out["titanic_proba"]) < 1e-9
+    has_mpl = importlib.util.find_spec("matplotlib") is not None
+    for name in ("shap_beeswarm.png", "shap_waterfall.png"):
+        assert (tmp_path / name).is_file() == has_mpl

@@ -8,6 +8,7 @@ algorithm is in :mod:`gputrees.kernels.treeshap` (reference) and the kernel
 sets.
 """
 
+from ._explainer import Explanation, TreeExplainer, numeric_data
 from ._values import ShapMixin, ShapModel
 
-__all__ = ["ShapMixin", "ShapModel"]
+__all__ = ["ShapMixin", "ShapModel", "TreeExplainer", "Explanation", "numeric_data"]
