@@ -2,16 +2,19 @@
 
 The paths are :func:`gputrees.kernels.treeshap.tree_paths`'s (the reference's
 layout). For each row and path the kernel finds the one fractions with
-prediction's split rule (:func:`.predict.step`), EXTENDs the path's elements
-once, and takes each element's weight by Algorithm 2's UNWOUNDPATHSUM
-(interaction values: UNWINDPATH of the conditioning element, then the
-partner's unwound sum), as shap's and XGBoost's CPU code do. Elements whose
-one and zero fractions are equal contribute nothing and are skipped (so no
-division by a zero fraction happens).
+prediction's split rule (:func:`.predict.step`, each node's decision once per
+row and tree), EXTENDs the path's elements once, and takes each element's
+weight by Algorithm 2's UNWOUNDPATHSUM (interaction values: UNWINDPATH of the
+conditioning element, then the partner's unwound sum; the scalar recurrences
+of :mod:`gputrees.kernels.rules`, which the GPU kernel shares). Elements
+whose one and zero fractions are equal contribute nothing and are skipped
+(so no division by a zero fraction happens).
 
 A thread takes blocks of :data:`ROWS_PER_BLOCK` rows and runs every path
-over the block before the next path: a path's arrays are read once per
-block, the block's rows stay in cache.
+over the block before the next path, the block's rows as the inner loop of
+the recurrences (:func:`_block_values`): a path's arrays are read once per
+block, and the rows' independent chains of multiplications overlap and
+vectorise.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from ..rules import shap_extend, shap_unwind, shap_unwound_sum
 from ..treeshap import expected_value, interaction_diagonal, tree_paths
 from .jit import JIT, Threads, threads_for
 from .memory import float_rows
@@ -29,68 +33,6 @@ __all__ = ["tree_shap"]
 
 #: Rows a task runs through every path in turn.
 ROWS_PER_BLOCK = 32
-
-
-@numba.njit(inline="always")
-def _extend(pw, ud, z, o, inv):
-    """Algorithm 2's EXTEND: element ``ud`` (fractions ``z``, ``o`` in {0, 1}) joins the weights ``pw[:ud]``.
-
-    ``inv[m]`` is ``1 / m``: multiplications, not divisions, in the inner loops.
-    """
-    pw[ud] = 0.0
-    r = inv[ud + 1]
-    if o != 0.0:
-        for i in range(ud - 1, -1, -1):
-            pw[i + 1] += pw[i] * (i + 1) * r
-            pw[i] = z * pw[i] * (ud - i) * r
-    else:
-        for i in range(ud - 1, -1, -1):
-            pw[i] = z * pw[i] * (ud - i) * r
-
-
-@numba.njit(inline="always")
-def _unwound_sum_one(pw, ud, z, inv):
-    """Algorithm 2's UNWOUNDPATHSUM of an element with one fraction 1 (zero fraction ``z``)."""
-    total = 0.0
-    r = inv[ud + 1]
-    nxt = pw[ud]
-    for i in range(ud - 1, -1, -1):
-        tmp = nxt * (ud + 1) * inv[i + 1]
-        total += tmp
-        nxt = pw[i] - tmp * z * (ud - i) * r
-    return total
-
-
-@numba.njit(inline="always")
-def _unwound_sum_zero(pw, ud, inv):
-    """Algorithm 2's UNWOUNDPATHSUM of an element with one fraction 0, times its zero fraction (the same
-    for every such element of the path: computed once)."""
-    total = 0.0
-    for i in range(ud - 1, -1, -1):
-        total += pw[i] * (ud + 1) * inv[ud - i]
-    return total
-
-
-@numba.njit(inline="always")
-def _unwound_sum(pw, ud, z, o, inv):
-    """Algorithm 2's UNWOUNDPATHSUM: the sum of the weights ``pw[:ud + 1]`` without an element (``z``, ``o``)."""
-    if o != 0.0:
-        return _unwound_sum_one(pw, ud, z, inv)
-    return _unwound_sum_zero(pw, ud, inv) / z
-
-
-@numba.njit(inline="always")
-def _unwind(pw, ud, z, o, out):
-    """Algorithm 2's UNWINDPATH into ``out[:ud]``: the weights without an element (``z``, ``o``)."""
-    denom = ud + 1.0
-    if o != 0.0:
-        nxt = pw[ud]
-        for i in range(ud - 1, -1, -1):
-            out[i] = nxt * denom / ((i + 1) * o)
-            nxt = pw[i] - out[i] * z * (ud - i) / denom
-    else:
-        for i in range(ud - 1, -1, -1):
-            out[i] = pw[i] * denom / (z * (ud - i))
 
 
 @numba.njit(inline="always")
@@ -220,20 +162,20 @@ def _row_pairs(p, d, r, i, ones, pws, pw, less, element_zero, element_feature, v
     k = value.shape[1]
     pw[0] = 1.0
     for e in range(d):
-        _extend(pw, e + 1, element_zero[p, e], ones[e, r], inv)
+        shap_extend(pw, e + 1, element_zero[p, e], ones[e, r], inv)
     for e in range(d):
         z = element_zero[p, e]
         o = ones[e, r]
         if o == z:
             continue
         f = element_feature[p, e]
-        _unwind(pw, d, z, o, less)
+        shap_unwind(pw, d, z, o, inv, less)
         for j in range(d):
             zj = element_zero[p, j]
             oj = ones[j, r]
             if j == e or oj == zj:
                 continue
-            wj = 0.5 * (o - z) * (oj - zj) * _unwound_sum(less, d - 1, zj, oj, inv)
+            wj = 0.5 * (o - z) * (oj - zj) * shap_unwound_sum(less, d - 1, zj, oj, inv)
             fj = element_feature[p, j]
             for kk in range(k):
                 inter[i, f, fj, kk] += wj * value[p, kk]
