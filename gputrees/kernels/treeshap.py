@@ -36,7 +36,7 @@ import numpy as np
 from .._backend import from_numpy, to_numpy
 from .reference import goes_left
 
-__all__ = ["TreePaths", "tree_paths", "tree_shap", "interaction_diagonal", "expected_value"]
+__all__ = ["TreePaths", "tree_paths", "tree_shap", "interaction_diagonal", "expected_value", "reciprocals"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,13 @@ def tree_paths(batch, values, cover) -> TreePaths:
 def expected_value(paths: TreePaths) -> np.ndarray:
     """The trees' expected outputs (K,) under their covers: each leaf's value times its path's zero fractions."""
     return np.sum(paths.value * np.prod(paths.element_zero, axis=1)[:, None], axis=0)
+
+
+def reciprocals(m: int) -> np.ndarray:
+    """``1 / i`` for ``i`` in ``0 .. m`` (0 at 0): the compiled kernels' recurrences multiply by them."""
+    inv = np.zeros(m + 1, dtype=np.float64)
+    inv[1:] = 1.0 / np.arange(1, m + 1, dtype=np.float64)
+    return inv
 
 
 def _extend_sum(xp, zero, one, keep):

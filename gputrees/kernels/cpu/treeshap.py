@@ -24,7 +24,7 @@ import numpy as np
 from numba import prange
 
 from ..rules import shap_extend, shap_unwind, shap_unwound_sum
-from ..treeshap import expected_value, interaction_diagonal, tree_paths
+from ..treeshap import expected_value, interaction_diagonal, reciprocals, tree_paths
 from .jit import JIT, Threads, threads_for
 from .memory import float_rows
 from .predict import step, tree_arrays
@@ -181,13 +181,6 @@ def _row_pairs(p, d, r, i, ones, pws, pw, less, element_zero, element_feature, v
                 inter[i, f, fj, kk] += wj * value[p, kk]
 
 
-def _reciprocals(m: int) -> np.ndarray:
-    """``1 / i`` for ``i`` in ``0 .. m`` (0 at 0)."""
-    inv = np.zeros(m + 1, dtype=np.float64)
-    inv[1:] = 1.0 / np.arange(1, m + 1, dtype=np.float64)
-    return inv
-
-
 def tree_shap(xp, batch, values, cover, X, missing_bin: int, *, interactions: bool = False, paths=None,
               n_threads: int = 1):
     """Same contract as :func:`gputrees.kernels.treeshap.tree_shap`, compiled, rows over ``n_threads`` threads."""
@@ -210,7 +203,7 @@ def tree_shap(xp, batch, values, cover, X, missing_bin: int, *, interactions: bo
                 Xc, left, right, feature, threshold, missing_left, is_cat, cat_left, int(missing_bin),
                 paths.step_node, paths.step_left, paths.step_element, paths.element_feature,
                 paths.element_zero, paths.n_elements, np.ascontiguousarray(paths.value), out, inter, n_chunks,
-                _reciprocals(depth + 2), np.searchsorted(paths.tree, np.arange(n_trees + 1)),
+                reciprocals(depth + 2), np.searchsorted(paths.tree, np.arange(n_trees + 1)),
             )
     out[:, n_features, :] += expected_value(paths)
     if not interactions:
