@@ -13,8 +13,20 @@ __all__ = ["TreeExplainer", "Explanation", "numeric_data"]
 
 @dataclass(frozen=True)
 class Explanation:
-    """What ``TreeExplainer(model)(X)`` gives where the shap package is not installed (its fields are
-    ``shap.Explanation``'s: values (n, F[, K]), base_values (n[, K]), data (n, F) float64, feature_names)."""
+    """What ``TreeExplainer(model)(X)`` gives where the shap package is not installed (``shap.Explanation``'s fields).
+
+    Attributes
+    ----------
+    values : ndarray of shape (n_samples, n_features) or (n_samples, n_features, n_outputs)
+        SHAP values, without the bias.
+    base_values : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        The bias (expected value) of each row.
+    data : ndarray of shape (n_samples, n_features), float64
+        The rows, categories as their codes (:func:`numeric_data`).
+    feature_names : list of str
+    display_data : DataFrame or None
+        The rows as given, where they were a DataFrame.
+    """
 
     values: np.ndarray
     base_values: np.ndarray
@@ -24,7 +36,17 @@ class Explanation:
 
 
 def numeric_data(X) -> np.ndarray:
-    """``X`` as float64 for plots' colours: pandas categories as their codes (NaN where missing)."""
+    """``X`` as float64 for plots' colours: pandas categories as their codes (NaN where missing).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        NumPy, pandas or any array-API array.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features), float64
+    """
     if hasattr(X, "columns"):
         cols = []
         for name in X.columns:
@@ -70,15 +92,45 @@ class TreeExplainer:
         return full[:, :-1, ...]
 
     def shap_values(self, X):
-        """SHAP values (n, F) or (n, F, n_outputs), NumPy; the bias in ``expected_value``."""
+        """SHAP values without the bias (set as ``expected_value``), as shap's ``TreeExplainer.shap_values``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features) or (n_samples, n_features, n_outputs), float64
+        """
         return self._split(self.model.shap_values(X), False)
 
     def shap_interaction_values(self, X):
-        """SHAP interaction values (n, F, F) or (n, F, F, n_outputs), NumPy; the bias in ``expected_value``."""
+        """SHAP interaction values without the bias (set as ``expected_value``), as shap's.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features, n_features[, n_outputs]), float64
+        """
         return self._split(self.model.shap_values(X, interactions=True), True)
 
     def __call__(self, X):
-        """The explanation of the rows of ``X``: ``shap.Explanation`` with shap installed, else :class:`Explanation`."""
+        """The explanation of the rows of ``X``: ``shap.Explanation`` with shap installed, else :class:`Explanation`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        shap.Explanation or Explanation
+            ``values`` (n_samples, n_features[, n_outputs]), ``base_values``
+            (n_samples[, n_outputs]), ``data`` the rows as float64 (categories
+            as codes), ``display_data`` the DataFrame's values where ``X`` is one.
+        """
         full = _backend.to_numpy(self.model.shap_values(X))
         values = full[:, :-1, ...]
         base = full[:, -1, ...]
