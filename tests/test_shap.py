@@ -355,3 +355,42 @@ def test_example_explain(tmp_path):
     has_mpl = importlib.util.find_spec("matplotlib") is not None
     for name in ("shap_beeswarm.png", "shap_waterfall.png"):
         assert (tmp_path / name).is_file() == has_mpl
+
+
+VARIANTS = {
+    "ccp_pruned_tree": lambda: gputrees.DecisionTreeClassifier(ccp_alpha=0.01, random_state=0),
+    "best_first_tree": lambda: gputrees.DecisionTreeRegressor(max_leaf_nodes=12, random_state=0),
+    "balanced_forest": lambda: gputrees.RandomForestClassifier(n_estimators=3, max_depth=4, max_samples=0.5,
+                                                               class_weight="balanced_subsample", random_state=0),
+    "subsampled_booster": lambda: gputrees.GradientBoostingClassifier(n_estimators=4, max_depth=3, subsample=0.6,
+                                                                      colsample_bytree=0.7, random_state=0),
+    "monotonic_booster": lambda: gputrees.GradientBoostingRegressor(n_estimators=4, max_depth=3,
+                                                                    monotonic_cst=[1, 0, 0, 0, 0, 0, 0],
+                                                                    random_state=0),
+    "multi_output_tree": lambda: gputrees.DecisionTreeRegressor(max_depth=4, random_state=0),
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_additivity_of_variants(variant):
+    X, y = _titanic()
+    X = X.drop(columns=["Sex", "Embarked"]) if variant == "monotonic_booster" else X
+    if variant == "monotonic_booster":
+        X = X.assign(s=0.0, e=0.0)
+    y = np.stack([y, np.nan_to_num(X["Age"].to_numpy())], axis=1) if variant == "multi_output_tree" else y
+    w = np.linspace(0.5, 2.0, len(X))
+    est = VARIANTS[variant]().fit(X, y, sample_weight=w)
+    rows = _rows(X, 40)
+    phi = est.shap_values(rows)
+    raw = _raw(est, rows)
+    if variant == "monotonic_booster":
+        raw = est.predict(rows)  # squared error: the raw score
+    np.testing.assert_allclose(phi.sum(axis=1), raw, rtol=1e-9, atol=1e-9 * max(1.0, float(np.abs(raw).max())))
+
+
+def test_float32_rows_of_a_booster():
+    X, y = load_breast_cancer(return_X_y=True)
+    est = FAMILIES["gboost_clf"]().fit(X, y)
+    X32 = X[:30].astype(np.float32)
+    np.testing.assert_allclose(est.shap_values(X32).sum(axis=1), est.decision_function(X32), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(est.shap_values(X32), est.shap_values(X32.astype(np.float64)))
