@@ -5,7 +5,8 @@ Two models on ``bench_tree.make_synthetic`` (28 float32 features):
 * a booster, ``GradientBoostingClassifier`` with ``--trees`` depth-6 rounds,
   exported with ``export_xgboost_json`` and loaded in ``xgboost.Booster``:
   ``shap_values`` and XGBoost's CPU ``pred_contribs`` on the same
-  ``--rows`` rows, the same trees (XGBoost's float32 copy);
+  ``--rows`` rows, the same trees (XGBoost's float32 copy); then interaction
+  values against ``pred_interactions`` on ``--interaction-rows`` rows;
 * a forest, ``RandomForestClassifier`` with ``--trees`` depth-10 trees: ``shap_values`` against
   shap's ``TreeExplainer`` given the same trees in its dictionary form
   (``--forest-rows`` rows: shap's exact algorithm on a depth-10 forest
@@ -84,6 +85,14 @@ def bench_booster(args, X, y):
     t_x, theirs = _median_time(lambda: booster.predict(dm, pred_contribs=True), args.repeats)
     diff = float(np.abs(ours - theirs).max())
     print(line + f", xgboost pred_contribs {t_x:.3f} s, gt/xgb {t_gt / t_x:.2f}, max |diff| {diff:.2e}")
+    if args.interaction_rows:
+        few = rows[: args.interaction_rows]
+        t_gt, ours = _median_time(lambda: est.shap_values(few, interactions=True), args.repeats)
+        dm = xgb.DMatrix(few, missing=np.nan, nthread=args.threads)
+        t_x, theirs = _median_time(lambda: booster.predict(dm, pred_interactions=True), args.repeats)
+        diff = float(np.abs(ours - theirs).max())
+        print(f"booster  interaction values, {few.shape[0]:,} rows: gputrees {t_gt:.3f} s, xgboost "
+              f"pred_interactions {t_x:.3f} s, gt/xgb {t_gt / t_x:.3f}, max |diff| {diff:.2e}")
 
 
 def bench_forest(args, X, y):
@@ -108,6 +117,7 @@ def bench_forest(args, X, y):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", type=int, default=100_000, help="rows explained by the booster")
+    p.add_argument("--interaction-rows", type=int, default=500, help="rows of the booster's interaction values")
     p.add_argument("--forest-rows", type=int, default=2_000, help="rows explained by the forest")
     p.add_argument("--forest-train-rows", type=int, default=20_000, help="rows the forest is fitted on")
     p.add_argument("--trees", type=int, default=100)
