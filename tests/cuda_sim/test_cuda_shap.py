@@ -47,3 +47,18 @@ def test_gpu_tree_shap_equals_reference(make, interactions):
     got = cuda_set.tree_shap(xp, model.batch, model.values, model.cover, Xp, model.missing_bin,
                              interactions=interactions)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_paths_longer_than_the_local_arrays_take_the_reference(monkeypatch):
+    from gputrees.kernels.gpu import treeshap as gpu_treeshap
+
+    X, y = _data()
+    est = gputrees.DecisionTreeClassifier(max_depth=4, random_state=0, device="cpu").fit(X, y)
+    xp, Xp, model = est._shap_model(X.iloc[:6])
+    monkeypatch.setattr(gpu_treeshap, "MAX_PATH", 2)
+    called = []
+    monkeypatch.setattr(gpu_treeshap, "launch", lambda *a: called.append(a))
+    got = gpu_treeshap.tree_shap(xp, model.batch, model.values, model.cover, Xp, model.missing_bin)
+    want = treeshap.tree_shap(xp, model.batch, model.values, model.cover, Xp, model.missing_bin)
+    assert not called and model.batch.max_depth > 2
+    np.testing.assert_array_equal(got, want)
