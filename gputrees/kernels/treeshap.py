@@ -36,7 +36,11 @@ import numpy as np
 from .._backend import from_numpy, to_numpy
 from .reference import goes_left
 
-__all__ = ["TreePaths", "tree_paths", "tree_shap", "interaction_diagonal", "expected_value", "reciprocals"]
+__all__ = ["PATHS_PER_CHUNK", "TreePaths", "tree_paths", "tree_shap", "interaction_diagonal", "expected_value",
+           "reciprocals"]
+
+#: Fewest paths a chunk of the reference's work holds (with fewer, its Python loop over chunks dominates).
+PATHS_PER_CHUNK = 64
 
 
 @dataclass(frozen=True)
@@ -270,6 +274,12 @@ def tree_shap(xp, batch, values, cover, X, missing_bin: int, *, interactions: bo
     width = int(batch.left.shape[1])
     depth = paths.depth
     f1 = n_features + 1
+    # rows in blocks too, so that a chunk holds at least PATHS_PER_CHUNK paths
+    rows = max(1, chunk // (PATHS_PER_CHUNK * max(1, depth) * (depth if interactions else 1)))
+    if n > rows:
+        parts = [tree_shap(xp, batch, values, cover, X[r : min(n, r + rows), ...], missing_bin,
+                           interactions=interactions, paths=paths, chunk=chunk) for r in range(0, n, rows)]
+        return xp.concat(parts, axis=0)
     phi = xp.zeros((n, f1, k), dtype=xp.float64)
     inter = xp.zeros((n, f1, f1, k), dtype=xp.float64) if interactions else None
     value_all = from_numpy(xp, paths.value)
