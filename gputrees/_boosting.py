@@ -25,12 +25,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _backend
 from ._model_io import ModelFileMixin
+from .explain import ShapMixin, ShapModel
 from ._scoring import ClassifierMixin, RegressorMixin
 from ._xgboost import XGBoostExportMixin
 from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, LocalRounds, boost
 from ._criteria import Newton
-from ._records import DEFAULT_MEMORY_LIMIT, GrowerParams, Round, TreeBatch
+from ._records import DEFAULT_MEMORY_LIMIT, GrowerParams, Round, stack_batches, stack_node_arrays
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
 from ._predictor import apply_trees
 from ._progress import Monitor
@@ -62,39 +63,8 @@ AUTO_EARLY_STOPPING_ROWS = 10_000
 
 def _stack_rounds(xp, rounds):
     """One padded TreeBatch (n_rounds * K trees) and values (n_trees, width) of all rounds."""
-    width = max(int(r.batch.left.shape[1]) for r in rounds)
-
-    def stack(arrays, fill):
-        # one padded array, each round's trees written in (not a padded copy
-        # of every round's arrays concatenated: a small copy per array and
-        # round, which on small data outweighs a round's tree)
-        first = arrays[0]
-        out = xp.full((sum(int(a.shape[0]) for a in arrays), width) + tuple(first.shape[2:]), fill, dtype=first.dtype)
-        start = 0
-        for a in arrays:
-            out[start : start + int(a.shape[0]), : int(a.shape[1]), ...] = a
-            start += int(a.shape[0])
-        return out
-
-    def cat(name, fill):
-        return stack([getattr(r.batch, name) for r in rounds], fill)
-
-    batch = TreeBatch(
-        node_count=np.concatenate([r.batch.node_count for r in rounds]),
-        left=cat("left", -1),
-        right=cat("right", -1),
-        feature=cat("feature", -2),
-        bin=cat("bin", -1),
-        missing_left=cat("missing_left", False),
-        is_categorical=cat("is_categorical", False),
-        cat_left=cat("cat_left", False),
-        threshold=cat("threshold", -2.0),
-        stats=cat("stats", 0.0),
-        depth=cat("depth", 0),
-        max_depth=max(r.batch.max_depth for r in rounds),
-    )
-    values = stack([r.values for r in rounds], 0.0)
-    return batch, values
+    batch = stack_batches(xp, [r.batch for r in rounds])
+    return batch, stack_node_arrays(xp, [r.values for r in rounds], 0.0, int(batch.left.shape[1]))
 
 
 def _laid_out(xp, round_):
@@ -118,7 +88,7 @@ def _set_params(est, params):
             setattr(est, name, value)
 
 
-class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
+class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "learning_rate": [Interval(numbers.Real, 0.0, None, closed="neither")],
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -407,6 +377,24 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         validate_data(self, X, reset=False, skip_check_array=True)
         check_finite_x(xp, Xd)
         return xp, self._bin_mapper.encode_for_predict(xp, Xd)
+
+    def _shap_model(self, X):
+        """``(xp, rows encoded for prediction, ShapModel)``: the raw score, tree ``t`` adding to output ``t % K``,
+        covers the hessian sums (XGBoost's)."""
+        xp, Xp = self._prepared(X)
+        k = int(self._baseline.shape[0])
+        base = xp.asarray(self._baseline, dtype=xp.float64)
+        if not self._rounds:
+            return xp, Xp, ShapModel(None, None, None, base, self._bin_mapper.missing_bin, k == 1)
+        batch, values = self._forest()
+        n_trees = int(values.shape[0])
+        column = xp.astype(xp.arange(n_trees)[:, None] % k == xp.arange(k)[None, :], xp.float64)  # (trees, K)
+        model = ShapModel(
+            batch=batch, values=values[:, :, None] * column[:, None, :],
+            cover=Newton().weight(xp, batch.stats), base=base, missing_bin=self._bin_mapper.missing_bin,
+            one_output=k == 1,
+        )
+        return xp, Xp, model
 
     def _raw_predict(self, X):
         xp, Xp = self._prepared(X)

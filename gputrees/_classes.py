@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _backend
 from ._model_io import ModelFileMixin
+from .explain import ShapMixin, ShapModel
 from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import grow
@@ -44,7 +45,7 @@ from .kernels import get_kernels
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor"]
 
 
-class _BaseTree(ModelFileMixin, BaseEstimator):
+class _BaseTree(ShapMixin, ModelFileMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "max_depth": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "min_samples_split": [
@@ -413,10 +414,26 @@ class _BaseTree(ModelFileMixin, BaseEstimator):
 
     # -- predict ----------------------------------------------------------------
     def _leaves(self, X):
-        check_is_fitted(self, "_batch")
-        xp, Xd, _, _ = self._prepare_X(X, fit=False)
+        xp, Xd, _, _ = self._checked_X(X)
         Xp = self._bin_mapper.encode_for_predict(xp, Xd)
         return xp, apply_trees(xp, self._batch, Xp, self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
+
+    def _shap_model(self, X):
+        """``(xp, rows encoded for prediction, ShapModel)``: the tree and its ``predict`` / ``predict_proba`` output."""
+        xp, Xd, _, _ = self._checked_X(X)
+        values = self._values  # (1, nodes, n_outputs, k): outputs of a regressor, classes of a classifier
+        n_nodes = int(values.shape[1])
+        model = ShapModel(
+            batch=self._batch, values=xp.reshape(values, (1, n_nodes, -1)),
+            cover=self._criterion.weight(xp, self._batch.stats), base=None,
+            missing_bin=self._bin_mapper.missing_bin, one_output=not self._is_classifier and self._y_ndim == 1,
+        )
+        return xp, self._bin_mapper.encode_for_predict(xp, Xd), model
+
+    def _checked_X(self, X):
+        """``predict``'s checks of ``X`` on a fitted tree: ``(xp, Xd, is_cat, categories)``."""
+        check_is_fitted(self, "_batch")
+        return self._prepare_X(X, fit=False)
 
     def _node_values(self, X):
         xp, leaves = self._leaves(X)

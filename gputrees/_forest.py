@@ -27,11 +27,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _backend
 from ._model_io import ModelFileMixin
+from .explain import ShapMixin, ShapModel
 from ._binning import fit_bin_mapper
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import grow
-from ._records import DEFAULT_MEMORY_LIMIT, GrowerInputs
+from ._records import DEFAULT_MEMORY_LIMIT, GrowerInputs, stack_batches, stack_node_arrays
 from ._predictor import apply_trees
 from .kernels.reference import gather_node_values
 from ._progress import Monitor, Step
@@ -56,7 +57,7 @@ BYTES_PER_TREE_ROW_BASE = 96
 BYTES_PER_TREE_ROW_CHANNEL = 16
 
 
-class _BaseForest(ModelFileMixin, BaseEstimator):
+class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
     _parameter_constraints: dict = {
         # the tree parameters, with the single trees' rules
         **{
@@ -314,6 +315,21 @@ class _BaseForest(ModelFileMixin, BaseEstimator):
         tmpl = self._predict_template()
         xp, Xd, _, _ = tmpl._prepare_X(X, fit=False)
         return xp, self._bin_mapper.encode_for_predict(xp, Xd)
+
+    def _shap_model(self, X):
+        """``(xp, rows encoded for prediction, ShapModel)``: every tree, each leaf's value divided by the trees'
+        count (the forest predicts their mean)."""
+        xp, Xp = self._X_for_predict(X)
+        batch = stack_batches(xp, self._batches)
+        values = stack_node_arrays(
+            xp, [xp.reshape(v, (int(v.shape[0]), int(v.shape[1]), -1)) for v in self._values], 0.0,
+            int(batch.left.shape[1]),
+        ) / float(self._n_trees_fitted)
+        model = ShapModel(
+            batch=batch, values=values, cover=self._criterion.weight(xp, batch.stats), base=None,
+            missing_bin=self._bin_mapper.missing_bin, one_output=not self._is_classifier and self._y_ndim == 1,
+        )
+        return xp, Xp, model
 
     def _predict_template(self):
         """A fitted-looking single tree carrying what _prepare_X reads at predict."""

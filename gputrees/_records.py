@@ -26,7 +26,8 @@ from ._backend import to_numpy
 
 __all__ = [
     "DEFAULT_MEMORY_LIMIT", "GrowerParams", "GrowerInputs", "TreeBatch", "Round", "SplitConstraints",
-    "SubtreeParams", "SplitRecord", "ActiveRows", "TreeRows", "LeafLayout", "batch_trees", "given_root_sums",
+    "SubtreeParams", "SplitRecord", "ActiveRows", "TreeRows", "LeafLayout", "batch_trees", "stack_batches",
+    "stack_node_arrays", "given_root_sums",
     "unit_counts", "GINI", "ENTROPY", "MISCLASSIFICATION", "SQUARED_ERROR", "FRIEDMAN_MSE", "POISSON", "NEWTON",
     "NEWTON_GH", "LOSS_SQUARED_ERROR", "LOSS_BINARY_LOG", "LOSS_MULTINOMIAL", "criterion_code", "loss_code",
 ]
@@ -232,6 +233,48 @@ class TreeBatch:
             lower=None if self.lower is None else cut(self.lower),
             upper=None if self.upper is None else cut(self.upper),
         )
+
+
+def stack_node_arrays(xp, arrays, fill, width: int | None = None):
+    """Per-tree node arrays (n_trees_i, n_nodes_i, ...) stacked along trees, padded with ``fill`` to one width.
+
+    One array written in place (not a padded copy of each concatenated: a
+    small copy per array, which on small data outweighs a tree). Trailing
+    axes of different lengths (``cat_left`` of a batch without categorical
+    splits) are padded too.
+    """
+    width = max(int(a.shape[1]) for a in arrays) if width is None else width
+    rest = tuple(max(int(a.shape[d]) for a in arrays) for d in range(2, arrays[0].ndim))
+    out = xp.full((sum(int(a.shape[0]) for a in arrays), width) + rest, fill, dtype=arrays[0].dtype)
+    start = 0
+    for a in arrays:
+        idx = (slice(start, start + int(a.shape[0])),) + tuple(slice(0, int(d)) for d in a.shape[1:])
+        out[idx] = a
+        start += int(a.shape[0])
+    return out
+
+
+def stack_batches(xp, batches) -> "TreeBatch":
+    """One padded :class:`TreeBatch` of the trees of ``batches``, in order (no ``row_leaf`` or bounds)."""
+    width = max(int(b.left.shape[1]) for b in batches)
+
+    def cat(name, fill):
+        return stack_node_arrays(xp, [getattr(b, name) for b in batches], fill, width)
+
+    return TreeBatch(
+        node_count=np.concatenate([b.node_count for b in batches]),
+        left=cat("left", -1),
+        right=cat("right", -1),
+        feature=cat("feature", -2),
+        bin=cat("bin", -1),
+        missing_left=cat("missing_left", False),
+        is_categorical=cat("is_categorical", False),
+        cat_left=cat("cat_left", False),
+        threshold=cat("threshold", -2.0),
+        stats=cat("stats", 0.0),
+        depth=cat("depth", 0),
+        max_depth=max(b.max_depth for b in batches),
+    )
 
 
 @dataclass(frozen=True)

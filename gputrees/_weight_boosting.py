@@ -62,6 +62,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, has_fit_para
 
 from . import _backend
 from ._model_io import ModelFileMixin
+from .explain import ShapMixin, ShapModel
+from ._records import stack_batches, stack_node_arrays
 from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._kernel_choice import chooses_kernels
 from ._predictor import apply_trees
@@ -127,7 +129,7 @@ def _normalised(xp, w, t: int):
     return w / total
 
 
-class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
+class _BaseWeightBoosting(ShapMixin, ModelFileMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "predict"]), None],
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -241,13 +243,55 @@ class _BaseWeightBoosting(ModelFileMixin, BaseEstimator):
         check_is_fitted(self, "estimators_")
         ests = self.estimators_
         if self._binned_path(self.estimators_[0]):
-            first = self.estimators_[0]
-            xp, Xd, _, _ = first._prepare_X(X, fit=False)
-            Xp = first._bin_mapper.encode_for_predict(xp, Xd)
+            xp, Xp = self._encoded_X(X)
             return xp, [self._tree_output(xp, est, Xp) for est in ests]
         X_host = self._check_host_X(X, self.estimator_, reset=False)
         xp = _backend.namespace_for(np.empty(0), "cpu")
         return xp, [self._host_output(est.predict(X_host)) for est in ests]
+
+    def _encoded_X(self, X):
+        """``(xp, Xp)``: ``X`` checked and encoded once, on the fit's device, for gputrees learners."""
+        first = self.estimators_[0]
+        xp, Xd, _, _ = first._prepare_X(X, fit=False)
+        return xp, first._bin_mapper.encode_for_predict(xp, Xd)
+
+    def _shap_model(self, X):
+        """``(xp, rows encoded for prediction, ShapModel)`` of the decision function (classifier only)."""
+        check_is_fitted(self, "estimators_")
+        if not self._is_classifier:
+            raise TypeError(
+                "AdaBoostRegressor predicts the weighted median of its trees, which is not a sum of trees: it has "
+                "no exact TreeSHAP values; explain one learner instead (estimators_[i].shap_values(X))"
+            )
+        if not self._binned_path(self.estimators_[0]):
+            raise TypeError(
+                f"shap_values needs gputrees trees as learners (without pruning); this model's are "
+                f"{type(self.estimators_[0]).__name__} (explain them with their own library)"
+            )
+        xp, Xp = self._encoded_X(X)
+        ests = self.estimators_
+        k = int(self.n_classes_)
+        weights = np.asarray(self.estimator_weights_[: len(ests)], dtype=np.float64)
+        weights = weights / weights.sum()
+        values = []
+        for est, w in zip(ests, weights):
+            leaf_class = xp.argmax(est._values[0, :, 0, :], axis=1)  # the class each node votes for
+            hit = xp.astype(leaf_class[:, None] == xp.arange(k)[None, :], xp.float64)  # (nodes, K)
+            if k == 2:  # the decision is the vote of classes_[1] minus that of classes_[0]
+                vote = 2.0 * float(w) * (hit[:, 1:] - hit[:, :1])
+            elif k > 2:
+                vote = float(w) * (hit - (1.0 - hit) / (k - 1))
+            else:
+                vote = xp.zeros_like(hit)
+            values.append(vote[None, ...])
+        batch = stack_batches(xp, [est._batch for est in ests])
+        width = int(batch.left.shape[1])
+        cover = stack_node_arrays(xp, [est._criterion.weight(xp, est._batch.stats) for est in ests], 0.0, width)
+        model = ShapModel(
+            batch=batch, values=stack_node_arrays(xp, values, 0.0, width), cover=cover, base=None,
+            missing_bin=ests[0]._bin_mapper.missing_bin, one_output=k == 2,
+        )
+        return xp, Xp, model
 
     def _tree_output(self, xp, est, Xp):
         """Output of a gputrees tree on encoded rows ``Xp`` (device)."""

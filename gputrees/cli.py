@@ -270,6 +270,36 @@ def cmd_predict(args):
     print(f"{out.shape[0]} predictions written to {args.out}")
 
 
+def shap_columns(est, features, n_outputs):
+    """Column names of ``gputrees explain``'s CSV: one per feature and the bias, per output where several."""
+    base = [str(f) for f in features] + ["bias"]
+    if n_outputs is None:
+        return base
+    classes = getattr(est, "classes_", None)
+    labels = [str(c) for c in classes] if classes is not None and len(classes) == n_outputs else \
+        [str(k) for k in range(n_outputs)]
+    return [f"{name}[{label}]" for label in labels for name in base]
+
+
+def cmd_explain(args):
+    import numpy as np
+    import pandas as pd
+
+    est = _load(args.model)
+    X = _features(read_table(args.data), est)
+    try:
+        phi = est.shap_values(X)
+    except TypeError as exc:  # a model with no exact TreeSHAP values (AdaBoostRegressor)
+        raise UserError(str(exc)) from None
+    if phi.ndim == 3:  # (n, F + 1, K): output after output
+        table = np.moveaxis(phi, 2, 1).reshape(phi.shape[0], -1)
+        names = shap_columns(est, X.columns, phi.shape[2])
+    else:
+        table, names = phi, shap_columns(est, X.columns, None)
+    pd.DataFrame(table, columns=names).to_csv(args.out, index=False)
+    print(f"SHAP values of {phi.shape[0]} rows ({X.shape[1]} features and the bias) written to {args.out}")
+
+
 def cmd_evaluate(args):
     est = _load(args.model)
     X, y = _split_target(read_table(args.data), args.target)
@@ -425,6 +455,12 @@ def build_parser():
     pr.add_argument("data")
     pr.add_argument("--out", required=True)
     pr.set_defaults(func=cmd_predict)
+
+    x = sub.add_parser("explain", help="write a saved model's exact SHAP values (TreeSHAP) to a CSV")
+    x.add_argument("model")
+    x.add_argument("data")
+    x.add_argument("--out", required=True)
+    x.set_defaults(func=cmd_explain)
 
     e = sub.add_parser("evaluate", help="metrics of a saved model on a labelled file")
     e.add_argument("model")

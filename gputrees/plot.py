@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _backend
 from ._export import _class_names, _names
 
-__all__ = ["plot_tree", "plot_importance", "plot_learning_curve", "plot_decision_boundary"]
+__all__ = ["plot_tree", "plot_importance", "plot_learning_curve", "plot_decision_boundary", "plot_shap_summary"]
 
 #: Figure inches per leaf column and per tree level of ``plot_tree``: room for
 #: four lines of 8-point text per box (a depth-5 tree: 32 columns).
@@ -297,6 +297,70 @@ def plot_importance(est, *, top_k=20, feature_names=None, importance_type=None, 
     ax.set_yticks(pos, [names[i] for i in order])
     ax.set_xlabel(label)
     ax.set_title(f"{type(est).__name__}: top {len(order)} features")
+    return ax
+
+
+def plot_shap_summary(est, X, *, output=None, top_k=20, feature_names=None, ax=None, random_state=0):
+    """A beeswarm of SHAP values (``est.shap_values(X)``), without the shap package.
+
+    One row of dots per feature, the ``top_k`` of largest mean ``|SHAP
+    value|`` (largest on top): each dot a sample at its SHAP value, spread
+    vertically where they crowd, coloured by the feature's value (low blue,
+    high red, from each feature's 5th to 95th percentile; missing values and
+    categories' codes as they come, grey where missing).
+
+    Parameters
+    ----------
+    est : fitted gputrees estimator (with ``shap_values``)
+    X : array-like of shape (n_samples, n_features)
+    output : int or None, default=None
+        For models of several outputs (classifiers' classes): the output
+        shown. Required there; must be None for one output.
+    top_k : int or None, default=20
+    feature_names : list of str, optional
+        Default: ``feature_names_in_`` or ``feature_0, ...``.
+    ax : matplotlib Axes, optional
+    random_state : int, default=0
+        Seed of the vertical jitter.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Holds one scatter collection per feature shown.
+    """
+    plt = _pyplot()
+    from .explain import numeric_data
+
+    phi = _backend.to_numpy(est.shap_values(X))[:, :-1, ...]
+    if phi.ndim == 3:
+        if output is None:
+            raise ValueError(f"{type(est).__name__} explains {phi.shape[2]} outputs: choose one with output=")
+        phi = phi[:, :, int(output)]
+    elif output is not None:
+        raise ValueError(f"{type(est).__name__} explains one output: output must be None, got {output!r}")
+    if top_k is not None and (not isinstance(top_k, (int, np.integer)) or top_k < 1):
+        raise ValueError(f"top_k must be None or an int >= 1, got {top_k!r}")
+    names = _names(est, feature_names)
+    data = numeric_data(X)
+    order = np.argsort(-np.mean(np.abs(phi), axis=0), kind="stable")[: phi.shape[1] if top_k is None else int(top_k)]
+    ax = _axes(ax, (7.0, max(2.0, 0.4 * len(order) + 1.0)))
+    rng = np.random.default_rng(random_state)
+    cmap = plt.get_cmap("coolwarm")
+    for pos, j in zip(np.arange(len(order))[::-1], order):
+        v, x = phi[:, j], data[:, j]
+        known = ~np.isnan(x)
+        lo, hi = (np.nanpercentile(x, [5, 95]) if known.any() else (0.0, 1.0))
+        scaled = np.clip((x - lo) / (hi - lo if hi > lo else 1.0), 0.0, 1.0)
+        colors = np.where(known[:, None], cmap(np.nan_to_num(scaled)), np.array([[0.6, 0.6, 0.6, 1.0]]))
+        # spread dots vertically by how crowded their neighbourhood of SHAP values is
+        bins = np.digitize(v, np.linspace(v.min(), v.max() + 1e-12, 50))
+        crowd = np.bincount(bins, minlength=52)[bins] / max(1, len(v))
+        jitter = rng.uniform(-1, 1, len(v)) * np.minimum(0.4, 4.0 * crowd)
+        ax.scatter(v, pos + jitter, c=colors, s=8, linewidths=0)
+    ax.axvline(0.0, color="0.5", linewidth=0.8)
+    ax.set_yticks(np.arange(len(order))[::-1], [names[j] for j in order])
+    ax.set_xlabel("SHAP value" + ("" if output is None else f" (output {output})"))
+    ax.set_title(f"{type(est).__name__}: SHAP values of {phi.shape[0]} samples")
     return ax
 
 

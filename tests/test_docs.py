@@ -13,10 +13,11 @@ import pytest
 
 import gputrees
 import gputrees.callbacks
+import gputrees.explain
 import gputrees.plot
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = [gputrees, gputrees.plot, gputrees.callbacks]
+MODULES = [gputrees, gputrees.plot, gputrees.callbacks, gputrees.explain]
 
 
 def _public_objects():

@@ -156,7 +156,7 @@ def _cuda_set(xp) -> Kernels:
     if not cuda_available():
         raise ImportError("GPUTREES_KERNELS=cuda needs numba-cuda and a CUDA GPU: pip install gputrees[cuda12]")
     from . import _cuda
-    from .gpu import tree
+    from .gpu import tree, treeshap
 
     scans = {}
     if simulated:  # NumPy arrays: the CPU set's scans (Numba is a dependency of gputrees)
@@ -168,6 +168,6 @@ def _cuda_set(xp) -> Kernels:
     device_step = simulated or os.environ.get("GPUTREES_DEVICE_STEP") != "0"
     return assemble(
         "cuda", _cuda.build_histograms, _cuda.apply_trees, fixed_point=True, node_histograms=_cuda.node_histograms,
-        node_sums=_cuda.node_sums, route_rows=_cuda.route_rows,
+        node_sums=_cuda.node_sums, route_rows=_cuda.route_rows, tree_shap=treeshap.tree_shap,
         fast=FastPaths(grow_tree=tree.grow_tree) if device_step else NO_FAST_PATHS, **scans,
     )

@@ -28,7 +28,8 @@ Kernels:
   device (the pairs come back grouped by node, each node's pairs in their
   previous order, as the Numba set does).
 * :func:`apply_trees`: one thread per (row, tree) of a padded forest, a loop
-  over depth.
+  over depth; its split rule is the device function :func:`goes_left`
+  (the GPU TreeSHAP kernel's too).
 
 Sums. With ``scale`` (the quantised mode, :mod:`gputrees.kernels._quantise`),
 every pair's channel value times ``scale[c]`` is an integer (the caller
@@ -61,6 +62,9 @@ from .._records import ActiveRows
 __all__ = [
     "SHARED_WORDS",
     "apply_trees",
+    "goes_left",
+    "grid_blocks",
+    "launch",
     "launch_config",
     "node_histograms",
     "node_sums",
@@ -98,6 +102,16 @@ def launch_config() -> tuple[int, int]:
 
 def _blocks(work: int, threads: int, cap: int) -> int:
     return max(1, min(cap, -(-work // threads)))
+
+
+def grid_blocks(work: int, threads: int, cap: int) -> int:
+    """Blocks of ``threads`` for ``work`` items, at most ``cap`` (the kernels loop with a grid stride beyond)."""
+    return _blocks(work, threads, cap)
+
+
+def launch(kernel, blocks: int, threads: int, *args):
+    """Launch ``kernel`` as :func:`_launch` does (the public name, for the kernel modules of :mod:`.gpu`)."""
+    _launch(kernel, blocks, threads, *args)
 
 
 def _launch(kernel, blocks: int, threads: int, *args):
@@ -289,6 +303,21 @@ def _route_kernel():
 
 
 @functools.cache
+@cuda.jit(device=True)
+def goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
+    """Whether row ``i`` goes to the left child of internal node ``nd`` of tree ``t`` (prediction's rule)."""
+    x = X[i, feature[t, nd]]
+    missing = math.isnan(x)
+    go_left = x <= threshold[t, nd]
+    if any_cat and is_cat[t, nd]:
+        code = missing_bin if missing else int(x)
+        go_left = cat_left[t, nd, code]
+        missing = missing or code == missing_bin
+    if missing:
+        go_left = missing_left[t, nd]
+    return go_left
+
+
 def _apply_kernel():
     @cuda.jit
     def apply(X, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, max_depth,
@@ -302,18 +331,10 @@ def _apply_kernel():
             t = idx % n_trees
             nd = 0
             for _ in range(max_depth):
-                f = feature[t, nd]
-                if f < 0:
+                if feature[t, nd] < 0:
                     break
-                x = X[i, f]
-                missing = math.isnan(x)
-                go_left = x <= threshold[t, nd]
-                if any_cat and is_cat[t, nd]:
-                    code = missing_bin if missing else int(x)
-                    go_left = cat_left[t, nd, code]
-                    missing = missing or code == missing_bin
-                if missing:
-                    go_left = missing_left[t, nd]
+                go_left = goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+                                    missing_bin)
                 nd = left[t, nd] if go_left else right[t, nd]
             out[i, t] = nd
 

@@ -9,7 +9,7 @@ import functools
 from dataclasses import dataclass
 from typing import Callable
 
-from . import reference
+from . import reference, treeshap
 from ._quantise import HostScale
 
 __all__ = ["Kernels", "FastPaths", "NO_FAST_PATHS", "NoSubtrees", "assemble", "declines"]
@@ -153,6 +153,11 @@ class Kernels:
     predict_raw : callable
         ``predict_raw(xp, batch, values, X, missing_bin, base)``: boosting's
         raw predictions; see :func:`gputrees.kernels.reference.predict_raw`.
+    tree_shap : callable
+        ``tree_shap(xp, batch, values, cover, X, missing_bin, *,
+        interactions=False)``: exact path-dependent SHAP values (or
+        interaction values) of every row for the sum of the batch's trees;
+        see :func:`gputrees.kernels.treeshap.tree_shap`.
     workspace : callable
         ``workspace()``: a context manager inside which this set's kernels may
         hand out their large outputs in buffers they reuse once the caller
@@ -186,6 +191,7 @@ class Kernels:
     round_end: Callable
     apply_trees: Callable
     predict_raw: Callable
+    tree_shap: Callable
     workspace: Callable
     fast: FastPaths
 
@@ -261,6 +267,7 @@ def assemble(name: str, build_histograms, apply_trees, *, fixed_point: bool = Fa
         best_splits=declines,
         sorted_splits=declines,
         round_end=reference.round_end,
+        tree_shap=treeshap.tree_shap,
         workspace=contextlib.nullcontext,
         fast=NO_FAST_PATHS,
     )

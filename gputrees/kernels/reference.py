@@ -479,44 +479,65 @@ def apply_trees(xp, batch, X, missing_bin: int):
     """
     n, n_features = X.shape
     n_trees, width = batch.left.shape
-    x_flat = xp.reshape(X, (-1,))
     left = xp.reshape(batch.left, (-1,))
     right = xp.reshape(batch.right, (-1,))
     feature = xp.reshape(batch.feature, (-1,))
-    threshold = xp.reshape(batch.threshold, (-1,))
-    miss_left = xp.reshape(batch.missing_left, (-1,))
-    any_cat = batch.cat_left.shape[-1] > 0
-    if any_cat:
-        n_bins = batch.cat_left.shape[-1]
-        is_cat = xp.reshape(batch.is_categorical, (-1,))
-        cat_left = xp.reshape(batch.cat_left, (-1,))
     offset = (xp.arange(n_trees, dtype=xp.int64) * width)[None, :]
-    row_base = (xp.arange(n, dtype=xp.int64) * n_features)[:, None]
     node = xp.zeros((n, n_trees), dtype=xp.int64)
     shape = (n, n_trees)
     for _ in range(batch.max_depth):
         flat = xp.reshape(node + offset, (-1,))
-        f = xp.reshape(xp.take(feature, flat), shape)
-        is_leaf = f < 0
-        x = xp.reshape(xp.take(x_flat, xp.reshape(row_base + xp.clip(f, 0, None), (-1,))), shape)
-        missing = xp.isnan(x)
-        go_left = x <= xp.reshape(xp.take(threshold, flat), shape)
-        if any_cat:
-            node_cat = xp.reshape(xp.take(is_cat, flat), shape)
-            # only categorical nodes read a code; other nodes index code 0
-            code = xp.where(
-                missing | ~node_cat, xp.asarray(float(missing_bin), dtype=x.dtype), x
-            )
-            code = xp.where(node_cat, xp.astype(code, xp.int64), xp.zeros_like(node))
-            cat = xp.reshape(xp.take(cat_left, flat * n_bins + xp.reshape(code, (-1,))), shape)
-            go_left = xp.where(node_cat, cat, go_left)
-            missing = missing | (node_cat & (code == missing_bin))
-        go_left = xp.where(missing, xp.reshape(xp.take(miss_left, flat), shape), go_left)
+        is_leaf = xp.reshape(xp.take(feature, flat), shape) < 0
+        go_left = goes_left(xp, batch, X, missing_bin, node + offset)
         nxt = xp.where(
             go_left, xp.reshape(xp.take(left, flat), shape), xp.reshape(xp.take(right, flat), shape)
         )
         node = xp.where(is_leaf, node, nxt)
     return node
+
+
+def goes_left(xp, batch, X, missing_bin: int, flat_node):
+    """Whether each row goes to the left child of a node, prediction's rule (array API standard only).
+
+    Numerical splits send ``x <= threshold`` left, categorical ones the codes
+    of ``cat_left``; missing values (and the missing bin's code) follow
+    ``missing_left``.
+
+    Parameters
+    ----------
+    batch : TreeBatch
+    X : array of shape (n_samples, n_features), float64
+        As :func:`apply_trees` takes it.
+    missing_bin : int
+    flat_node : array of shape (n_samples, m), int64
+        Node of each row, as ``tree * n_nodes + node`` (leaves give an
+        arbitrary answer).
+
+    Returns
+    -------
+    array of shape (n_samples, m), bool
+    """
+    n, n_features = X.shape
+    shape = tuple(flat_node.shape)
+    flat = xp.reshape(flat_node, (-1,))
+    x_flat = xp.reshape(X, (-1,))
+    f = xp.reshape(xp.take(xp.reshape(batch.feature, (-1,)), flat), shape)
+    row_base = (xp.arange(n, dtype=xp.int64) * n_features)[:, None]
+    x = xp.reshape(xp.take(x_flat, xp.reshape(row_base + xp.clip(f, 0, None), (-1,))), shape)
+    missing = xp.isnan(x)
+    go_left = x <= xp.reshape(xp.take(xp.reshape(batch.threshold, (-1,)), flat), shape)
+    if batch.cat_left.shape[-1] > 0:
+        n_bins = batch.cat_left.shape[-1]
+        node_cat = xp.reshape(xp.take(xp.reshape(batch.is_categorical, (-1,)), flat), shape)
+        # only categorical nodes read a code; other nodes index code 0
+        code = xp.where(
+            missing | ~node_cat, xp.asarray(float(missing_bin), dtype=x.dtype), x
+        )
+        code = xp.where(node_cat, xp.astype(code, xp.int64), xp.zeros_like(flat_node))
+        cat = xp.reshape(xp.take(xp.reshape(batch.cat_left, (-1,)), flat * n_bins + xp.reshape(code, (-1,))), shape)
+        go_left = xp.where(node_cat, cat, go_left)
+        missing = missing | (node_cat & (code == missing_bin))
+    return xp.where(missing, xp.reshape(xp.take(xp.reshape(batch.missing_left, (-1,)), flat), shape), go_left)
 
 
 def gather_node_values(xp, values, leaves):

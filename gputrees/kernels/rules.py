@@ -87,7 +87,7 @@ __all__ = [
     "newton_gain_at", "newton_bounded", "newton_proxy", "newton_improvement", "newton_accept",
     "impurity_improvement", "impurity_accept", "can_split", "has_rows", "tie_target", "random_bin", "random_pick",
     "split_threshold", "category_orderings", "category_key", "key_before", "mix64", "draw_bits", "uniform",
-    "child_key", "draw_features",
+    "child_key", "draw_features", "shap_extend", "shap_unwound_sum", "shap_unwind",
 ]
 
 
@@ -460,3 +460,49 @@ def draw_features(key, k, allowed, has_allowed, u, mask):
             break
         mask[best] = True
         u[best] = np.inf
+
+
+# -- TreeSHAP's path weights (Lundberg et al. 2018, Algorithm 2) ----------------------
+def shap_extend(pw, ud, z, o, inv):
+    """EXTEND: element ``ud`` (zero fraction ``z``, one fraction ``o`` in {0, 1}) joins the weights ``pw[:ud]``.
+
+    ``inv[m]`` is ``1 / m`` (multiplications, not divisions, in the loops).
+    """
+    pw[ud] = 0.0
+    r = inv[ud + 1]
+    for i in range(ud - 1, -1, -1):
+        pw[i + 1] += o * pw[i] * (i + 1) * r
+        pw[i] = z * pw[i] * (ud - i) * r
+
+
+def shap_unwound_sum(pw, ud, z, o, inv):
+    """UNWOUNDPATHSUM: the sum of the weights ``pw[:ud + 1]`` with an element (``z``, ``o``) taken out.
+
+    ``o`` is 0 or 1; with ``o`` 0, ``z`` must not be 0 (such an element contributes nothing: skip it).
+    """
+    total = 0.0
+    r = inv[ud + 1]
+    if o != 0.0:
+        nxt = pw[ud]
+        for i in range(ud - 1, -1, -1):
+            tmp = nxt * (ud + 1) * inv[i + 1]
+            total += tmp
+            nxt = pw[i] - tmp * z * (ud - i) * r
+        return total
+    for i in range(ud - 1, -1, -1):
+        total += pw[i] * (ud + 1) * inv[ud - i]
+    return total / z
+
+
+def shap_unwind(pw, ud, z, o, inv, out):
+    """UNWINDPATH into ``out[:ud]``: the weights with an element (``z``, ``o``; as :func:`shap_unwound_sum`)
+    taken out."""
+    r = inv[ud + 1]
+    if o != 0.0:
+        nxt = pw[ud]
+        for i in range(ud - 1, -1, -1):
+            out[i] = nxt * (ud + 1) * inv[i + 1]
+            nxt = pw[i] - out[i] * z * (ud - i) * r
+        return
+    for i in range(ud - 1, -1, -1):
+        out[i] = pw[i] * (ud + 1) * inv[ud - i] / z

@@ -6,8 +6,8 @@ vector adds), :mod:`.binning`, :mod:`.segments` (segmented scans),
 :mod:`.pairs` (the active pairs grouped by node: weights, runs, sums),
 :mod:`.histograms`, :mod:`.routing`, :mod:`.buffers` (reused outputs),
 :mod:`.scan` (the histogram split scan), :mod:`.sorted_scan` (the
-sort-based search of small nodes), :mod:`.predict`, :mod:`.loss` (a
-boosting round's end), and the whole-tree paths: :mod:`.grow` (one
+sort-based search of small nodes), :mod:`.predict`, :mod:`.treeshap` (SHAP
+values), :mod:`.loss` (a boosting round's end), and the whole-tree paths: :mod:`.grow` (one
 boosting tree in one call), :mod:`.subtree` (small nodes' subtrees),
 :mod:`.boost` (a fit's rounds in three calls each).
 
@@ -20,12 +20,12 @@ import functools
 
 from . import (
     binning, boost, buffers, grow, histograms, jit, loss, memory, pairs, predict, routing, scan, segments, sorted_scan,
-    subtree,
+    subtree, treeshap,
 )
 
 __all__ = [
     "make_kernels", "binning", "boost", "buffers", "grow", "histograms", "jit", "loss", "memory", "pairs", "predict",
-    "routing", "scan", "segments", "sorted_scan", "subtree",
+    "routing", "scan", "segments", "sorted_scan", "subtree", "treeshap",
 ]
 
 
@@ -63,6 +63,7 @@ def make_kernels(n_jobs: int | None):
         sorted_splits=on(sorted_scan.sorted_splits),
         round_end=on(loss.round_end),
         predict_raw=on(predict.predict_raw),
+        tree_shap=on(treeshap.tree_shap),
         workspace=buffers.workspace,
         fast=FastPaths(
             grow_tree=on(grow.grow_tree),

@@ -11,7 +11,7 @@ bottom level is pushed down as a chain of nodes that send every row left
 exactly ``depth`` steps with no leaf test and ends at bottom position
 ``h - (2**depth - 1)``, whose entry holds the original leaf's node id.
 
-A step is the padded walk's :func:`_step` for a
+A step is the padded walk's :func:`step` for a
 numerical node, ``x <= threshold``, or ``missing_left`` when ``x`` is NaN,
 done as one comparison: a block of 128 rows holding no NaN is read in place;
 a block holding one is copied with every row twice, NaN as -inf then NaN as
@@ -67,7 +67,7 @@ ROWS_PER_TREE_PASS = 1 << 15
 
 
 @numba.njit(inline="always")
-def _step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
+def step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
     """The node row ``i`` moves to from node ``nd`` of tree ``t`` (``nd`` itself at a leaf)."""
     # unchecked loads (_unchecked): the negative-index mapping of ``nd``
     # would lengthen every level's chain of dependent loads
@@ -106,7 +106,7 @@ def _padded_walk_block(X, i0, i1, t, nd, left, right, feature, threshold, missin
         moved = False
         for j in range(i1 - i0):
             cur = nd[j]
-            nxt = _step(X, i0 + j, t, cur, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+            nxt = step(X, i0 + j, t, cur, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
                         missing_bin)
             moved |= nxt != cur
             nd[j] = nxt
@@ -154,7 +154,7 @@ def _blocks_per_pass(batch) -> int:
     return 1 if node_bytes <= TREES_IN_CACHE_BYTES else max(1, ROWS_PER_TREE_PASS // ROWS_PER_BLOCK)
 
 
-def _tree_arrays(batch):
+def tree_arrays(batch):
     """The padded batch's arrays as the compiled walk takes them (cat_left (n_trees, 1, 0) when unused)."""
     n_trees = int(batch.left.shape[0])
     cat_left = np.ascontiguousarray(batch.cat_left, dtype=np.bool_)
@@ -174,7 +174,7 @@ def padded_apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
     work = int(X.shape[0]) * int(batch.left.shape[0]) * max(1, int(batch.max_depth))
     threads = threads_for(n_threads, work)
     with Threads(threads):
-        return _walk_trees(float_rows(X), *_tree_arrays(batch), int(missing_bin), np.empty((0, 0)),
+        return _walk_trees(float_rows(X), *tree_arrays(batch), int(missing_bin), np.empty((0, 0)),
                            np.empty((int(X.shape[0]), int(batch.left.shape[0])), dtype=np.int64), threads,
                            _blocks_per_pass(batch))
 
@@ -192,7 +192,7 @@ def padded_predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_thread
     threads = threads_for(n_threads, work)
     with Threads(threads):
         return _walk_trees(
-            float_rows(X), *_tree_arrays(batch), int(missing_bin), np.ascontiguousarray(values, dtype=np.float64),
+            float_rows(X), *tree_arrays(batch), int(missing_bin), np.ascontiguousarray(values, dtype=np.float64),
             np.array(base, dtype=np.float64, order="C"), threads, _blocks_per_pass(batch),
         )
 

@@ -11,7 +11,8 @@ the same kernels run on NumPy arrays: that is how CI checks them against
 the CPU.
 
 Modules: :mod:`.rules` (the rules of :mod:`gputrees.kernels.rules` made
-callable from CUDA kernels), :mod:`.tree` (the level step and its driver).
+callable from CUDA kernels), :mod:`.tree` (the level step and its driver),
+:mod:`.treeshap` (exact SHAP values, one thread per row and leaf path).
 """
 
 from __future__ import annotations
