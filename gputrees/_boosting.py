@@ -212,7 +212,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
     # -- fit ----------------------------------------------------------------
     @transactional_fit
     @chooses_kernels
-    def fit(self, X, y, sample_weight=None, eval_set=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None):
         """Boost trees.
 
         Parameters
@@ -224,8 +224,12 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         eval_set : list of (X_val, y_val) pairs, optional
             Validation sets scored after every round. Early stopping (when on)
             watches the last one instead of holding out ``validation_fraction``
-            of the training rows. Their rows count with weight 1 (no
-            per-row validation weights).
+            of the training rows.
+        eval_sample_weight : list of array-like of shape (n_val_samples,) or None, optional
+            One weight vector (or None: every row 1) per ``eval_set`` pair,
+            weighting its rows in the validation loss and metrics as
+            ``sample_weight`` weights the training rows (``class_weight`` is
+            not applied to them). A row of weight 2 counts as that row twice.
 
         Returns
         -------
@@ -264,7 +268,11 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         # validation rows
         val_sets = []
         if eval_set is not None:
-            val_sets = [self._validation_pair(xp, Xv, yv) for Xv, yv in self._check_eval_set(eval_set)]
+            pairs = self._check_eval_set(eval_set)
+            weights = self._check_eval_sample_weight(eval_sample_weight, len(pairs))
+            val_sets = [self._validation_pair(xp, Xv, yv, wv) for (Xv, yv), wv in zip(pairs, weights)]
+        elif eval_sample_weight is not None:
+            raise ValueError("eval_sample_weight is given without an eval_set")
         es = self._early_stopping_on(n)
         if es and not val_sets:
             train, held = holdout_split(n, self.validation_fraction, y_enc if self._is_classifier else None, seed)
@@ -364,7 +372,18 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                 raise ValueError("eval_set must be a list of (X_val, y_val) pairs")
         return eval_set
 
-    def _validation_pair(self, xp, Xv, yv):
+    @staticmethod
+    def _check_eval_sample_weight(eval_sample_weight, n_sets: int):
+        """``eval_sample_weight`` as a list of one weight vector (or None) per eval set."""
+        if eval_sample_weight is None:
+            return [None] * n_sets
+        if not isinstance(eval_sample_weight, (list, tuple)) or len(eval_sample_weight) != n_sets:
+            raise ValueError(
+                f"eval_sample_weight must be a list of one weight vector (or None) per eval_set pair ({n_sets})"
+            )
+        return list(eval_sample_weight)
+
+    def _validation_pair(self, xp, Xv, yv, wv=None):
         Xvd, _, _ = to_numeric_2d(Xv, xp, None, self._categories)
         if Xvd.shape[1] != self.n_features_in_:
             raise ValueError(f"eval_set X has {Xvd.shape[1]} features, X has {self.n_features_in_}")
@@ -372,7 +391,11 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         n = int(Xvd.shape[0])
         yv_host = y_to_host(yv, n, multi_output=False)
         yv_enc = self._encode_eval_y(yv_host)
-        return Xvd, _backend.from_numpy(xp, yv_enc), xp.ones(n, dtype=xp.float64)
+        try:
+            wv_host = sample_weight_to_host(wv, n)
+        except ValueError as exc:
+            raise ValueError(f"eval_sample_weight: {exc}") from None
+        return Xvd, _backend.from_numpy(xp, yv_enc), _backend.from_numpy(xp, wv_host)
 
     def _forest(self):
         """All rounds as one padded batch and its values (built at the end of fit)."""
