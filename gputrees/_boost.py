@@ -146,12 +146,16 @@ class BoostHistory:
     train_scores : list of float
         The negated training loss before any round, then after each.
     val_scores : list of lists of float
-        The same for each validation set.
+        The early-stopping score (greater is better: minus the loss by default) of each validation set, before
+        any round, then after each.
+    val_metrics : list of lists of tuples
+        Every metric's value (:class:`gputrees.metrics.EvalScoring`) of each validation set, at the same steps.
     """
 
     rounds: list
     train_scores: list
     val_scores: list
+    val_metrics: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,9 +195,10 @@ class EvalSet:
         self.xp, self.X, self.y, self.w, self.raw = xp, X, y, w, raw
         self.missing_bin, self.n_jobs = missing_bin, n_jobs
 
-    def score(self, loss):
-        """The negated loss of the current raw predictions (a 0-d array of the fit's namespace: not read)."""
-        return -loss.mean_loss(self.xp, self.raw, self.y, self.w)
+    def evaluate(self, scoring):
+        """Every metric's value on the current raw predictions (:meth:`gputrees.metrics.EvalScoring.evaluate`:
+        the built-in metrics' are 0-d arrays of the fit's namespace, not read)."""
+        return scoring.evaluate(self.xp, self.raw, self.y, self.w)
 
     def add(self, batch, values) -> None:
         """Add a round's trees (``values`` (K, n_nodes), learning rate included) to the raw predictions."""
@@ -202,7 +207,7 @@ class EvalSet:
 
 
 def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=None, snapshot=None,
-          early_stopping: EarlyStopping | None = None):
+          early_stopping: EarlyStopping | None = None, scoring=None):
     """Run a fit's rounds from ``len(history.rounds)`` to ``plan.n_rounds``.
 
     Parameters
@@ -217,13 +222,16 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
     history : BoostHistory
         Appended to: each round and its scores.
     evals : sequence of EvalSet
-        Scored after every round (``history.val_scores``, one list each).
+        Scored after every round with ``scoring`` (``history.val_metrics`` and
+        ``history.val_scores``, one list each).
     monitor : gputrees._progress.Monitor or None
         Progress display and callbacks; a callback returning True ends the fit.
     snapshot : callable or None
         ``snapshot(n_rounds)``: the model of the first rounds (a callback's ``model``).
     early_stopping : EarlyStopping or None
         Watches the last validation set's scores.
+    scoring : gputrees.metrics.EvalScoring or None
+        The validation metrics (needed with ``evals``).
 
     Returns
     -------
@@ -239,9 +247,10 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
             batch, values, train_loss = rows.round(it, round_rng, inbag, tree_features)
             history.rounds.append(Round(batch=batch, values=values))
             history.train_scores.append(-train_loss)
-            for ev, scores in zip(evals, history.val_scores):
+            for ev, scores, metrics in zip(evals, history.val_scores, history.val_metrics):
                 ev.add(batch, values)
-                scores.append(ev.score(loss))
+                metrics.append(ev.evaluate(scoring))
+                scores.append(scoring.score(metrics[-1]))
             if monitor is not None:
                 n = len(history.rounds)
                 model = functools.partial(snapshot, n) if snapshot is not None else None

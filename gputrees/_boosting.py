@@ -47,6 +47,7 @@ from ._validation import (
     y_to_host,
 )
 from ._kernel_choice import chooses_kernels
+from .metrics import EvalScoring, resolve_metrics
 from .kernels import reference
 from .kernels.reference import gather_node_values
 from .kernels import get_kernels
@@ -150,6 +151,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
         "n_jobs": [numbers.Integral, None],
         "quantised_gradients": [StrOptions({"auto"}), "boolean"],
+        "eval_metric": [str, callable, list, tuple, None],
     }
     _is_classifier = False
 
@@ -264,6 +266,15 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         seed = int(rng.integers(0, 2**31 - 1))
         if not warm:
             self._categories = categories
+        scoring = EvalScoring(
+            resolve_metrics(self.eval_metric, classifier=self._is_classifier, loss=loss,
+                            alpha=getattr(self, "alpha", 0.9)),
+            self._metric_prediction,
+        )
+        if warm and scoring.names != self._eval_metric_names:
+            raise ValueError(
+                f"eval_metric {scoring.names} differs from the first fit's {self._eval_metric_names} (warm_start)"
+            )
 
         # validation rows
         val_sets = []
@@ -302,6 +313,8 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             self.train_score_ = []
             self.validation_score_ = []
             self._eval_scores = []
+            self._eval_metrics = []
+        self._eval_metric_names = scoring.names
         codes = bin_mapper.transform(xp, Xd, kernels)
         k = loss.n_trees_per_round
         raw = self._raw_binned(xp, bin_mapper.encode_for_predict(xp, Xd), n)
@@ -311,11 +324,13 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             for Xvp in (bin_mapper.encode_for_predict(xp, Xv),)
         ]
         history = BoostHistory(list(self._rounds), list(self.train_score_) if warm else [],
-                               [list(v) for v in self._eval_scores] if warm else [[] for _ in evals])
+                               [list(v) for v in self._eval_scores] if warm else [[] for _ in evals],
+                               [[tuple(r) for r in v] for v in self._eval_metrics] if warm else [[] for _ in evals])
         if not warm:
             history.train_scores.append(-loss.mean_loss(xp, raw, y_dev, w_dev))
-            for ev, scores in zip(evals, history.val_scores):
-                scores.append(ev.score(loss))
+            for ev, scores, metrics in zip(evals, history.val_scores, history.val_metrics):
+                metrics.append(ev.evaluate(scoring))
+                scores.append(scoring.score(metrics[-1]))
         plan = BoostPlan(
             n_rounds=self.n_estimators, seed=seed, n_rows=n,
             n_sub=max(1, int(self.subsample * n)) if self.subsample < 1.0 else n,
@@ -332,10 +347,19 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             monitor=Monitor(self, self.n_estimators, len(self._rounds), "round"),
             snapshot=functools.partial(self._snapshot, xp, k, history),
             early_stopping=EarlyStopping(self.n_iter_no_change, self.tol, int(self.verbose)) if es else None,
+            scoring=scoring,
         )
-        return self._finish(xp, k, history.rounds, history.train_scores, history.val_scores, stopped_at)
+        return self._finish(xp, k, history.rounds, history.train_scores, history.val_scores, stopped_at,
+                            history.val_metrics)
 
-    def _finish(self, xp, k, rounds, train_scores, val_scores, stopped_at=None):
+    def _metric_prediction(self, xp, raw):
+        """What the eval metrics take of raw predictions (n, K): see :mod:`gputrees.metrics`."""
+        if self._is_classifier:
+            proba = self._proba(xp, raw)
+            return proba[:, 1] if self.n_classes_ == 2 else proba
+        return self._link(xp, raw)
+
+    def _finish(self, xp, k, rounds, train_scores, val_scores, stopped_at=None, val_metrics=()):
         """Set the fitted attributes from the rounds of a fit (K trees each) and their scores; returns self.
 
         The first host reads of a fit whose rounds read nothing (the GPU's): the
@@ -346,6 +370,14 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         self.train_score_ = _host_scores(train_scores)
         self._eval_scores = [_host_scores(s) for s in val_scores]
         self.validation_score_ = self._eval_scores[-1] if val_scores else np.zeros(0, dtype=np.float64)
+        self._eval_metrics = [
+            np.asarray([[float(v) for v in step] for step in steps], dtype=np.float64) for steps in val_metrics
+        ]
+        # XGBoost's layout: each set's metrics after every round (the baseline's values left out)
+        self.evals_result_ = {
+            f"validation_{i}": {name: values[1:, j].tolist() for j, name in enumerate(self._eval_metric_names)}
+            for i, values in enumerate(self._eval_metrics)
+        }
         self.best_iteration_ = None
         if val_scores:
             # best round (0-based) by the last validation set, ignoring the baseline
@@ -361,8 +393,10 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         """A fitted shallow copy holding the first ``n_rounds`` of a fit's growing history (``IterationEnv.model``)."""
         later = len(history.rounds) - n_rounds  # rounds (and scores) appended after this snapshot was taken
         scores = [v[: len(v) - later] for v in history.val_scores]
+        metrics = [v[: len(v) - later] for v in history.val_metrics]
         return copy.copy(self)._finish(xp, k, history.rounds[:n_rounds],
-                                       history.train_scores[: len(history.train_scores) - later], scores)
+                                       history.train_scores[: len(history.train_scores) - later], scores,
+                                       val_metrics=metrics)
 
     def _check_eval_set(self, eval_set):
         if not isinstance(eval_set, (list, tuple)) or not eval_set:
@@ -576,6 +610,13 @@ _PARAMS_DOC = """
         (as XGBoost, LightGBM and HistGradientBoosting), -2 = all but one,
         k > 0 = k. The fitted model does not depend on it. Ignored on the GPU
         and by the NumPy fallback kernels (``GPUTREES_KERNELS``).
+    eval_metric : str, callable or list of them, default=None
+        The validation sets' metrics, recorded every round in
+        ``evals_result_``; early stopping watches the last one on the last
+        set (``validation_score_`` is its score, greater is better). None:
+        the fit's loss ("loss"). Names, callables and how a callable says
+        greater-is-better (:func:`gputrees.metrics.make_metric`): see
+        :mod:`gputrees.metrics`.
     quantised_gradients : "auto" or bool, default="auto"
         Round each round's gradients and hessians (and the row counts) to
         fixed point, one power-of-two scale per channel chosen from the
@@ -597,7 +638,14 @@ _PARAMS_DOC = """
         Minus the training loss before the first round and after each round
         (scikit-learn's convention: higher is better).
     validation_score_ : ndarray of shape (n_rounds_fitted + 1,)
-        The same on the last validation set (empty without one).
+        The early-stopping score on the last validation set (empty without
+        one): minus the loss, or the last ``eval_metric``'s value (negated
+        where lower is better).
+    evals_result_ : dict
+        ``{"validation_0": {metric name: [value after round 1, ...]}, ...}``:
+        every ``eval_metric`` on every validation set (``eval_set`` in
+        order, or the rows held out for early stopping), as XGBoost's
+        ``evals_result()``; empty without validation rows.
     best_iteration_ : int or None
         0-based round of the best validation score.
     feature_importances_ : ndarray of shape (n_features_in_,)
@@ -666,6 +714,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         n_jobs=None,
         callbacks=None,
         quantised_gradients="auto",
+        eval_metric=None,
     ):
         _set_params(self, locals())
 
@@ -828,6 +877,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         n_jobs=None,
         callbacks=None,
         quantised_gradients="auto",
+        eval_metric=None,
     ):
         _set_params(self, locals())
 
