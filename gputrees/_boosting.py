@@ -31,7 +31,7 @@ from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, LocalRounds, boost
 from ._criteria import Newton
 from ._records import DEFAULT_MEMORY_LIMIT, GrowerParams, Round, TreeBatch
-from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
+from ._loss import REGRESSION_LOSSES, BinaryLogLoss, CallableLoss, MultinomialLogLoss, make_regression_loss
 from ._predictor import apply_trees
 from ._progress import Monitor
 from ._state import transactional_fit
@@ -152,6 +152,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         "n_jobs": [numbers.Integral, None],
         "quantised_gradients": [StrOptions({"auto"}), "boolean"],
         "eval_metric": [str, callable, list, tuple, None],
+        "baseline": ["array-like", numbers.Real, None],
     }
     _is_classifier = False
 
@@ -260,7 +261,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         sw = sample_weight_to_host(sample_weight, n)
         y_enc, sw = self._encode_y(y_host, sw, fit=not warm)
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
-        loss = self._make_loss(kernels)
+        loss = self._make_loss(kernels, len(self._rounds) if warm else 0)
         mono = self._monotonic(n_features, is_cat, getattr(self, "feature_names_in_", None))
         rng = _backend.host_rng(self.random_state)
         seed = int(rng.integers(0, 2**31 - 1))
@@ -271,6 +272,10 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
                             alpha=getattr(self, "alpha", 0.9)),
             self._metric_prediction,
         )
+        if not loss.has_value:
+            # a callable loss has no value: its training score is the stopping metric's on the training rows
+            train_scoring = EvalScoring(scoring.metrics[-1:], self._metric_prediction)
+            loss.value = lambda xp_, raw_, y_, w_: -train_scoring.score(train_scoring.evaluate(xp_, raw_, y_, w_))
         if warm and scoring.names != self._eval_metric_names:
             raise ValueError(
                 f"eval_metric {scoring.names} differs from the first fit's {self._eval_metric_names} (warm_start)"
@@ -308,7 +313,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins, kernels)
             self._bin_mapper = bin_mapper
             self.is_categorical_ = np.asarray(is_cat, dtype=bool)
-            self._baseline = loss.baseline(xp, kernels, y_dev, w_dev)
+            self._baseline = self._initial_raw(xp, kernels, loss, y_dev, w_dev)
             self._rounds = []
             self.train_score_ = []
             self.validation_score_ = []
@@ -351,6 +356,20 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         )
         return self._finish(xp, k, history.rounds, history.train_scores, history.val_scores, stopped_at,
                             history.val_metrics)
+
+    def _initial_raw(self, xp, kernels, loss, y, w):
+        """The raw prediction (K,) before the first round: ``baseline``, else the loss's best constant."""
+        k = loss.n_trees_per_round
+        if self.baseline is None:
+            return loss.baseline(xp, kernels, y, w)
+        b = np.asarray(_backend.to_numpy(self.baseline) if _backend.is_array_api_array(self.baseline)
+                       else self.baseline, dtype=np.float64)
+        if b.ndim == 0:
+            b = np.full(k, float(b))
+        if b.shape != (k,) or not np.all(np.isfinite(b)):
+            raise ValueError(f"baseline must be a finite number or {k} finite numbers (one per output), "
+                             f"got shape {b.shape}")
+        return _backend.from_numpy(xp, b)
 
     def _metric_prediction(self, xp, raw):
         """What the eval metrics take of raw predictions (n, K): see :mod:`gputrees.metrics`."""
@@ -610,6 +629,11 @@ _PARAMS_DOC = """
         (as XGBoost, LightGBM and HistGradientBoosting), -2 = all but one,
         k > 0 = k. The fitted model does not depend on it. Ignored on the GPU
         and by the NumPy fallback kernels (``GPUTREES_KERNELS``).
+    baseline : float, array-like of shape (n_trees_per_iteration_,) or None, default=None
+        The raw prediction before the first round (XGBoost's ``base_score``
+        on the raw scale: log-odds for a classifier, the log of the mean for
+        Poisson and gamma). None: the loss's best constant (for a callable
+        ``loss``, its weighted minimiser found by Newton steps from zero).
     eval_metric : str, callable or list of them, default=None
         The validation sets' metrics, recorded every round in
         ``evals_result_``; early stopping watches the last one on the last
@@ -665,7 +689,14 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
 
     Parameters
     ----------
-    loss : {"log_loss"}, default="log_loss"
+    loss : "log_loss" or callable, default="log_loss"
+        A callable is a custom objective ``loss(y_true, raw_prediction,
+        sample_weight) -> (gradient, hessian)`` on the raw scores (log-odds
+        of class 1 with two classes, shape (n,); K logits otherwise, shape
+        (n, K)), ``y_true`` the class indices 0 .. K-1 as float64; the
+        returned arrays are weighted by ``sample_weight`` and have the raw
+        scores' shape (see :class:`gputrees._loss.CallableLoss`). The
+        probabilities stay the sigmoid / softmax of the raw scores.
     """
         + _PARAMS_DOC.replace(
             "    Attributes\n",
@@ -678,7 +709,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     )
     _parameter_constraints = {
         **_BaseGradientBoosting._parameter_constraints,
-        "loss": [StrOptions({"log_loss"})],
+        "loss": [StrOptions({"log_loss"}), callable],
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
     _is_classifier = True
@@ -715,6 +746,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         callbacks=None,
         quantised_gradients="auto",
         eval_metric=None,
+        baseline=None,
     ):
         _set_params(self, locals())
 
@@ -745,7 +777,9 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
             raise ValueError(f"eval_set y has labels {bad} not in the training classes {classes.tolist()}")
         return pos.astype(np.float64)
 
-    def _make_loss(self, kernels):
+    def _make_loss(self, kernels, first_round=0):
+        if callable(self.loss):
+            return CallableLoss(self.loss, 1 if self.n_classes_ == 2 else self.n_classes_, first_round)
         if self.n_classes_ == 2:
             return BinaryLogLoss()
         return MultinomialLogLoss(self.n_classes_)
@@ -830,11 +864,18 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
 
     Parameters
     ----------
-    loss : {"squared_error", "absolute_error", "huber", "quantile", "poisson", "gamma"}, default="squared_error"
+    loss : {"squared_error", "absolute_error", "huber", "quantile", "poisson", "gamma"} or callable, \
+default="squared_error"
         Half squared error; absolute error and quantile (leaves re-estimated as
         the median / ``alpha``-quantile of their residuals); Huber (``delta``
         the ``alpha``-quantile of the absolute residuals each round); Poisson
         and gamma deviances with a log link (y >= 0 with a positive sum, y > 0).
+        A callable is a custom objective ``loss(y_true, raw_prediction,
+        sample_weight) -> (gradient, hessian)``, arrays of shape (n,) in the
+        fit's namespace (CuPy on the GPU), the returned ones multiplied by
+        ``sample_weight``; ``predict`` returns the raw prediction (identity
+        link). Leaves are Newton's ``-G / (H + l2)``. See
+        :class:`gputrees._loss.CallableLoss` for the checks.
     alpha : float, default=0.9
         Quantile level of ``"quantile"``, and of ``delta`` for ``"huber"``.
     """
@@ -842,7 +883,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
     )
     _parameter_constraints = {
         **_BaseGradientBoosting._parameter_constraints,
-        "loss": [StrOptions(set(REGRESSION_LOSSES))],
+        "loss": [StrOptions(set(REGRESSION_LOSSES)), callable],
         "alpha": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
     }
 
@@ -878,6 +919,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         callbacks=None,
         quantised_gradients="auto",
         eval_metric=None,
+        baseline=None,
     ):
         _set_params(self, locals())
 
@@ -893,7 +935,9 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
     def _encode_eval_y(self, y):
         return regression_target(y)
 
-    def _make_loss(self, kernels):
+    def _make_loss(self, kernels, first_round=0):
+        if callable(self.loss):
+            return CallableLoss(self.loss, 1, first_round)
         return make_regression_loss(self.loss, self.alpha, kernels)
 
     def _link(self, xp, raw):

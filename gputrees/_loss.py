@@ -98,6 +98,8 @@ class Loss:
     name = ""
     #: leaves are re-estimated from residuals after growth
     needs_leaf_update = False
+    #: whether ``mean_loss`` is the loss's own value (a callable loss's is the fit's metric, see CallableLoss)
+    has_value = True
     n_trees_per_round = 1
     #: the code of a compiled round end (:func:`gputrees._records.loss_code`), set by the classes that have one
     code = None
@@ -328,6 +330,96 @@ class MultinomialLogLoss(Loss):
         m = xp.max(raw, axis=1, keepdims=True)
         lse = xp.log(xp.sum(xp.exp(raw - m), axis=1)) + m[:, 0]
         return lse - xp.sum(raw * self._onehot(xp, y), axis=1)
+
+
+#: Newton steps at most, and their relative tolerance, of a callable loss's baseline
+BASELINE_NEWTON_STEPS = 100
+BASELINE_TOL = 1e-12
+
+
+class CallableLoss(Loss):
+    """A user's objective ``func(y_true, raw_prediction, sample_weight) -> (gradient, hessian)``.
+
+    ``func`` gets the arrays of the fit's namespace (NumPy, or CuPy on the
+    GPU): the encoded targets (a classifier's class indices, float64), the
+    raw predictions -- shape (n,) with one output (regression, binary
+    log-odds), (n, K) with K (multi-class logits) -- and the rows' weights;
+    it returns the gradient and hessian of its loss at the raw predictions,
+    already multiplied by ``sample_weight`` (as the built-in losses' are),
+    each of the raw predictions' shape. It must not modify its arguments.
+    Every call is checked: a wrong shape, a NaN or infinity, or a negative
+    hessian is a ValueError naming the round.
+
+    It has no compiled round end (no ``code``), so its fits take the generic
+    round path. It has no value either: ``mean_loss`` is what the fit sets
+    in ``value`` (its early-stopping metric on the rows, lower is better).
+
+    Parameters
+    ----------
+    func : callable
+    n_trees : int
+        Outputs (trees a round): 1, or K for multi-class classification.
+    first_round : int
+        The round the fit's first ``gradients`` call is for (rounds already fitted with ``warm_start``).
+    """
+
+    name = "custom"
+    has_value = False
+
+    def __init__(self, func, n_trees: int = 1, first_round: int = 0):
+        self.func = func
+        self.n_trees_per_round = int(n_trees)
+        self.next_round = int(first_round)
+        #: ``value(xp, raw, y, w)``: a lower-is-better number of the rows, set by the fit
+        self.value = None
+
+    def _call(self, xp, raw, y, w, where: str):
+        arg = raw[:, 0] if self.n_trees_per_round == 1 else raw
+        out = self.func(y, arg, w)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise ValueError(f"the loss callable must return (gradient, hessian); it returned {type(out).__name__} "
+                             f"{where}")
+        g, h = (xp.asarray(a, dtype=xp.float64) for a in out)
+        for label, a in (("gradient", g), ("hessian", h)):
+            if tuple(a.shape) != tuple(arg.shape):
+                raise ValueError(f"the loss callable's {label} has shape {tuple(a.shape)}, expected "
+                                 f"{tuple(arg.shape)} (the raw prediction's) {where}")
+            if not bool(xp.all(xp.isfinite(a))):
+                raise ValueError(f"the loss callable's {label} has NaN or infinite values {where}")
+        if bool(xp.any(h < 0)):
+            raise ValueError(f"the loss callable's hessian has negative values {where}")
+        k = self.n_trees_per_round
+        return xp.reshape(g, (-1, k)), xp.reshape(h, (-1, k))
+
+    def gradients(self, xp, raw, y, w):
+        it = self.next_round
+        self.next_round += 1
+        return self._call(xp, raw, y, w, f"for boosting round {it} (0-based)")
+
+    def baseline(self, xp, kernels, y, w):
+        """The weighted minimiser of the loss over constants: Newton steps ``-sum(g) / sum(h)`` from zero, per
+        output, until the next step is below ``BASELINE_TOL`` relative (at most ``BASELINE_NEWTON_STEPS``)."""
+        k = self.n_trees_per_round
+        b = xp.zeros(k, dtype=xp.float64)
+        n = int(y.shape[0])
+        for step in range(BASELINE_NEWTON_STEPS):
+            raw = xp.broadcast_to(b[None, :], (n, k))
+            g, h = self._call(xp, raw, y, w, f"while finding the baseline (Newton step {step} from zero)")
+            hs = xp.sum(h, axis=0)
+            if not bool(xp.all(hs > 0)):
+                raise ValueError("the loss callable's hessian sums to 0 at the baseline: pass baseline= to the "
+                                 "estimator")
+            delta = -xp.sum(g, axis=0) / hs
+            # converged at b: a step within the tolerance is rounding (kept out, so that a quadratic loss
+            # ends exactly on its first step's weighted mean)
+            if step > 0 and bool(xp.all(xp.abs(delta) <= BASELINE_TOL * (1.0 + xp.abs(b)))):
+                return b
+            b = b + delta
+        raise ValueError(f"the baseline's Newton steps did not converge in {BASELINE_NEWTON_STEPS} steps: pass "
+                         "baseline= to the estimator")
+
+    def mean_loss(self, xp, raw, y, w):
+        return self.value(xp, raw, y, w)
 
 
 def make_regression_loss(name: str, alpha: float, kernels) -> Loss:

@@ -44,6 +44,10 @@ class _DaskBoosting(DaskEstimator):
             raise ValueError(f"{name} does not support categorical_features yet: encode them as numbers")
         if getattr(self, "class_weight", None) is not None:
             raise ValueError(f"{name} does not support class_weight: pass sample_weight instead")
+        if callable(self.loss):
+            raise ValueError(f"{name} does not take a callable loss yet: use a named loss")
+        if self.baseline is not None:
+            raise ValueError(f"{name} does not take baseline yet: leave it None")
         if self.eval_metric is not None:
             raise ValueError(f"{name} has no validation sets to score with eval_metric: leave it None")
         if getattr(self, "quantised_gradients", "auto") is True:
