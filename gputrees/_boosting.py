@@ -43,10 +43,12 @@ from ._validation import (
     regression_target,
     resolve_max_features,
     sample_weight_to_host,
+    take_rows,
     to_numeric_2d,
     y_to_host,
 )
 from ._kernel_choice import chooses_kernels
+from ._sparse import dense_blocks, is_sparse
 from .metrics import EvalScoring, resolve_metrics
 from .kernels import reference
 from .kernels.reference import gather_node_values
@@ -294,12 +296,12 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
             train, held = holdout_split(n, self.validation_fraction, y_enc if self._is_classifier else None, seed)
             val_sets = [
                 (
-                    xp.take(Xd, _backend.from_numpy(xp, held), axis=0),
+                    take_rows(xp, Xd, held),
                     _backend.from_numpy(xp, y_enc[held]),
                     _backend.from_numpy(xp, sw[held]),
                 )
             ]
-            Xd = xp.take(Xd, _backend.from_numpy(xp, train), axis=0)
+            Xd = take_rows(xp, Xd, train)
             y_enc, sw = y_enc[train], sw[train]
         if not np.any(sw > 0):
             raise ValueError("every training row has sample_weight 0")
@@ -465,10 +467,13 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
         # rounds added in training's order, so that the sums are bit-identical
         # to the raw predictions of the fit (warm_start)
         predict = kernels.predict_raw
+        missing = self._bin_mapper.missing_bin
+        if is_sparse(Xp):  # walked in dense blocks of rows (gputrees._sparse)
+            parts = [predict(xp, batch, values, block, missing, base[s:e, :]) for s, e, block in dense_blocks(Xp)]
+            return xp.concat(parts, axis=0)
         step = max(1, PREDICT_CHUNK // n_trees)
         parts = [
-            predict(xp, batch, values, Xp[s : min(n, s + step), :], self._bin_mapper.missing_bin,
-                    base[s : min(n, s + step), :])
+            predict(xp, batch, values, Xp[s : min(n, s + step), :], missing, base[s : min(n, s + step), :])
             for s in range(0, n, step)
         ]  # fmt: skip
         if not parts:
@@ -555,6 +560,7 @@ class _BaseGradientBoosting(ModelFileMixin, XGBoostExportMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True  # scipy.sparse X, see gputrees._sparse
         return tags
 
 
