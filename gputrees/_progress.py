@@ -197,9 +197,18 @@ class Monitor:
 
 
 def _losses(env: IterationEnv) -> str:
+    # scores other than minus the fit's loss (an eval_metric, a callable loss's training score) are shown as
+    # the greater-is-better scores they are
+    est = env.estimator
     parts = []
     if env.train_score is not None:
-        parts.append(f"train loss {-env.train_score:.6g}")
+        if callable(getattr(est, "loss", None)):
+            parts.append(f"train score {env.train_score:.6g}")
+        else:
+            parts.append(f"train loss {-env.train_score:.6g}")
     if env.validation_score is not None:
-        parts.append(f"valid loss {-env.validation_score:.6g}")
+        if getattr(est, "_eval_metric_names", ["loss"])[-1] != "loss":
+            parts.append(f"valid score {env.validation_score:.6g}")
+        else:
+            parts.append(f"valid loss {-env.validation_score:.6g}")
     return ", ".join(parts)

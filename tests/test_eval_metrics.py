@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 from sklearn import metrics as skm
 from sklearn.datasets import load_breast_cancer, load_iris
 
 from gputrees import GradientBoostingClassifier, GradientBoostingRegressor
+from gputrees._progress import _losses as _progress_line
 from gputrees.metrics import builtin_metric, make_metric
 
 
@@ -138,3 +141,17 @@ def test_warm_start_keeps_metric_history_and_refuses_a_new_metric():
     assert len(m.evals_result_["validation_0"]["auc"]) == 5
     with pytest.raises(ValueError, match="differs from the first fit"):
         m.set_params(n_estimators=6, eval_metric="logloss").fit(X, y, eval_set=[(X, y)])
+
+
+
+def test_progress_names_scores_and_losses():
+    from gputrees.callbacks import Logger
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for kw, train, valid in (({}, "train loss", "valid loss"), ({"eval_metric": "auc"}, "train loss", "valid score"),
+                             ({"loss": lambda y, r, w: (r - y, w)}, "train score", "valid score")):
+        log = Logger(stream=io.StringIO())
+        GradientBoostingClassifier(n_estimators=2, early_stopping=False, callbacks=[log], **kw).fit(
+            X, y, eval_set=[(X, y)])
+        line = _progress_line(log.history[-1])
+        assert train in line and valid in line, line
