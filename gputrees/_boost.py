@@ -274,6 +274,19 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
     return stopped_at
 
 
+#: Codes compared at once by :func:`_has_code` (the comparison's bool array: 16 MiB)
+CODE_CHECK_BLOCK = 1 << 24
+
+
+def _has_code(xp, codes, code: int) -> bool:
+    """Whether any entry of ``codes`` (n, F) is ``code``, compared in blocks of rows (the bool array of the
+    whole comparison would be as large as the codes)."""
+    n, f = int(codes.shape[0]), int(codes.shape[1])
+    step = max(1, CODE_CHECK_BLOCK // max(1, f))
+    # (stops within the axis: the array API leaves slices past the end unspecified)
+    return any(bool(xp.any(codes[s : min(n, s + step), :] == code)) for s in range(0, n, step))
+
+
 class LocalRounds:
     """The training rows of a fit on this machine, and how a round grows its trees over them.
 
@@ -320,7 +333,7 @@ class LocalRounds:
         self.codes_by_feature = kernels.feature_major(xp, codes)
         # two-channel histograms ([G, H], see gputrees._grower.Grower) where no
         # training value is missing; quantised kernels scale every channel
-        self.count_free = not quantised and not bool(xp.any(codes == bin_mapper.missing_bin))
+        self.count_free = not quantised and not _has_code(xp, codes, bin_mapper.missing_bin)
         self.table = None  # the channel table, written over every round (round_channels)
         self.table_sums = None  # its column sums, where the round end made them
         self.ahead = False  # whether ``table`` holds the channels of ``raw``
