@@ -85,6 +85,37 @@ def test_booster_equals_single_machine(client, data, target):
     assert most <= 2 * k * 2 ** 3 * F * dm._bin_mapper.n_bins * 3 * 8
 
 
+@pytest.mark.parametrize("eval_kind", ["numpy", "dask"])
+def test_booster_early_stopping_on_eval_sets_equals_single_machine(client, data, eval_kind):
+    X, _, _, y, w = data
+    Xt, yt, Xv, yv, wv = X[:1800], y[:1800], X[1800:], y[1800:], w[1800:]
+    kw = dict(n_estimators=60, max_depth=4, learning_rate=0.5, random_state=0, early_stopping=True,
+              n_iter_no_change=3, tol=0.0, eval_metric=["mae", "rmse"])
+    conv = _dask if eval_kind == "dask" else (lambda a: a)
+    dm = DaskGradientBoostingRegressor(**kw).fit(_dask(Xt), _dask(yt), eval_set=[(conv(Xv), conv(yv))],
+                                                 eval_sample_weight=[conv(wv)])
+    lm = gputrees.GradientBoostingRegressor(**kw).fit(Xt, yt, eval_set=[(Xv, yv)], eval_sample_weight=[wv])
+    assert lm.n_iter_ < 59  # it did stop early
+    assert dm.n_iter_ == lm.n_iter_ and dm.best_iteration_ == lm.best_iteration_
+    _same_trees(dm, lm)
+    np.testing.assert_allclose(dm.validation_score_, lm.validation_score_, rtol=1e-10)
+    for name in ("mae", "rmse"):
+        np.testing.assert_allclose(dm.evals_result_["validation_0"][name], lm.evals_result_["validation_0"][name],
+                                   rtol=1e-10)
+
+
+@pytest.mark.parametrize("class_weight", ["balanced", {0: 1.0, 1: 3.0, 2: 0.5, 3: 2.0}])
+def test_booster_class_weight_equals_single_machine(client, data, class_weight):
+    X, _, y, _, w = data
+    kw = dict(n_estimators=4, max_depth=3, random_state=0, early_stopping=False, class_weight=class_weight)
+    dm = DaskGradientBoostingClassifier(**kw).fit(_dask(X), _dask(y), sample_weight=_dask(w))
+    lm = gputrees.GradientBoostingClassifier(**kw).fit(X, y, sample_weight=w)
+    _same_trees(dm, lm)
+    np.testing.assert_allclose(dm.train_score_, lm.train_score_, rtol=1e-10)
+    plain = gputrees.GradientBoostingClassifier(**{**kw, "class_weight": None}).fit(X, y, sample_weight=w)
+    assert not np.allclose(plain.predict_proba(X), lm.predict_proba(X))  # the weights mattered
+
+
 def test_regressor_equals_single_machine_and_predicts_on_dataframes(client, data):
     X, _, _, y, _ = data
     kw = dict(n_estimators=5, max_depth=3, random_state=0, early_stopping=False, max_features=0.6)
@@ -174,8 +205,10 @@ def test_bad_input_gets_clear_errors(client, data):
     X, y, _, _, _ = data
     with pytest.raises(TypeError, match="dask array or dask dataframe"):
         DaskGradientBoostingClassifier().fit(X, y)
-    with pytest.raises(ValueError, match="early stopping"):
+    with pytest.raises(ValueError, match="stops early only on an eval_set"):
         DaskGradientBoostingClassifier(early_stopping=True).fit(_dask(X), _dask(y))
+    with pytest.raises(ValueError, match="eval_sample_weight is given without an eval_set"):
+        DaskGradientBoostingClassifier().fit(_dask(X), _dask(y), eval_sample_weight=[None])
     with pytest.raises(ValueError, match="row quantiles"):
         DaskGradientBoostingRegressor(loss="huber").fit(_dask(X), _dask(y.astype(float)))
     with pytest.raises(ValueError, match="distribution must be one of"):
@@ -215,14 +248,17 @@ class _KillWorker:
         return False
 
 
-def test_worker_lost_mid_fit_raises_and_keeps_no_model(data):
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_worker_lost_mid_fit_raises_and_keeps_no_model(data, early_stopping):
     X, y, _, _, _ = data
     with _cluster() as cluster, distributed.Client(cluster) as c:
         pids = c.run(os.getpid)
         victim = sorted(pids)[0]
-        est = DaskGradientBoostingClassifier(n_estimators=50, max_depth=3, callbacks=[_KillWorker(pids[victim])])
+        est = DaskGradientBoostingClassifier(n_estimators=50, max_depth=3, callbacks=[_KillWorker(pids[victim])],
+                                             early_stopping=early_stopping)
+        fit_kw = {"eval_set": [(X[:300], y[:300])]} if early_stopping else {}
         with pytest.raises(WorkerLostError, match="was lost during the fit"):
-            est.fit(_dask(X), _dask(y))
+            est.fit(_dask(X), _dask(y), **fit_kw)
         assert not hasattr(est, "_rounds")  # no partial model
         with pytest.raises(Exception, match="not fitted"):
             est.predict(X)

@@ -6,17 +6,20 @@ import contextlib
 import functools
 
 import numpy as np
+from sklearn.utils.class_weight import compute_class_weight
 
 from .. import _backend
-from .._boost import BoostHistory, BoostPlan, boost, leaf_values
+from .._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, boost, leaf_values
 from .._boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from .._criteria import Newton
 from .._grower import grow
 from .._records import GrowerInputs
 from .._progress import Monitor
+from .._state import transactional_fit
 from ..kernels import get_kernels
+from ..metrics import EvalScoring, resolve_metrics
 from ._cluster import DaskRows
-from ._common import DaskEstimator, dask_signature, fit_bins
+from ._common import DaskEstimator, dask_signature, fit_bins, to_local
 
 
 class _DaskBoosting(DaskEstimator):
@@ -31,29 +34,50 @@ class _DaskBoosting(DaskEstimator):
 
     _fitted_attr = "_rounds"
 
-    def _check_dask_params(self):
+    @transactional_fit
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None):
+        """Boost on the workers holding ``X``.
+
+        Parameters
+        ----------
+        X : dask array of shape (n_samples, n_features), or dask dataframe
+            Numeric; NaN marks missing values. NumPy or CuPy chunks. The rows
+            stay on the workers that hold them.
+        y : dask array of shape (n_samples,) or dask Series
+        sample_weight : dask array of shape (n_samples,) or dask Series, optional
+        eval_set : list of (X_val, y_val) pairs, optional
+            Validation sets (in-memory arrays, or dask collections computed
+            into the client's memory), scored on the client after every
+            round with ``eval_metric``; early stopping watches the last one,
+            as the single-machine fit's.
+        eval_sample_weight : list of array-like or None, optional
+            One weight vector (or None) per ``eval_set`` pair.
+
+        Returns
+        -------
+        self
+        """
+        return self._fit_dask(X, y, sample_weight, eval_set=eval_set, eval_sample_weight=eval_sample_weight)
+
+    def _check_dask_params(self, eval_set=None, eval_sample_weight=None):
         name = type(self).__name__
-        if self.early_stopping not in (False,):
+        if self.early_stopping not in (False,) and eval_set is None:
             raise ValueError(
-                f"{name} has no early stopping (early_stopping={self.early_stopping!r}): "
-                "it would need a validation split of the distributed rows; use early_stopping=False"
+                f"{name} stops early only on an eval_set (early_stopping={self.early_stopping!r}): holding out "
+                "a share of the distributed rows is not done; pass eval_set=[(X_val, y_val)] or early_stopping=False"
             )
         if self.warm_start:
             raise ValueError(f"{name} does not support warm_start")
         if self.categorical_features is not None:
             raise ValueError(f"{name} does not support categorical_features yet: encode them as numbers")
-        if getattr(self, "class_weight", None) is not None:
-            raise ValueError(f"{name} does not support class_weight: pass sample_weight instead")
         if callable(self.loss):
             raise ValueError(f"{name} does not take a callable loss yet: use a named loss")
         if self.baseline is not None:
             raise ValueError(f"{name} does not take baseline yet: leave it None")
-        if self.eval_metric is not None:
-            raise ValueError(f"{name} has no validation sets to score with eval_metric: leave it None")
         if getattr(self, "quantised_gradients", "auto") is True:
             raise ValueError(f"{name} does not quantise gradients yet: use quantised_gradients='auto' or False")
 
-    def _fit_shards(self, shards, n, n_features):
+    def _fit_shards(self, shards, n, n_features, eval_set=None, eval_sample_weight=None):
         xp = _backend.namespace_for(np.empty(0), None)
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
         baseline_y, baseline_w = self._targets(shards)
@@ -74,7 +98,18 @@ class _DaskBoosting(DaskEstimator):
         mono = self._monotonic(n_features, self.is_categorical_, getattr(self, "feature_names_in_", None))
         k = loss.n_trees_per_round
         sums = shards.call("boost_start", loss, _backend.to_numpy(self._baseline))
-        history = BoostHistory([], [-_mean_loss(sums)], [])
+        scoring = EvalScoring(
+            resolve_metrics(self.eval_metric, classifier=self._is_classifier, loss=loss,
+                            alpha=getattr(self, "alpha", 0.9)),
+            self._metric_prediction,
+        )
+        self._eval_metric_names = scoring.names
+        evals = self._eval_sets(xp, bin_mapper, eval_set, eval_sample_weight)
+        history = BoostHistory([], [-_mean_loss(sums)], [[] for _ in evals], [[] for _ in evals])
+        for ev, scores, metrics in zip(evals, history.val_scores, history.val_metrics):
+            metrics.append(ev.evaluate(scoring))
+            scores.append(scoring.score(metrics[-1]))
+        es = bool(evals) and self._early_stopping_on(n)
         plan = BoostPlan(
             n_rounds=self.n_estimators, seed=seed, n_rows=n,
             n_sub=max(1, int(self.subsample * n)) if self.subsample < 1.0 else n,
@@ -82,9 +117,33 @@ class _DaskBoosting(DaskEstimator):
         )
         rows = _ShardRounds(shards, plan, xp, kernels, loss, Newton(self.l2_regularization),
                             self._grower_params(n_features), bin_mapper, mono, self.learning_rate)
-        boost(rows, loss, plan, history, monitor=Monitor(self, self.n_estimators, 0, "round"),
-              snapshot=functools.partial(self._snapshot, xp, k, history))
-        return self._finish(xp, k, history.rounds, history.train_scores, [])
+        stopped_at = boost(
+            rows, loss, plan, history, evals, monitor=Monitor(self, self.n_estimators, 0, "round"),
+            snapshot=functools.partial(self._snapshot, xp, k, history),
+            early_stopping=EarlyStopping(self.n_iter_no_change, self.tol, int(self.verbose)) if es else None,
+            scoring=scoring,
+        )
+        return self._finish(xp, k, history.rounds, history.train_scores, history.val_scores, stopped_at,
+                            history.val_metrics)
+
+    def _eval_sets(self, xp, bin_mapper, eval_set, eval_sample_weight):
+        """The validation sets on the client (:class:`gputrees._boost.EvalSet`), checked as the single-machine
+        fit checks them; their raw predictions start at the baseline."""
+        if eval_set is None:
+            if eval_sample_weight is not None:
+                raise ValueError("eval_sample_weight is given without an eval_set")
+            return []
+        pairs = self._check_eval_set(eval_set)
+        weights = self._check_eval_sample_weight(eval_sample_weight, len(pairs))
+        evals = []
+        for (Xv, yv), wv in zip(pairs, weights):
+            Xvd, yv_dev, wv_dev = self._validation_pair(xp, to_local(Xv), to_local(yv), to_local(wv))
+            n_val = int(Xvd.shape[0])
+            raw = xp.asarray(xp.broadcast_to(self._baseline[None, :], (n_val, int(self._baseline.shape[0]))),
+                             copy=True)
+            evals.append(EvalSet(xp, bin_mapper.encode_for_predict(xp, Xvd), yv_dev, wv_dev, raw,
+                                 bin_mapper.missing_bin, self.n_jobs))
+        return evals
 
     def predict(self, X):
         """Predictions; lazily partition by partition for dask input (a dask array, or a Series for a dataframe)."""
@@ -139,16 +198,27 @@ def _mean_loss(sums):
     return total / weight
 
 
+def _class_factors(class_weight, classes, counts):
+    """Each class's ``class_weight`` factor, as :func:`sklearn.utils.class_weight.compute_sample_weight` gives
+    it to the class's rows (``"balanced"``: ``n / (n_classes * count)``), from the global row counts."""
+    if isinstance(class_weight, str):  # "balanced", the one string the parameter takes
+        return int(counts.sum()) / (classes.shape[0] * counts.astype(np.float64))
+    return compute_class_weight(class_weight, classes=classes, y=classes)
+
+
 class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
     """Gradient-boosted trees for classification, trained data-parallel on a Dask cluster.
 
     The parameters are those of :class:`gputrees.GradientBoostingClassifier`
-    (``early_stopping`` defaults to False and must stay so; ``warm_start``,
-    ``class_weight`` and ``categorical_features`` are not supported). Call
-    ``fit`` with dask collections while a ``distributed.Client`` is active.
+    (``early_stopping`` defaults to False, and stops only on an ``eval_set``:
+    no share of the distributed rows is held out; ``warm_start``,
+    ``categorical_features``, a callable ``loss`` and ``baseline`` are not
+    supported). ``class_weight`` scales every worker's rows by the factors of
+    the global class counts. Call ``fit`` with dask collections while a
+    ``distributed.Client`` is active; ``eval_set`` is scored on the client.
     With the same bin edges (features with at most ``max_bins`` distinct
-    values are binned exactly on both) and ``early_stopping=False``, the trees
-    equal those of the single-machine estimator on the concatenated data
+    values are binned exactly on both), the trees equal those of the
+    single-machine estimator on the concatenated data with the same eval sets
     (values to float rounding: histograms are summed across workers).
 
     Attributes
@@ -174,14 +244,20 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
         classes = np.unique(np.concatenate([p[0] for p in per]))
         if classes.shape[0] < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 classes in y, got {classes.shape[0]} class")
-        weights = np.zeros(classes.shape[0], dtype=np.float64)
-        for labels, w in per:
-            weights[np.searchsorted(classes, labels)] += w
-        if not np.any(weights > 0):
-            raise ValueError("every training row has sample_weight 0")
         self.classes_ = classes
         self.n_classes_ = int(classes.shape[0])
         shards.call("encode_labels", classes)
+        if self.class_weight is not None:
+            counts = np.zeros(classes.shape[0], dtype=np.int64)
+            for labels, _, c in per:
+                counts[np.searchsorted(classes, labels)] += c
+            shards.call("scale_class_weights", _class_factors(self.class_weight, classes, counts))
+            per = shards.call("label_weights")
+        weights = np.zeros(classes.shape[0], dtype=np.float64)
+        for labels, w, _ in per:
+            weights[np.searchsorted(classes, labels)] += w
+        if not np.any(weights > 0):
+            raise ValueError("every training row has sample_weight 0")
         # the weighted class frequencies give the baseline exactly as the rows would
         return np.arange(classes.shape[0], dtype=np.float64), weights
 

@@ -138,6 +138,11 @@ def map_predict(X, fn, n_out=None, dtype=np.float64, columns=None):
     return X.map_blocks(fn, chunks=(X.chunks[0], (n_out,)), dtype=dtype)
 
 
+def to_local(a):
+    """A dask collection computed into the client's memory; anything else as it is."""
+    return a.compute() if is_dask_collection(a) else a
+
+
 def is_dask_collection(X) -> bool:
     """Whether ``X`` is a dask array or dataframe (without importing dask for other inputs)."""
     mod = type(X).__module__
@@ -175,8 +180,12 @@ class DaskEstimator:
         -------
         self
         """
+        return self._fit_dask(X, y, sample_weight)
+
+    def _fit_dask(self, X, y, sample_weight, **fit_params):
+        """The fit: check, make the shards, ``_fit_shards(shards, n, n_features, **fit_params)``, close them."""
         self._validate_params()
-        self._check_dask_params()
+        self._check_dask_params(**fit_params)
         shards, n, n_features, names = make_shards(get_client(), X, y, sample_weight, self.n_jobs)
         try:
             check_shards(shards)
@@ -185,7 +194,7 @@ class DaskEstimator:
                 self.feature_names_in_ = names
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
-            return self._fit_shards(shards, n, n_features)
+            return self._fit_shards(shards, n, n_features, **fit_params)
         finally:
             self.exchanges_ = shards.log
             shards.close()

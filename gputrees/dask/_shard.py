@@ -74,9 +74,14 @@ class Shard:
         return self.n, inf, bad_w
 
     def label_weights(self):
-        """Distinct labels of y (sorted) and their summed weights."""
+        """Distinct labels of y (sorted), their summed weights and their row counts."""
         labels, inv = np.unique(self.y, return_inverse=True)
-        return labels, np.bincount(inv, weights=self.w, minlength=labels.shape[0])
+        return (labels, np.bincount(inv, weights=self.w, minlength=labels.shape[0]),
+                np.bincount(inv, minlength=labels.shape[0]))
+
+    def scale_class_weights(self, factor):
+        """Multiply every row's weight by its class's ``factor`` (``class_weight``; after :meth:`encode_labels`)."""
+        self.w = self.w * factor[self.y_enc.astype(np.int64)]
 
     def encode_labels(self, classes):
         """Class index of every row (float64), from the global sorted ``classes``."""
