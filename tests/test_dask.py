@@ -116,6 +116,42 @@ def test_booster_class_weight_equals_single_machine(client, data, class_weight):
     assert not np.allclose(plain.predict_proba(X), lm.predict_proba(X))  # the weights mattered
 
 
+def _with_categories(X, y):
+    """A frame of X's features plus a string category column (some missing) that y depends on."""
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(F)])
+    city = rng.choice(["oslo", "lima", "pune", "kiev", "rome"], size=len(y)).astype(object)
+    city[rng.random(len(y)) < 0.05] = None
+    frame["city"] = pd.Categorical(city, categories=["kiev", "lima", "oslo", "pune", "rome", "unused"])
+    y = y + 1.5 * np.isin(city, ["lima", "rome"])
+    return frame, y
+
+
+def test_booster_categorical_features_equal_single_machine(client, data):
+    X, _, _, y, _ = data
+    frame, y = _with_categories(X, y)
+    kw = dict(n_estimators=5, max_depth=3, random_state=0, early_stopping=False, categorical_features=["f4"])
+    X_int = frame.assign(f4=np.nan_to_num(frame["f4"].to_numpy()).round())  # f4 declared categorical: few values
+    ddf = dd.from_pandas(X_int, npartitions=3)
+    dm = DaskGradientBoostingRegressor(**kw).fit(ddf, dd.from_pandas(pd.Series(y), npartitions=3))
+    lm = gputrees.GradientBoostingRegressor(**kw).fit(X_int, y)
+    assert dm.is_categorical_.tolist() == lm.is_categorical_.tolist() == [False] * 4 + [True, True]
+    _same_trees(dm, lm)
+    assert np.any(lm.trees_.is_categorical)  # the category columns were split on
+    np.testing.assert_allclose(dm.predict(ddf).compute().to_numpy(), lm.predict(X_int), rtol=1e-12)
+    np.testing.assert_allclose(dm.to_local().predict(X_int), lm.predict(X_int), rtol=1e-12)
+    # the data-parallel forest too
+    fkw = dict(n_estimators=3, max_depth=4, random_state=0)
+    df = gputrees.dask.DaskRandomForestRegressor(**fkw).fit(ddf, dd.from_pandas(pd.Series(y), npartitions=3))
+    lf = gputrees.RandomForestRegressor(**fkw).fit(X_int, y)
+    np.testing.assert_allclose(df.predict(X_int), lf.predict(X_int), rtol=1e-12)
+    # categories dask does not know cannot be agreed across partitions
+    unknown = dd.from_pandas(X_int.assign(city=X_int["city"].astype(object)), npartitions=3).astype(
+        {"city": "category"})
+    with pytest.raises(ValueError, match="categorize"):
+        DaskGradientBoostingRegressor(**kw).fit(unknown, dd.from_pandas(pd.Series(y), npartitions=3))
+
+
 def test_regressor_equals_single_machine_and_predicts_on_dataframes(client, data):
     X, _, _, y, _ = data
     kw = dict(n_estimators=5, max_depth=3, random_state=0, early_stopping=False, max_features=0.6)

@@ -68,8 +68,6 @@ class _DaskBoosting(DaskEstimator):
             )
         if self.warm_start:
             raise ValueError(f"{name} does not support warm_start")
-        if self.categorical_features is not None:
-            raise ValueError(f"{name} does not support categorical_features yet: encode them as numbers")
         if callable(self.loss):
             raise ValueError(f"{name} does not take a callable loss yet: use a named loss")
         if self.baseline is not None:
@@ -88,12 +86,10 @@ class _DaskBoosting(DaskEstimator):
                 "does not do; use squared_error, poisson or gamma"
             )
         self._baseline = loss.baseline(xp, kernels, baseline_y, baseline_w)
-        self._categories = None
         rng = _backend.host_rng(self.random_state)
         seed = int(rng.integers(0, 2**31 - 1))
-        bin_mapper = fit_bins(shards, n, self.max_bins, n_features)
+        bin_mapper = fit_bins(shards, n, self.max_bins, n_features, self.is_categorical_)
         self._bin_mapper = bin_mapper
-        self.is_categorical_ = np.zeros(n_features, dtype=bool)
         shards.call("set_bins", bin_mapper)
         mono = self._monotonic(n_features, self.is_categorical_, getattr(self, "feature_names_in_", None))
         k = loss.n_trees_per_round
@@ -211,9 +207,11 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
 
     The parameters are those of :class:`gputrees.GradientBoostingClassifier`
     (``early_stopping`` defaults to False, and stops only on an ``eval_set``:
-    no share of the distributed rows is held out; ``warm_start``,
-    ``categorical_features``, a callable ``loss`` and ``baseline`` are not
-    supported). ``class_weight`` scales every worker's rows by the factors of
+    no share of the distributed rows is held out; ``warm_start``, a callable
+    ``loss`` and ``baseline`` are not supported). Categorical features are a
+    dataframe's ``category`` columns (categories known to dask, e.g. after
+    ``X.categorize()``: every partition codes them alike) and those named in
+    ``categorical_features``. ``class_weight`` scales every worker's rows by the factors of
     the global class counts. Call ``fit`` with dask collections while a
     ``distributed.Client`` is active; ``eval_set`` is scored on the client.
     With the same bin edges (features with at most ``max_bins`` distinct

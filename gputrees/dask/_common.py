@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _backend
 from .._binning import BIN_SUBSAMPLE, BIN_SUBSAMPLE_SEED, bin_mapper_from_summaries
 from .._state import transactional_fit
+from .._validation import resolve_categorical
 from ._cluster import make_shards
 
 
@@ -60,14 +61,15 @@ def dask_signature(base, defaults=None, extra=None):
     return __init__
 
 
-def fit_bins(shards, n_total: int, max_bins: int, n_features: int):
+def fit_bins(shards, n_total: int, max_bins: int, n_features: int, is_categorical=None):
     """Global bin edges from the shards' summaries (see :func:`bin_mapper_from_summaries`).
 
     Each shard sends the distinct values of its features when it has at most
     ``max_bins`` of them, and a uniform sample of its rows in proportion to its
     size (:data:`~gputrees._binning.BIN_SUBSAMPLE` rows in all, as the
     single-machine fit samples). A feature whose union of distinct values stays
-    within ``max_bins`` is binned exactly, like the single-machine fit.
+    within ``max_bins`` is binned exactly, like the single-machine fit; a
+    categorical feature (``is_categorical``) must have that few categories.
     """
     answers = []
     for i, n_rows in enumerate(shards.n_rows):
@@ -84,7 +86,9 @@ def fit_bins(shards, n_total: int, max_bins: int, n_features: int):
         distinct.append(u if u.shape[0] <= max_bins else None)
     sample = np.concatenate([r[1] for r in results], axis=0)
     xp = _backend.namespace_for(sample, None)
-    return bin_mapper_from_summaries(xp, distinct, sample, np.zeros(n_features, dtype=bool), max_bins)
+    if is_categorical is None:
+        is_categorical = np.zeros(n_features, dtype=bool)
+    return bin_mapper_from_summaries(xp, distinct, sample, is_categorical, max_bins)
 
 
 def check_shards(shards):
@@ -186,7 +190,7 @@ class DaskEstimator:
         """The fit: check, make the shards, ``_fit_shards(shards, n, n_features, **fit_params)``, close them."""
         self._validate_params()
         self._check_dask_params(**fit_params)
-        shards, n, n_features, names = make_shards(get_client(), X, y, sample_weight, self.n_jobs)
+        shards, n, n_features, names, categories = make_shards(get_client(), X, y, sample_weight, self.n_jobs)
         try:
             check_shards(shards)
             self.n_features_in_ = n_features
@@ -194,6 +198,13 @@ class DaskEstimator:
                 self.feature_names_in_ = names
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
+            # categorical features: a dataframe's category columns and the declared ones (as the local fit)
+            self.is_categorical_ = np.zeros(n_features, dtype=bool)
+            self._categories = [None] * n_features if categories is None else list(categories)
+            for j, labels in enumerate(self._categories):
+                self.is_categorical_[j] = labels is not None
+            for j in resolve_categorical(self.categorical_features, n_features, names):
+                self.is_categorical_[j] = True
             return self._fit_shards(shards, n, n_features, **fit_params)
         finally:
             self.exchanges_ = shards.log
