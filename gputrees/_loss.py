@@ -373,7 +373,9 @@ class CallableLoss(Loss):
         #: ``value(xp, raw, y, w)``: a lower-is-better number of the rows, set by the fit
         self.value = None
 
-    def _call(self, xp, raw, y, w, where: str):
+    def checked_gradients(self, xp, raw, y, w, where: str):
+        """``func``'s gradient and hessian at raw predictions (n, K), as (n, K) arrays, checked (a ValueError
+        ending with ``where`` otherwise)."""
         arg = raw[:, 0] if self.n_trees_per_round == 1 else raw
         out = self.func(y, arg, w)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -394,22 +396,30 @@ class CallableLoss(Loss):
     def gradients(self, xp, raw, y, w):
         it = self.next_round
         self.next_round += 1
-        return self._call(xp, raw, y, w, f"for boosting round {it} (0-based)")
+        return self.checked_gradients(xp, raw, y, w, f"for boosting round {it} (0-based)")
+
+    def gradient_sums(self, xp, b, y, w, where: str):
+        """The summed gradient and hessian (K,) of rows ``y``, ``w`` at the constant raw prediction ``b`` (K,)."""
+        raw = xp.broadcast_to(b[None, :], (int(y.shape[0]), self.n_trees_per_round))
+        g, h = self.checked_gradients(xp, raw, y, w, where)
+        return xp.sum(g, axis=0), xp.sum(h, axis=0)
 
     def baseline(self, xp, kernels, y, w):
+        return self.newton_baseline(xp, lambda b, where: self.gradient_sums(xp, b, y, w, where))
+
+    def newton_baseline(self, xp, sums):
         """The weighted minimiser of the loss over constants: Newton steps ``-sum(g) / sum(h)`` from zero, per
-        output, until the next step is below ``BASELINE_TOL`` relative (at most ``BASELINE_NEWTON_STEPS``)."""
-        k = self.n_trees_per_round
-        b = xp.zeros(k, dtype=xp.float64)
-        n = int(y.shape[0])
+        output, until the next step is below ``BASELINE_TOL`` relative (at most ``BASELINE_NEWTON_STEPS``).
+
+        ``sums(b, where)`` gives the rows' summed gradient and hessian at ``b`` (:meth:`gradient_sums`, or
+        their sums over the workers' rows)."""
+        b = xp.zeros(self.n_trees_per_round, dtype=xp.float64)
         for step in range(BASELINE_NEWTON_STEPS):
-            raw = xp.broadcast_to(b[None, :], (n, k))
-            g, h = self._call(xp, raw, y, w, f"while finding the baseline (Newton step {step} from zero)")
-            hs = xp.sum(h, axis=0)
+            gs, hs = sums(b, f"while finding the baseline (Newton step {step} from zero)")
             if not bool(xp.all(hs > 0)):
                 raise ValueError("the loss callable's hessian sums to 0 at the baseline: pass baseline= to the "
                                  "estimator")
-            delta = -xp.sum(g, axis=0) / hs
+            delta = -gs / hs
             # converged at b: a step within the tolerance is rounding (kept out, so that a quadratic loss
             # ends exactly on its first step's weighted mean)
             if step > 0 and bool(xp.all(xp.abs(delta) <= BASELINE_TOL * (1.0 + xp.abs(b)))):

@@ -152,6 +152,25 @@ def test_booster_categorical_features_equal_single_machine(client, data):
         DaskGradientBoostingRegressor(**kw).fit(unknown, dd.from_pandas(pd.Series(y), npartitions=3))
 
 
+def _logistic(y, raw, w):
+    p = 1.0 / (1.0 + np.exp(-raw))
+    return (p - y) * w, np.maximum(p * (1.0 - p), 1e-16) * w
+
+
+def test_booster_custom_objective_equals_single_machine(client, data):
+    X, y, _, _, w = data
+    kw = dict(n_estimators=4, max_depth=3, random_state=0, early_stopping=False, subsample=0.8)
+    dm = DaskGradientBoostingClassifier(loss=_logistic, **kw).fit(_dask(X), _dask(y), sample_weight=_dask(w))
+    lm = gputrees.GradientBoostingClassifier(loss=_logistic, **kw).fit(X, y, sample_weight=w)
+    builtin = gputrees.GradientBoostingClassifier(**kw).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(dm._baseline, lm._baseline, rtol=1e-12)
+    _same_trees(dm, lm)
+    _same_trees(dm, builtin)
+    assert np.all(np.isnan(dm.train_score_))  # no loss value, no metric of the workers' rows
+    with pytest.raises(ValueError, match="hessian has negative values for boosting round 0"):
+        DaskGradientBoostingClassifier(loss=lambda y, r, w: (r - y, -w), baseline=0.0, **kw).fit(_dask(X), _dask(y))
+
+
 def test_regressor_equals_single_machine_and_predicts_on_dataframes(client, data):
     X, _, _, y, _ = data
     kw = dict(n_estimators=5, max_depth=3, random_state=0, early_stopping=False, max_features=0.6)

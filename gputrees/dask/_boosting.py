@@ -68,10 +68,6 @@ class _DaskBoosting(DaskEstimator):
             )
         if self.warm_start:
             raise ValueError(f"{name} does not support warm_start")
-        if callable(self.loss):
-            raise ValueError(f"{name} does not take a callable loss yet: use a named loss")
-        if self.baseline is not None:
-            raise ValueError(f"{name} does not take baseline yet: leave it None")
         if getattr(self, "quantised_gradients", "auto") is True:
             raise ValueError(f"{name} does not quantise gradients yet: use quantised_gradients='auto' or False")
 
@@ -85,7 +81,15 @@ class _DaskBoosting(DaskEstimator):
                 f"loss={self.loss!r} re-estimates leaves from row quantiles, which {type(self).__name__} "
                 "does not do; use squared_error, poisson or gamma"
             )
-        self._baseline = loss.baseline(xp, kernels, baseline_y, baseline_w)
+        if self.baseline is None and not loss.has_value:
+            # a callable loss's Newton steps from zero, its gradients summed over the workers' rows
+            def sums(b, where):
+                parts = shards.call("gradient_sums", loss, _backend.to_numpy(b), where)
+                return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+            self._baseline = loss.newton_baseline(xp, sums)
+        else:
+            self._baseline = self._initial_raw(xp, kernels, loss, baseline_y, baseline_w)
         rng = _backend.host_rng(self.random_state)
         seed = int(rng.integers(0, 2**31 - 1))
         bin_mapper = fit_bins(shards, n, self.max_bins, n_features, self.is_categorical_)
@@ -207,8 +211,11 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
 
     The parameters are those of :class:`gputrees.GradientBoostingClassifier`
     (``early_stopping`` defaults to False, and stops only on an ``eval_set``:
-    no share of the distributed rows is held out; ``warm_start``, a callable
-    ``loss`` and ``baseline`` are not supported). Categorical features are a
+    no share of the distributed rows is held out; ``warm_start`` is not
+    supported). A callable ``loss`` runs on every worker's rows (its
+    baseline's Newton steps sum the workers' gradients); it has no loss
+    value, and the workers do not score their rows with a metric, so
+    ``train_score_`` is NaN there. Categorical features are a
     dataframe's ``category`` columns (categories known to dask, e.g. after
     ``X.categorize()``: every partition codes them alike) and those named in
     ``categorical_features``. ``class_weight`` scales every worker's rows by the factors of

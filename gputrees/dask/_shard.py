@@ -159,8 +159,18 @@ class Shard:
         self.raw = xp.asarray(xp.broadcast_to(base[None, :], (self.n, int(base.shape[0]))), copy=True)
         return self._loss_sums()
 
+    def gradient_sums(self, loss, b, where: str):
+        """A callable loss's summed gradient and hessian (K,) of the local rows at the constant raw prediction
+        ``b`` (its baseline's Newton steps, :meth:`gputrees._loss.CallableLoss.gradient_sums`)."""
+        xp = self.xp
+        g, h = loss.gradient_sums(xp, _backend.from_numpy(xp, b), _backend.from_numpy(xp, self.y_enc),
+                                  _backend.from_numpy(xp, self.w), where)
+        return _backend.to_numpy(g), _backend.to_numpy(h)
+
     def _loss_sums(self):
         xp = self.xp
+        if not self.loss.has_value:  # a callable loss: no value to sum (train_score_ NaN)
+            return float("nan"), float(xp.sum(self.w_dev))
         pw = self.loss.pointwise(xp, self.raw, self.y_dev)
         return float(xp.sum(pw * self.w_dev)), float(xp.sum(self.w_dev))
 
