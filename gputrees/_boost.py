@@ -101,7 +101,8 @@ def leaf_values(xp, kernels, loss, criterion, batch, raw, y, w):
     values = criterion.leaf_value(xp, batch.stats)
     if loss.needs_leaf_update:
         n_nodes = int(batch.left.shape[1])
-        leaf = batch.row_leaf[0, :]
+        # (a batch grown over rows elsewhere, gputrees.dask's, has no row leaves here: its loss reads them there)
+        leaf = None if batch.row_leaf is None else batch.row_leaf[0, :]
         values = loss.leaf_estimates(xp, kernels, leaf, raw, y, w, n_nodes)[None, :]
     if batch.lower is not None:
         values = xp.clip(values, batch.lower, batch.upper)

@@ -147,7 +147,7 @@ class SquaredError(Loss):
         return 0.5 * r * r
 
 
-class _ResidualLoss(Loss):
+class ResidualLoss(Loss):
     """Losses grown with a unit hessian whose leaves are re-estimated from residuals."""
 
     needs_leaf_update = True
@@ -161,7 +161,7 @@ class _ResidualLoss(Loss):
         return weighted_quantiles(xp, kernels, leaf, y - raw[:, 0], w, n_nodes, self.alpha)
 
 
-class AbsoluteError(_ResidualLoss):
+class AbsoluteError(ResidualLoss):
     """``|y - raw|``; leaves are the weighted median of their residuals."""
 
     name = "absolute_error"
@@ -174,7 +174,7 @@ class AbsoluteError(_ResidualLoss):
         return xp.abs(y - raw[:, 0])
 
 
-class Quantile(_ResidualLoss):
+class Quantile(ResidualLoss):
     """Pinball loss of level ``alpha``; leaves are the weighted alpha-quantile of their residuals."""
 
     name = "quantile"
@@ -192,7 +192,7 @@ class Quantile(_ResidualLoss):
         return xp.where(r >= 0, self.alpha * r, (self.alpha - 1.0) * r)
 
 
-class Huber(_ResidualLoss):
+class Huber(ResidualLoss):
     """Huber loss with ``delta`` the weighted ``alpha``-quantile of ``|y - raw|``, re-set each round.
 
     Friedman's (2001) M-regression, as scikit-learn's

@@ -171,6 +171,40 @@ def test_booster_custom_objective_equals_single_machine(client, data):
         DaskGradientBoostingClassifier(loss=lambda y, r, w: (r - y, -w), baseline=0.0, **kw).fit(_dask(X), _dask(y))
 
 
+@pytest.mark.parametrize("loss,alpha", [("absolute_error", 0.9), ("quantile", 0.3)])
+def test_booster_quantile_leaves_equal_single_machine(client, data, loss, alpha):
+    X, _, _, y, w = data
+    kw = dict(n_estimators=4, max_depth=3, random_state=0, early_stopping=False, subsample=0.8, loss=loss,
+              alpha=alpha)
+    dm = DaskGradientBoostingRegressor(**kw).fit(_dask(X), _dask(y), sample_weight=_dask(w))
+    lm = gputrees.GradientBoostingRegressor(**kw).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(dm._baseline, lm._baseline)  # a data value: exact
+    _same_trees(dm, lm)
+    np.testing.assert_allclose(dm.train_score_, lm.train_score_, rtol=1e-10)
+
+
+def test_distributed_weighted_quantiles_equal_the_local_ones(client):
+    from gputrees._loss import weighted_quantiles
+    from gputrees.dask._cluster import make_shards
+    from gputrees.dask._quantiles import dask_weighted_quantiles
+    from gputrees.kernels import get_kernels
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    y = np.round(rng.normal(size=n), 2)  # ties
+    w = rng.integers(0, 4, size=n).astype(float)  # zero weights too
+    shards = make_shards(client, _dask(np.zeros((n, 1))), _dask(y), _dask(w), None)[0]
+    try:
+        shards.call("target_sums")  # the shards' y_enc
+        for alpha in (0.0, 0.1, 0.5, 0.9, 1.0):
+            got = dask_weighted_quantiles(shards, "y", 1, alpha)
+            xp = namespace_for(y, None)
+            want = weighted_quantiles(xp, get_kernels(xp, "reference"), np.zeros(n, np.int64), y, w, 1, alpha)
+            np.testing.assert_array_equal(got, want)
+    finally:
+        shards.close()
+
+
 def test_regressor_equals_single_machine_and_predicts_on_dataframes(client, data):
     X, _, _, y, _ = data
     kw = dict(n_estimators=5, max_depth=3, random_state=0, early_stopping=False, max_features=0.6)
@@ -264,7 +298,7 @@ def test_bad_input_gets_clear_errors(client, data):
         DaskGradientBoostingClassifier(early_stopping=True).fit(_dask(X), _dask(y))
     with pytest.raises(ValueError, match="eval_sample_weight is given without an eval_set"):
         DaskGradientBoostingClassifier().fit(_dask(X), _dask(y), eval_sample_weight=[None])
-    with pytest.raises(ValueError, match="row quantiles"):
+    with pytest.raises(ValueError, match="delta"):
         DaskGradientBoostingRegressor(loss="huber").fit(_dask(X), _dask(y.astype(float)))
     with pytest.raises(ValueError, match="distribution must be one of"):
         DaskRandomForestClassifier(distribution="nope").fit(_dask(X), _dask(y))

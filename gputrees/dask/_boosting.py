@@ -13,6 +13,7 @@ from .._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, boost, lea
 from .._boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from .._criteria import Newton
 from .._grower import grow
+from .._loss import Huber
 from .._records import GrowerInputs
 from .._progress import Monitor
 from .._state import transactional_fit
@@ -20,6 +21,7 @@ from ..kernels import get_kernels
 from ..metrics import EvalScoring, resolve_metrics
 from ._cluster import DaskRows
 from ._common import DaskEstimator, dask_signature, fit_bins, to_local
+from ._quantiles import dask_weighted_quantiles
 
 
 class _DaskBoosting(DaskEstimator):
@@ -76,12 +78,15 @@ class _DaskBoosting(DaskEstimator):
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
         baseline_y, baseline_w = self._targets(shards)
         loss = self._make_loss(kernels)
-        if loss.needs_leaf_update:
+        if isinstance(loss, Huber):
             raise ValueError(
-                f"loss={self.loss!r} re-estimates leaves from row quantiles, which {type(self).__name__} "
-                "does not do; use squared_error, poisson or gamma"
+                f"loss={self.loss!r} sets its quantile (delta) from every row's residual each round, which "
+                f"{type(self).__name__} does not do yet; use absolute_error, quantile, squared_error, poisson or gamma"
             )
-        if self.baseline is None and not loss.has_value:
+        if self.baseline is None and loss.needs_leaf_update:
+            # the weighted alpha-quantile of y over the workers' rows (gputrees.dask._quantiles)
+            self._baseline = xp.asarray(dask_weighted_quantiles(shards, "y", 1, loss.alpha))
+        elif self.baseline is None and not loss.has_value:
             # a callable loss's Newton steps from zero, its gradients summed over the workers' rows
             def sums(b, where):
                 parts = shards.call("gradient_sums", loss, _backend.to_numpy(b), where)
@@ -186,9 +191,23 @@ class _ShardRounds:
             monotonic_cst=self.monotonic_cst,
         )
         batch = grow(xp, inputs, self.params, rows=DaskRows(self.shards, plan.n_trees, 3))
-        values = self.learning_rate * leaf_values(xp, self.kernels, self.loss, self.criterion, batch, None, None, None)
+        loss = _WorkerLeafQuantiles(self.loss, self.shards) if self.loss.needs_leaf_update else self.loss
+        values = self.learning_rate * leaf_values(xp, self.kernels, loss, self.criterion, batch, None, None, None)
         sums = self.shards.call("boost_update", _backend.to_numpy(values))
         return batch, values, _mean_loss(sums)
+
+
+class _WorkerLeafQuantiles:
+    """A loss whose leaves are its residuals' weighted ``alpha``-quantile (absolute error, quantile), the
+    residuals staying on the workers: :func:`gputrees._boost.leaf_values` asks it for the leaves' estimates."""
+
+    needs_leaf_update = True
+
+    def __init__(self, loss, shards):
+        self.loss, self.shards = loss, shards
+
+    def leaf_estimates(self, xp, kernels, leaf, raw, y, w, n_nodes):
+        return xp.asarray(dask_weighted_quantiles(self.shards, "leaf_residuals", n_nodes, self.loss.alpha))
 
 
 def _mean_loss(sums):
@@ -280,9 +299,10 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
     """Gradient-boosted trees for regression, trained data-parallel on a Dask cluster.
 
     The parameters are those of :class:`gputrees.GradientBoostingRegressor`
-    with the restrictions of :class:`DaskGradientBoostingClassifier`; the
-    losses whose leaves are row quantiles (absolute_error, quantile, huber)
-    are refused.
+    with the restrictions of :class:`DaskGradientBoostingClassifier`. The
+    absolute_error and quantile losses take their baseline and leaves from
+    weighted quantiles searched over the workers' rows
+    (:mod:`gputrees.dask._quantiles`); huber is refused.
     """
 
     _local_class = GradientBoostingRegressor

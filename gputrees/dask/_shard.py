@@ -184,11 +184,56 @@ class Shard:
         xp = self.xp
         g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
         inbag = round_inbag(np.random.default_rng([seed, it]), n_total, n_sub)
-        count = None if inbag is None else _backend.from_numpy(xp, inbag[self.index])
+        self.inbag = None if inbag is None else inbag[self.index]
+        count = None if inbag is None else _backend.from_numpy(xp, self.inbag)
         channels = round_channels(xp, g, h, count)
         self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True,
                               codes_by_feature=self.codes_by_feature)
         return True
+
+    # -- weighted quantiles searched by the driver (gputrees.dask._quantiles) ------------------------------
+    def quantile_start(self, source: str, n_seg: int):
+        """Sort the values whose weighted quantiles the driver searches, by segment; their weights per segment.
+
+        ``source``: ``"y"`` (the targets, one segment: a baseline) or
+        ``"leaf_residuals"`` (``y - raw`` by the leaf of the round's tree,
+        weighted by the round's in-bag rows, before its values are added).
+        Rows of weight 0 are left out, as :func:`gputrees._loss.weighted_quantiles` leaves them.
+        """
+        y = np.asarray(self.y_enc, dtype=np.float64)
+        w = np.asarray(self.w, dtype=np.float64)
+        if source == "y":
+            seg, val = np.zeros(self.n, dtype=np.int64), y
+        else:
+            seg = _backend.to_numpy(self.row_leaf)[0].astype(np.int64)
+            val = y - _backend.to_numpy(self.raw)[:, 0]
+            if self.inbag is not None:
+                w = w * self.inbag
+        keep = w > 0
+        seg, val, w = seg[keep], val[keep], w[keep]
+        order = np.lexsort((val, seg))
+        seg, val, w = seg[order], val[order], w[order]
+        bounds = np.searchsorted(seg, np.arange(n_seg + 1))
+        self.q_values = [val[bounds[s]:bounds[s + 1]] for s in range(n_seg)]
+        self.q_cumw = [np.cumsum(w[bounds[s]:bounds[s + 1]]) for s in range(n_seg)]
+        return np.asarray([c[-1] if c.shape[0] else 0.0 for c in self.q_cumw])
+
+    def quantile_range(self, lo, hi):
+        """Per segment, of the values in ``(lo, hi]``: their count, smallest, largest and middle one."""
+        n_seg = len(self.q_values)
+        out = np.empty((4, n_seg), dtype=np.float64)
+        for s, v in enumerate(self.q_values):
+            a, b = np.searchsorted(v, lo[s], side="right"), np.searchsorted(v, hi[s], side="right")
+            out[:, s] = (b - a, v[a], v[b - 1], v[(a + b - 1) // 2]) if b > a else (0, np.inf, -np.inf, np.nan)
+        return out
+
+    def quantile_weight_below(self, pivot):
+        """Per segment, the weight of the values ``<= pivot``."""
+        out = np.zeros(len(self.q_values), dtype=np.float64)
+        for s, (v, c) in enumerate(zip(self.q_values, self.q_cumw)):
+            i = np.searchsorted(v, pivot[s], side="right")
+            out[s] = c[i - 1] if i else 0.0
+        return out
 
     def boost_update(self, values):
         """Add the round's leaf values (K, n_nodes) to the raw predictions; the new loss sums."""
