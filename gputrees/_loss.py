@@ -218,6 +218,11 @@ class Huber(ResidualLoss):
 
     def gradients(self, xp, raw, y, w):
         self._set_delta(xp, raw, y, w)
+        return self.clipped_gradients(xp, raw, y, w)
+
+    def clipped_gradients(self, xp, raw, y, w):
+        """The gradients and hessians with ``delta`` as it is set (gputrees.dask sets it from every worker's
+        residuals)."""
         r = y - raw[:, 0]
         g = -xp.clip(r, -self.delta, self.delta) * w
         return g[:, None], w[:, None]
@@ -230,9 +235,18 @@ class Huber(ResidualLoss):
     def leaf_estimates(self, xp, kernels, leaf, raw, y, w, n_nodes):
         r = y - raw[:, 0]
         med = weighted_quantiles(xp, kernels, leaf, r, w, n_nodes, 0.5)
+        num, den = self.deviation_sums(xp, kernels, leaf, r, w, med, n_nodes)
+        return self.leaf_values_from(xp, med, num, den)
+
+    def deviation_sums(self, xp, kernels, leaf, r, w, med, n_nodes):
+        """Per leaf: the weighted sum of the residuals' deviations from ``med`` clipped to ``delta``, and the
+        weight."""
         dev = xp.clip(r - xp.take(med, leaf), -self.delta, self.delta)
-        num = segment_sums(xp, kernels, leaf, dev * w, n_nodes)
-        den = segment_sums(xp, kernels, leaf, w, n_nodes)
+        return segment_sums(xp, kernels, leaf, dev * w, n_nodes), segment_sums(xp, kernels, leaf, w, n_nodes)
+
+    @staticmethod
+    def leaf_values_from(xp, med, num, den):
+        """Friedman's leaf value: the median plus the mean clipped deviation (``med`` where a leaf has no weight)."""
         return med + xp.where(den > 0, num / xp.where(den > 0, den, xp.ones_like(den)), xp.zeros_like(den))
 
 

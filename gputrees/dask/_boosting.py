@@ -78,13 +78,8 @@ class _DaskBoosting(DaskEstimator):
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
         baseline_y, baseline_w = self._targets(shards)
         loss = self._make_loss(kernels)
-        if isinstance(loss, Huber):
-            raise ValueError(
-                f"loss={self.loss!r} sets its quantile (delta) from every row's residual each round, which "
-                f"{type(self).__name__} does not do yet; use absolute_error, quantile, squared_error, poisson or gamma"
-            )
         if self.baseline is None and loss.needs_leaf_update:
-            # the weighted alpha-quantile of y over the workers' rows (gputrees.dask._quantiles)
+            # the weighted alpha-quantile of y over the workers' rows (gputrees.dask._quantiles; Huber's alpha 0.5)
             self._baseline = xp.asarray(dask_weighted_quantiles(shards, "y", 1, loss.alpha))
         elif self.baseline is None and not loss.has_value:
             # a callable loss's Newton steps from zero, its gradients summed over the workers' rows
@@ -166,6 +161,12 @@ class _ShardRounds:
         self.shards, self.plan, self.xp, self.kernels, self.loss = shards, plan, xp, kernels, loss
         self.criterion, self.params, self.bin_mapper = criterion, params, bin_mapper
         self.monotonic_cst, self.learning_rate = monotonic_cst, float(learning_rate)
+        self.huber = isinstance(loss, Huber)
+        self.delta = None  # Huber: the next round's delta, where the last round end found it
+
+    def _huber_delta(self):
+        """Huber's delta at the workers' raw predictions: the weighted quantile of every row's |residual|."""
+        return float(dask_weighted_quantiles(self.shards, "abs_residuals", 1, self.loss.quantile)[0])
 
     def workspace(self):
         return contextlib.nullcontext()
@@ -177,7 +178,11 @@ class _ShardRounds:
         """:meth:`gputrees._boost.LocalRounds.round` over the workers' rows (their in-bag rows drawn there, from
         the same stream as ``inbag``)."""
         xp, plan = self.xp, self.plan
-        self.shards.call("boost_round", plan.seed, it, plan.n_sub, plan.n_rows)
+        delta = None
+        if self.huber:
+            delta = self.delta if self.delta is not None else self._huber_delta()
+            self.loss.delta = delta  # (the client's copy: the leaves' clipping)
+        self.shards.call("boost_round", plan.seed, it, plan.n_sub, plan.n_rows, delta)
         inputs = GrowerInputs(
             codes=None,
             channels=None,
@@ -194,12 +199,18 @@ class _ShardRounds:
         loss = _WorkerLeafQuantiles(self.loss, self.shards) if self.loss.needs_leaf_update else self.loss
         values = self.learning_rate * leaf_values(xp, self.kernels, loss, self.criterion, batch, None, None, None)
         sums = self.shards.call("boost_update", _backend.to_numpy(values))
+        self.delta = None
+        if self.huber and plan.n_sub >= plan.n_rows:
+            # as the single-machine round end: the next round's delta, with which the new loss is taken
+            self.delta = self._huber_delta()
+            sums = self.shards.call("set_delta", self.delta)
         return batch, values, _mean_loss(sums)
 
 
 class _WorkerLeafQuantiles:
-    """A loss whose leaves are its residuals' weighted ``alpha``-quantile (absolute error, quantile), the
-    residuals staying on the workers: :func:`gputrees._boost.leaf_values` asks it for the leaves' estimates."""
+    """A loss whose leaves are re-estimated from their residuals (absolute error, quantile: their weighted
+    ``alpha``-quantile; Huber: their median plus the mean clipped deviation), the residuals staying on the
+    workers: :func:`gputrees._boost.leaf_values` asks it for the leaves' estimates."""
 
     needs_leaf_update = True
 
@@ -207,7 +218,12 @@ class _WorkerLeafQuantiles:
         self.loss, self.shards = loss, shards
 
     def leaf_estimates(self, xp, kernels, leaf, raw, y, w, n_nodes):
-        return xp.asarray(dask_weighted_quantiles(self.shards, "leaf_residuals", n_nodes, self.loss.alpha))
+        q = dask_weighted_quantiles(self.shards, "leaf_residuals", n_nodes, self.loss.alpha)  # Huber's: 0.5
+        if not isinstance(self.loss, Huber):
+            return xp.asarray(q)
+        parts = self.shards.call("huber_deviation_sums", q)
+        num, den = sum(p[0] for p in parts), sum(p[1] for p in parts)
+        return xp.asarray(self.loss.leaf_values_from(np, q, num, den))
 
 
 def _mean_loss(sums):
@@ -300,9 +316,9 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
 
     The parameters are those of :class:`gputrees.GradientBoostingRegressor`
     with the restrictions of :class:`DaskGradientBoostingClassifier`. The
-    absolute_error and quantile losses take their baseline and leaves from
-    weighted quantiles searched over the workers' rows
-    (:mod:`gputrees.dask._quantiles`); huber is refused.
+    absolute_error, quantile and huber losses take their baseline, leaves
+    (and Huber's delta) from weighted quantiles searched over the workers'
+    rows (:mod:`gputrees.dask._quantiles`).
     """
 
     _local_class = GradientBoostingRegressor

@@ -174,7 +174,7 @@ class Shard:
         pw = self.loss.pointwise(xp, self.raw, self.y_dev)
         return float(xp.sum(pw * self.w_dev)), float(xp.sum(self.w_dev))
 
-    def boost_round(self, seed: int, it: int, n_sub: int, n_total: int):
+    def boost_round(self, seed: int, it: int, n_sub: int, n_total: int, delta=None):
         """Gradients of this round and a fresh row set of K trees over the local rows.
 
         With row subsampling, the in-bag rows are those the single-machine fit
@@ -182,7 +182,11 @@ class Shard:
         grows the same trees.
         """
         xp = self.xp
-        g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
+        if delta is None:
+            g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
+        else:  # Huber: delta, a quantile of every worker's residuals, from the driver
+            self.loss.delta = delta
+            g, h = self.loss.clipped_gradients(xp, self.raw, self.y_dev, self.w_dev)
         inbag = round_inbag(np.random.default_rng([seed, it]), n_total, n_sub)
         self.inbag = None if inbag is None else inbag[self.index]
         count = None if inbag is None else _backend.from_numpy(xp, self.inbag)
@@ -204,6 +208,8 @@ class Shard:
         w = np.asarray(self.w, dtype=np.float64)
         if source == "y":
             seg, val = np.zeros(self.n, dtype=np.int64), y
+        elif source == "abs_residuals":
+            seg, val = np.zeros(self.n, dtype=np.int64), np.abs(y - _backend.to_numpy(self.raw)[:, 0])
         else:
             seg = _backend.to_numpy(self.row_leaf)[0].astype(np.int64)
             val = y - _backend.to_numpy(self.raw)[:, 0]
@@ -226,6 +232,22 @@ class Shard:
             a, b = np.searchsorted(v, lo[s], side="right"), np.searchsorted(v, hi[s], side="right")
             out[:, s] = (b - a, v[a], v[b - 1], v[(a + b - 1) // 2]) if b > a else (0, np.inf, -np.inf, np.nan)
         return out
+
+    def huber_deviation_sums(self, med):
+        """Per leaf of the round's tree: the Huber loss's clipped deviation sum and weight of the in-bag rows
+        (:meth:`gputrees._loss.Huber.deviation_sums`)."""
+        xp = self.xp
+        w = self.w if self.inbag is None else self.w * self.inbag
+        leaf = self.row_leaf[0]
+        r = self.y_dev - self.raw[:, 0]
+        num, den = self.loss.deviation_sums(xp, self.kernels, leaf, r, _backend.from_numpy(xp, w),
+                                            _backend.from_numpy(xp, med), int(med.shape[0]))
+        return _backend.to_numpy(num), _backend.to_numpy(den)
+
+    def set_delta(self, delta):
+        """Set the Huber loss's delta (the next round's, from the driver); the loss sums it gives."""
+        self.loss.delta = delta
+        return self._loss_sums()
 
     def quantile_weight_below(self, pivot):
         """Per segment, the weight of the values ``<= pivot``."""
