@@ -114,6 +114,13 @@ def test_booster_class_weight_equals_single_machine(client, data, class_weight):
     np.testing.assert_allclose(dm.train_score_, lm.train_score_, rtol=1e-10)
     plain = gputrees.GradientBoostingClassifier(**{**kw, "class_weight": None}).fit(X, y, sample_weight=w)
     assert not np.allclose(plain.predict_proba(X), lm.predict_proba(X))  # the weights mattered
+    fkw = dict(n_estimators=3, max_depth=5, random_state=1, class_weight=class_weight)
+    df = DaskRandomForestClassifier(**fkw).fit(_dask(X, 700), _dask(y, 700), sample_weight=_dask(w, 700))
+    lf = gputrees.RandomForestClassifier(**fkw).fit(X, y, sample_weight=w)
+    for a, b in zip(df._batches, lf._batches):
+        for name in ("feature", "bin", "left", "right", "missing_left"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_allclose(df.predict_proba(X), lf.predict_proba(X), rtol=1e-12, atol=1e-12)
 
 
 def _with_categories(X, y):
@@ -299,6 +306,8 @@ def test_bad_input_gets_clear_errors(client, data):
         DaskGradientBoostingClassifier(early_stopping=True).fit(_dask(X), _dask(y))
     with pytest.raises(ValueError, match="eval_sample_weight is given without an eval_set"):
         DaskGradientBoostingClassifier().fit(_dask(X), _dask(y), eval_sample_weight=[None])
+    with pytest.raises(ValueError, match="balanced_subsample"):
+        DaskRandomForestClassifier(class_weight="balanced_subsample").fit(_dask(X), _dask(y))
     with pytest.raises(ValueError, match="distribution must be one of"):
         DaskRandomForestClassifier(distribution="nope").fit(_dask(X), _dask(y))
     with pytest.raises(ValueError, match="y has 10 rows"):

@@ -6,7 +6,6 @@ import contextlib
 import functools
 
 import numpy as np
-from sklearn.utils.class_weight import compute_class_weight
 
 from .. import _backend
 from .._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, boost, leaf_values
@@ -20,7 +19,7 @@ from .._state import transactional_fit
 from ..kernels import get_kernels
 from ..metrics import EvalScoring, resolve_metrics
 from ._cluster import DaskRows
-from ._common import DaskEstimator, dask_signature, fit_bins, to_local
+from ._common import DaskEstimator, dask_signature, fit_bins, scale_by_class, to_local
 from ._quantiles import dask_weighted_quantiles
 
 
@@ -233,14 +232,6 @@ def _mean_loss(sums):
     return total / weight
 
 
-def _class_factors(class_weight, classes, counts):
-    """Each class's ``class_weight`` factor, as :func:`sklearn.utils.class_weight.compute_sample_weight` gives
-    it to the class's rows (``"balanced"``: ``n / (n_classes * count)``), from the global row counts."""
-    if isinstance(class_weight, str):  # "balanced", the one string the parameter takes
-        return int(counts.sum()) / (classes.shape[0] * counts.astype(np.float64))
-    return compute_class_weight(class_weight, classes=classes, y=classes)
-
-
 class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
     """Gradient-boosted trees for classification, trained data-parallel on a Dask cluster.
 
@@ -288,11 +279,7 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
         self.n_classes_ = int(classes.shape[0])
         shards.call("encode_labels", classes)
         if self.class_weight is not None:
-            counts = np.zeros(classes.shape[0], dtype=np.int64)
-            for labels, _, c in per:
-                counts[np.searchsorted(classes, labels)] += c
-            shards.call("scale_class_weights", _class_factors(self.class_weight, classes, counts))
-            per = shards.call("label_weights")
+            per = scale_by_class(shards, per, self.class_weight, classes)
         weights = np.zeros(classes.shape[0], dtype=np.float64)
         for labels, w, _ in per:
             weights[np.searchsorted(classes, labels)] += w

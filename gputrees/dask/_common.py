@@ -6,6 +6,7 @@ import inspect
 
 import numpy as np
 
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend
@@ -89,6 +90,24 @@ def fit_bins(shards, n_total: int, max_bins: int, n_features: int, is_categorica
     if is_categorical is None:
         is_categorical = np.zeros(n_features, dtype=bool)
     return bin_mapper_from_summaries(xp, distinct, sample, is_categorical, max_bins)
+
+
+def class_factors(class_weight, classes, counts):
+    """Each class's ``class_weight`` factor, as :func:`sklearn.utils.class_weight.compute_sample_weight` gives
+    it to the class's rows (``"balanced"``: ``n / (n_classes * count)``), from the global row counts."""
+    if isinstance(class_weight, str):  # "balanced", the one string the parameter takes
+        return int(counts.sum()) / (classes.shape[0] * counts.astype(np.float64))
+    return compute_class_weight(class_weight, classes=classes, y=classes)
+
+
+def scale_by_class(shards, per, class_weight, classes):
+    """Scale every shard's rows by their class's ``class_weight`` factor (from the global row counts in
+    ``per``, the shards' ``label_weights``); the shards' ``label_weights`` after it."""
+    counts = np.zeros(classes.shape[0], dtype=np.int64)
+    for labels, _, c in per:
+        counts[np.searchsorted(classes, labels)] += c
+    shards.call("scale_class_weights", class_factors(class_weight, classes, counts))
+    return shards.call("label_weights")
 
 
 def check_shards(shards):

@@ -15,7 +15,7 @@ from .._records import GrowerInputs
 from .._progress import Monitor, Step
 from ..kernels import get_kernels
 from ._cluster import DaskRows
-from ._common import DaskEstimator, dask_signature, fit_bins
+from ._common import DaskEstimator, dask_signature, fit_bins, scale_by_class
 
 #: Values of the ``distribution`` parameter.
 DISTRIBUTIONS = ("data_parallel", "local")
@@ -45,8 +45,9 @@ class _DaskForest(DaskEstimator):
             raise ValueError(f"{name} does not compute oob_score (it needs every row's out-of-bag trees)")
         if self.warm_start:
             raise ValueError(f"{name} does not support warm_start")
-        if getattr(self, "class_weight", None) is not None:
-            raise ValueError(f"{name} does not support class_weight: pass sample_weight instead")
+        if getattr(self, "class_weight", None) == "balanced_subsample":
+            raise ValueError(f"{name} does not support class_weight='balanced_subsample' (per-tree bootstrap "
+                             "counts): use 'balanced', a dict, or sample_weight")
 
     def _fit_shards(self, shards, n, n_features):
         xp = _backend.namespace_for(np.empty(0), None)
@@ -131,8 +132,9 @@ class DaskRandomForestClassifier(_DaskForest, RandomForestClassifier):
     plus ``distribution`` (``"data_parallel"``: the single-machine forest,
     its histograms summed across workers level by level; ``"local"``: each
     worker grows its share of the trees on its own rows, a forest of local
-    bootstraps). ``oob_score``, ``warm_start`` and ``class_weight`` are not
-    supported; categorical features are a dataframe's ``category`` columns
+    bootstraps). ``oob_score``, ``warm_start`` and
+    ``class_weight="balanced_subsample"`` are not supported (``"balanced"``
+    and dicts are, from the global class counts); categorical features are a dataframe's ``category`` columns
     (categories known to dask) and those named in ``categorical_features``.
     Call ``fit`` with dask collections while a ``distributed.Client`` is
     active.
@@ -147,6 +149,8 @@ class DaskRandomForestClassifier(_DaskForest, RandomForestClassifier):
         self.classes_ = classes
         self.n_classes_ = int(classes.shape[0])
         shards.call("encode_labels", classes)
+        if self.class_weight is not None:
+            per = scale_by_class(shards, per, self.class_weight, classes)
         crit = CLASSIFICATION_CRITERIA[self.criterion](n_outputs=1, n_classes=self.n_classes_)
         weights = [float(np.sum(p[1])) for p in per]
         if not sum(weights) > 0:
