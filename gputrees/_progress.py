@@ -41,13 +41,15 @@ class IterationEnv:
     n_estimators_fitted : int
         Rounds (boosting) or trees (forests) in the model after this step.
     train_score : float or None
-        Gradient boosting: minus the training loss of the model so far;
+        Gradient boosting: minus the training loss of the model so far (with
+        a callable loss: the early-stopping metric's score of the training rows);
         AdaBoost: minus the weighted training error ``err_t`` of this round's
         learner; forests: None.
     validation_score : float or None
-        Gradient boosting: minus the loss on the last ``eval_set`` (or on the
-        held-out rows of early stopping); None when there are no validation
-        rows, and for AdaBoost and forests.
+        Gradient boosting: the early-stopping score (minus the loss, or the
+        last ``eval_metric``'s score; greater is better) on the last
+        ``eval_set`` (or on the held-out rows of early stopping); None when
+        there are no validation rows, and for AdaBoost and forests.
     elapsed : float
         Seconds since the first step of this fit began.
     model : callable or None
