@@ -6,6 +6,10 @@ mark (``PeakRSS`` of bench_forest.py) after receiving the data, so the figure
 is the extra resident memory of that fit alone. Run from the repository root::
 
     python bench/bench_memory.py --rows 200000 --features 20
+    python bench/bench_memory.py --rows 1000000 --features 10000 --density 0.001 --families gboost,xgboost
+
+``--density`` makes X a scipy.sparse CSR matrix with that share of nonzeros
+(the same matrix for every library), and the table says the CSR's own size.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -75,8 +80,10 @@ def _child(family, X, y, depth, trees, queue):
     _make(family, depth, trees).fit(X[:500], y[:500])
     est = _make(family, depth, trees)
     peak = PeakRSS()
+    t0 = time.perf_counter()
     est.fit(X, y)
-    queue.put(peak.delta())
+    seconds = time.perf_counter() - t0
+    queue.put((peak.delta(), seconds))
 
 
 def measure(family, X, y, depth, trees):
@@ -95,15 +102,28 @@ def main():
     ap.add_argument("--features", type=int, default=20)
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--trees", type=int, default=10)
+    ap.add_argument("--density", type=float, default=None, help="a CSR X with this share of nonzeros")
+    ap.add_argument("--families", default="tree,forest,gboost,adaboost,xgboost,lightgbm")
     a = ap.parse_args()
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(a.rows, a.features))
-    y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=a.rows) > 0).astype(int)
-    print(f"{a.rows} x {a.features} float64 (X itself {X.nbytes / MiB:.0f} MiB), depth {a.depth}, binary")
-    print(f"{'fit':<26}{'peak RSS MiB':>14}{'formula MiB':>13}{'ratio':>8}")
-    for family in ["tree", "forest", "gboost", "adaboost", "xgboost", "lightgbm"]:
+    if a.density is None:
+        X = rng.normal(size=(a.rows, a.features))
+        y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=a.rows) > 0).astype(int)
+        print(f"{a.rows} x {a.features} float64 (X itself {X.nbytes / MiB:.0f} MiB), depth {a.depth}, binary")
+    else:
+        import scipy.sparse as sp
+
+        X = sp.random(a.rows, a.features, density=a.density, format="csr", random_state=0,
+                      data_rvs=lambda k: rng.normal(size=k))
+        score = np.asarray(X[:, : min(50, a.features)].sum(axis=1)).ravel()
+        y = (score + 0.1 * rng.normal(size=a.rows) > 0).astype(int)
+        size = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+        print(f"{a.rows} x {a.features} CSR, {X.nnz:,} nonzeros (the CSR itself {size / MiB:.0f} MiB, "
+              f"uint8 codes {a.rows * a.features / MiB:.0f} MiB), depth {a.depth}, binary")
+    print(f"{'fit':<26}{'peak RSS MiB':>14}{'formula MiB':>13}{'ratio':>8}{'fit s':>9}")
+    for family in a.families.split(","):
         try:
-            got = measure(family, X, y, a.depth, a.trees)
+            got, seconds = measure(family, X, y, a.depth, a.trees)
         except ImportError as exc:
             print(f"{family:<26}{'skipped: ' + str(exc)}")
             continue
@@ -111,10 +131,10 @@ def main():
                  "adaboost": "adaboost (20 stumps)", "xgboost": "XGBoost hist (20 rounds)",
                  "lightgbm": "LightGBM (20 rounds)"}.get(family, family)
         if family in ("xgboost", "lightgbm"):
-            print(f"{label:<26}{got / MiB:>14.0f}{'':>13}{'':>8}")
+            print(f"{label:<26}{got / MiB:>14.0f}{'':>13}{'':>8}{seconds:>9.1f}")
             continue
         pred = formula(family, a.rows, a.features, 256, a.depth if family != "adaboost" else 1, trees=a.trees)
-        print(f"{label:<26}{got / MiB:>14.0f}{pred / MiB:>13.0f}{got / pred:>8.2f}")
+        print(f"{label:<26}{got / MiB:>14.0f}{pred / MiB:>13.0f}{got / pred:>8.2f}{seconds:>9.1f}")
 
 
 if __name__ == "__main__":

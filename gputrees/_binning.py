@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _sparse
 from ._backend import from_numpy, to_numpy
 from .kernels.rules import midpoint
 from .kernels import reference
@@ -103,6 +104,8 @@ class BinMapper:
         -------
         codes : array of shape (n_samples, n_features), uint8 or uint16
         """
+        if _sparse.is_sparse(X):
+            return _sparse.sparse_codes(X, self, reference.column_codes)
         return (reference if kernels is None else kernels).bin_codes(xp, X, self)
 
     def encode_for_predict(self, xp, X):
@@ -112,7 +115,7 @@ class BinMapper:
         thresholds); unseen categories and NaN get the missing bin.
         """
         if not self.is_categorical.any():
-            return X
+            return X  # (a sparse X too: it has no categorical features)
         X = xp.astype(X, xp.float64, copy=False)
         codes = None
         cols = []
@@ -170,8 +173,10 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
 
     Parameters
     ----------
-    X : array of shape (n_samples, n_features), float64 or float32, in namespace ``xp``
+    X : array of shape (n_samples, n_features), float64 or float32, in namespace ``xp``, or a CSR matrix
         NaN marks missing values. Categorical columns hold category values.
+        A sparse matrix's columns are read as their stored values and
+        implicit zeros (:mod:`gputrees._sparse`), giving its dense twin's edges.
     is_categorical : ndarray of shape (n_features,), bool
     max_bins : int
         Largest number of value bins per feature, 2 .. 65535.
@@ -189,6 +194,9 @@ def fit_bin_mapper(xp, X, is_categorical: np.ndarray, max_bins: int, kernels=Non
         raise ValueError(f"max_bins must be in [2, {MAX_BINS_LIMIT}], got {max_bins}")
     covered_values = (reference if kernels is None else kernels).covered_values
     sorted_columns = (reference if kernels is None else kernels).sorted_columns
+    if _sparse.is_sparse(X):
+        X = _sparse.SparseColumns(X)
+        covered_values, sorted_columns = _sparse.covered_values, _sparse.sorted_columns
     n_features = X.shape[1]
     n_samples = X.shape[0]
     sample = None

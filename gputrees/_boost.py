@@ -101,7 +101,8 @@ def leaf_values(xp, kernels, loss, criterion, batch, raw, y, w):
     values = criterion.leaf_value(xp, batch.stats)
     if loss.needs_leaf_update:
         n_nodes = int(batch.left.shape[1])
-        leaf = batch.row_leaf[0, :]
+        # (a batch grown over rows elsewhere, gputrees.dask's, has no row leaves here: its loss reads them there)
+        leaf = None if batch.row_leaf is None else batch.row_leaf[0, :]
         values = loss.leaf_estimates(xp, kernels, leaf, raw, y, w, n_nodes)[None, :]
     if batch.lower is not None:
         values = xp.clip(values, batch.lower, batch.upper)
@@ -146,12 +147,16 @@ class BoostHistory:
     train_scores : list of float
         The negated training loss before any round, then after each.
     val_scores : list of lists of float
-        The same for each validation set.
+        The early-stopping score (greater is better: minus the loss by default) of each validation set, before
+        any round, then after each.
+    val_metrics : list of lists of tuples
+        Every metric's value (:class:`gputrees.metrics.EvalScoring`) of each validation set, at the same steps.
     """
 
     rounds: list
     train_scores: list
     val_scores: list
+    val_metrics: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,9 +196,10 @@ class EvalSet:
         self.xp, self.X, self.y, self.w, self.raw = xp, X, y, w, raw
         self.missing_bin, self.n_jobs = missing_bin, n_jobs
 
-    def score(self, loss):
-        """The negated loss of the current raw predictions (a 0-d array of the fit's namespace: not read)."""
-        return -loss.mean_loss(self.xp, self.raw, self.y, self.w)
+    def evaluate(self, scoring):
+        """Every metric's value on the current raw predictions (:meth:`gputrees.metrics.EvalScoring.evaluate`:
+        the built-in metrics' are 0-d arrays of the fit's namespace, not read)."""
+        return scoring.evaluate(self.xp, self.raw, self.y, self.w)
 
     def add(self, batch, values) -> None:
         """Add a round's trees (``values`` (K, n_nodes), learning rate included) to the raw predictions."""
@@ -202,7 +208,7 @@ class EvalSet:
 
 
 def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=None, snapshot=None,
-          early_stopping: EarlyStopping | None = None):
+          early_stopping: EarlyStopping | None = None, scoring=None):
     """Run a fit's rounds from ``len(history.rounds)`` to ``plan.n_rounds``.
 
     Parameters
@@ -217,13 +223,16 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
     history : BoostHistory
         Appended to: each round and its scores.
     evals : sequence of EvalSet
-        Scored after every round (``history.val_scores``, one list each).
+        Scored after every round with ``scoring`` (``history.val_metrics`` and
+        ``history.val_scores``, one list each).
     monitor : gputrees._progress.Monitor or None
         Progress display and callbacks; a callback returning True ends the fit.
     snapshot : callable or None
         ``snapshot(n_rounds)``: the model of the first rounds (a callback's ``model``).
     early_stopping : EarlyStopping or None
         Watches the last validation set's scores.
+    scoring : gputrees.metrics.EvalScoring or None
+        The validation metrics (needed with ``evals``).
 
     Returns
     -------
@@ -239,9 +248,10 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
             batch, values, train_loss = rows.round(it, round_rng, inbag, tree_features)
             history.rounds.append(Round(batch=batch, values=values))
             history.train_scores.append(-train_loss)
-            for ev, scores in zip(evals, history.val_scores):
+            for ev, scores, metrics in zip(evals, history.val_scores, history.val_metrics):
                 ev.add(batch, values)
-                scores.append(ev.score(loss))
+                metrics.append(ev.evaluate(scoring))
+                scores.append(scoring.score(metrics[-1]))
             if monitor is not None:
                 n = len(history.rounds)
                 model = functools.partial(snapshot, n) if snapshot is not None else None
@@ -263,6 +273,19 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
         monitor.close()
     rows.close()
     return stopped_at
+
+
+#: Codes compared at once by :func:`_has_code` (the comparison's bool array: 16 MiB)
+CODE_CHECK_BLOCK = 1 << 24
+
+
+def _has_code(xp, codes, code: int) -> bool:
+    """Whether any entry of ``codes`` (n, F) is ``code``, compared in blocks of rows (the bool array of the
+    whole comparison would be as large as the codes)."""
+    n, f = int(codes.shape[0]), int(codes.shape[1])
+    step = max(1, CODE_CHECK_BLOCK // max(1, f))
+    # (stops within the axis: the array API leaves slices past the end unspecified)
+    return any(bool(xp.any(codes[s : min(n, s + step), :] == code)) for s in range(0, n, step))
 
 
 class LocalRounds:
@@ -311,7 +334,7 @@ class LocalRounds:
         self.codes_by_feature = kernels.feature_major(xp, codes)
         # two-channel histograms ([G, H], see gputrees._grower.Grower) where no
         # training value is missing; quantised kernels scale every channel
-        self.count_free = not quantised and not bool(xp.any(codes == bin_mapper.missing_bin))
+        self.count_free = not quantised and not _has_code(xp, codes, bin_mapper.missing_bin)
         self.table = None  # the channel table, written over every round (round_channels)
         self.table_sums = None  # its column sums, where the round end made them
         self.ahead = False  # whether ``table`` holds the channels of ``raw``

@@ -32,7 +32,7 @@ from ._binning import MAX_BINS_LIMIT, fit_bin_mapper
 from ._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, LocalRounds, boost
 from ._criteria import Newton
 from ._records import DEFAULT_MEMORY_LIMIT, GrowerParams, Round, stack_batches, stack_node_arrays
-from ._loss import REGRESSION_LOSSES, BinaryLogLoss, MultinomialLogLoss, make_regression_loss
+from ._loss import REGRESSION_LOSSES, BinaryLogLoss, CallableLoss, MultinomialLogLoss, make_regression_loss
 from ._predictor import apply_trees
 from ._progress import Monitor
 from ._state import transactional_fit
@@ -44,10 +44,13 @@ from ._validation import (
     regression_target,
     resolve_max_features,
     sample_weight_to_host,
+    take_rows,
     to_numeric_2d,
     y_to_host,
 )
 from ._kernel_choice import chooses_kernels
+from ._sparse import dense_blocks, is_sparse
+from .metrics import EvalScoring, resolve_metrics
 from .kernels import reference
 from .kernels.reference import gather_node_values
 from .kernels import get_kernels
@@ -120,6 +123,8 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         "memory_limit": [Interval(numbers.Integral, 1 << 20, None, closed="left")],
         "n_jobs": [numbers.Integral, None],
         "quantised_gradients": [StrOptions({"auto"}), "boolean"],
+        "eval_metric": [str, callable, list, tuple, None],
+        "baseline": ["array-like", numbers.Real, None],
     }
     _is_classifier = False
 
@@ -182,7 +187,7 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
     # -- fit ----------------------------------------------------------------
     @transactional_fit
     @chooses_kernels
-    def fit(self, X, y, sample_weight=None, eval_set=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None):
         """Boost trees.
 
         Parameters
@@ -194,8 +199,12 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         eval_set : list of (X_val, y_val) pairs, optional
             Validation sets scored after every round. Early stopping (when on)
             watches the last one instead of holding out ``validation_fraction``
-            of the training rows. Their rows count with weight 1 (no
-            per-row validation weights).
+            of the training rows.
+        eval_sample_weight : list of array-like of shape (n_val_samples,) or None, optional
+            One weight vector (or None: every row 1) per ``eval_set`` pair,
+            weighting its rows in the validation loss and metrics as
+            ``sample_weight`` weights the training rows (``class_weight`` is
+            not applied to them). A row of weight 2 counts as that row twice.
 
         Returns
         -------
@@ -224,28 +233,45 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         sw = sample_weight_to_host(sample_weight, n)
         y_enc, sw = self._encode_y(y_host, sw, fit=not warm)
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
-        loss = self._make_loss(kernels)
+        loss = self._make_loss(kernels, len(self._rounds) if warm else 0)
         mono = self._monotonic(n_features, is_cat, getattr(self, "feature_names_in_", None))
         rng = _backend.host_rng(self.random_state)
         seed = int(rng.integers(0, 2**31 - 1))
         if not warm:
             self._categories = categories
+        scoring = EvalScoring(
+            resolve_metrics(self.eval_metric, classifier=self._is_classifier, loss=loss,
+                            alpha=getattr(self, "alpha", 0.9)),
+            self._metric_prediction,
+        )
+        if not loss.has_value:
+            # a callable loss has no value: its training score is the stopping metric's on the training rows
+            train_scoring = EvalScoring(scoring.metrics[-1:], self._metric_prediction)
+            loss.value = lambda xp_, raw_, y_, w_: -train_scoring.score(train_scoring.evaluate(xp_, raw_, y_, w_))
+        if warm and scoring.names != self._eval_metric_names:
+            raise ValueError(
+                f"eval_metric {scoring.names} differs from the first fit's {self._eval_metric_names} (warm_start)"
+            )
 
         # validation rows
         val_sets = []
         if eval_set is not None:
-            val_sets = [self._validation_pair(xp, Xv, yv) for Xv, yv in self._check_eval_set(eval_set)]
+            pairs = self._check_eval_set(eval_set)
+            weights = self._check_eval_sample_weight(eval_sample_weight, len(pairs))
+            val_sets = [self._validation_pair(xp, Xv, yv, wv) for (Xv, yv), wv in zip(pairs, weights)]
+        elif eval_sample_weight is not None:
+            raise ValueError("eval_sample_weight is given without an eval_set")
         es = self._early_stopping_on(n)
         if es and not val_sets:
             train, held = holdout_split(n, self.validation_fraction, y_enc if self._is_classifier else None, seed)
             val_sets = [
                 (
-                    xp.take(Xd, _backend.from_numpy(xp, held), axis=0),
+                    take_rows(xp, Xd, held),
                     _backend.from_numpy(xp, y_enc[held]),
                     _backend.from_numpy(xp, sw[held]),
                 )
             ]
-            Xd = xp.take(Xd, _backend.from_numpy(xp, train), axis=0)
+            Xd = take_rows(xp, Xd, train)
             y_enc, sw = y_enc[train], sw[train]
         if not np.any(sw > 0):
             raise ValueError("every training row has sample_weight 0")
@@ -259,11 +285,13 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
             bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins, kernels)
             self._bin_mapper = bin_mapper
             self.is_categorical_ = np.asarray(is_cat, dtype=bool)
-            self._baseline = loss.baseline(xp, kernels, y_dev, w_dev)
+            self._baseline = self._initial_raw(xp, kernels, loss, y_dev, w_dev)
             self._rounds = []
             self.train_score_ = []
             self.validation_score_ = []
             self._eval_scores = []
+            self._eval_metrics = []
+        self._eval_metric_names = scoring.names
         codes = bin_mapper.transform(xp, Xd, kernels)
         k = loss.n_trees_per_round
         raw = self._raw_binned(xp, bin_mapper.encode_for_predict(xp, Xd), n)
@@ -273,11 +301,13 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
             for Xvp in (bin_mapper.encode_for_predict(xp, Xv),)
         ]
         history = BoostHistory(list(self._rounds), list(self.train_score_) if warm else [],
-                               [list(v) for v in self._eval_scores] if warm else [[] for _ in evals])
+                               [list(v) for v in self._eval_scores] if warm else [[] for _ in evals],
+                               [[tuple(r) for r in v] for v in self._eval_metrics] if warm else [[] for _ in evals])
         if not warm:
             history.train_scores.append(-loss.mean_loss(xp, raw, y_dev, w_dev))
-            for ev, scores in zip(evals, history.val_scores):
-                scores.append(ev.score(loss))
+            for ev, scores, metrics in zip(evals, history.val_scores, history.val_metrics):
+                metrics.append(ev.evaluate(scoring))
+                scores.append(scoring.score(metrics[-1]))
         plan = BoostPlan(
             n_rounds=self.n_estimators, seed=seed, n_rows=n,
             n_sub=max(1, int(self.subsample * n)) if self.subsample < 1.0 else n,
@@ -294,10 +324,33 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
             monitor=Monitor(self, self.n_estimators, len(self._rounds), "round"),
             snapshot=functools.partial(self._snapshot, xp, k, history),
             early_stopping=EarlyStopping(self.n_iter_no_change, self.tol, int(self.verbose)) if es else None,
+            scoring=scoring,
         )
-        return self._finish(xp, k, history.rounds, history.train_scores, history.val_scores, stopped_at)
+        return self._finish(xp, k, history.rounds, history.train_scores, history.val_scores, stopped_at,
+                            history.val_metrics)
 
-    def _finish(self, xp, k, rounds, train_scores, val_scores, stopped_at=None):
+    def _initial_raw(self, xp, kernels, loss, y, w):
+        """The raw prediction (K,) before the first round: ``baseline``, else the loss's best constant."""
+        k = loss.n_trees_per_round
+        if self.baseline is None:
+            return loss.baseline(xp, kernels, y, w)
+        b = np.asarray(_backend.to_numpy(self.baseline) if _backend.is_array_api_array(self.baseline)
+                       else self.baseline, dtype=np.float64)
+        if b.ndim == 0:
+            b = np.full(k, float(b))
+        if b.shape != (k,) or not np.all(np.isfinite(b)):
+            raise ValueError(f"baseline must be a finite number or {k} finite numbers (one per output), "
+                             f"got shape {b.shape}")
+        return _backend.from_numpy(xp, b)
+
+    def _metric_prediction(self, xp, raw):
+        """What the eval metrics take of raw predictions (n, K): see :mod:`gputrees.metrics`."""
+        if self._is_classifier:
+            proba = self._proba(xp, raw)
+            return proba[:, 1] if self.n_classes_ == 2 else proba
+        return self._link(xp, raw)
+
+    def _finish(self, xp, k, rounds, train_scores, val_scores, stopped_at=None, val_metrics=()):
         """Set the fitted attributes from the rounds of a fit (K trees each) and their scores; returns self.
 
         The first host reads of a fit whose rounds read nothing (the GPU's): the
@@ -308,6 +361,14 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         self.train_score_ = _host_scores(train_scores)
         self._eval_scores = [_host_scores(s) for s in val_scores]
         self.validation_score_ = self._eval_scores[-1] if val_scores else np.zeros(0, dtype=np.float64)
+        self._eval_metrics = [
+            np.asarray([[float(v) for v in step] for step in steps], dtype=np.float64) for steps in val_metrics
+        ]
+        # XGBoost's layout: each set's metrics after every round (the baseline's values left out)
+        self.evals_result_ = {
+            f"validation_{i}": {name: values[1:, j].tolist() for j, name in enumerate(self._eval_metric_names)}
+            for i, values in enumerate(self._eval_metrics)
+        }
         self.best_iteration_ = None
         if val_scores:
             # best round (0-based) by the last validation set, ignoring the baseline
@@ -323,8 +384,10 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         """A fitted shallow copy holding the first ``n_rounds`` of a fit's growing history (``IterationEnv.model``)."""
         later = len(history.rounds) - n_rounds  # rounds (and scores) appended after this snapshot was taken
         scores = [v[: len(v) - later] for v in history.val_scores]
+        metrics = [v[: len(v) - later] for v in history.val_metrics]
         return copy.copy(self)._finish(xp, k, history.rounds[:n_rounds],
-                                       history.train_scores[: len(history.train_scores) - later], scores)
+                                       history.train_scores[: len(history.train_scores) - later], scores,
+                                       val_metrics=metrics)
 
     def _check_eval_set(self, eval_set):
         if not isinstance(eval_set, (list, tuple)) or not eval_set:
@@ -334,7 +397,18 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
                 raise ValueError("eval_set must be a list of (X_val, y_val) pairs")
         return eval_set
 
-    def _validation_pair(self, xp, Xv, yv):
+    @staticmethod
+    def _check_eval_sample_weight(eval_sample_weight, n_sets: int):
+        """``eval_sample_weight`` as a list of one weight vector (or None) per eval set."""
+        if eval_sample_weight is None:
+            return [None] * n_sets
+        if not isinstance(eval_sample_weight, (list, tuple)) or len(eval_sample_weight) != n_sets:
+            raise ValueError(
+                f"eval_sample_weight must be a list of one weight vector (or None) per eval_set pair ({n_sets})"
+            )
+        return list(eval_sample_weight)
+
+    def _validation_pair(self, xp, Xv, yv, wv=None):
         Xvd, _, _ = to_numeric_2d(Xv, xp, None, self._categories)
         if Xvd.shape[1] != self.n_features_in_:
             raise ValueError(f"eval_set X has {Xvd.shape[1]} features, X has {self.n_features_in_}")
@@ -342,7 +416,11 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         n = int(Xvd.shape[0])
         yv_host = y_to_host(yv, n, multi_output=False)
         yv_enc = self._encode_eval_y(yv_host)
-        return Xvd, _backend.from_numpy(xp, yv_enc), xp.ones(n, dtype=xp.float64)
+        try:
+            wv_host = sample_weight_to_host(wv, n)
+        except ValueError as exc:
+            raise ValueError(f"eval_sample_weight: {exc}") from None
+        return Xvd, _backend.from_numpy(xp, yv_enc), _backend.from_numpy(xp, wv_host)
 
     def _forest(self):
         """All rounds as one padded batch and its values (built at the end of fit)."""
@@ -359,10 +437,13 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         # rounds added in training's order, so that the sums are bit-identical
         # to the raw predictions of the fit (warm_start)
         predict = kernels.predict_raw
+        missing = self._bin_mapper.missing_bin
+        if is_sparse(Xp):  # walked in dense blocks of rows (gputrees._sparse)
+            parts = [predict(xp, batch, values, block, missing, base[s:e, :]) for s, e, block in dense_blocks(Xp)]
+            return xp.concat(parts, axis=0)
         step = max(1, PREDICT_CHUNK // n_trees)
         parts = [
-            predict(xp, batch, values, Xp[s : min(n, s + step), :], self._bin_mapper.missing_bin,
-                    base[s : min(n, s + step), :])
+            predict(xp, batch, values, Xp[s : min(n, s + step), :], missing, base[s : min(n, s + step), :])
             for s in range(0, n, step)
         ]  # fmt: skip
         if not parts:
@@ -467,6 +548,7 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True  # scipy.sparse X, see gputrees._sparse
         return tags
 
 
@@ -541,6 +623,18 @@ _PARAMS_DOC = """
         (as XGBoost, LightGBM and HistGradientBoosting), -2 = all but one,
         k > 0 = k. The fitted model does not depend on it. Ignored on the GPU
         and by the NumPy fallback kernels (``GPUTREES_KERNELS``).
+    baseline : float, array-like of shape (n_trees_per_iteration_,) or None, default=None
+        The raw prediction before the first round (XGBoost's ``base_score``
+        on the raw scale: log-odds for a classifier, the log of the mean for
+        Poisson and gamma). None: the loss's best constant (for a callable
+        ``loss``, its weighted minimiser found by Newton steps from zero).
+    eval_metric : str, callable or list of them, default=None
+        The validation sets' metrics, recorded every round in
+        ``evals_result_``; early stopping watches the last one on the last
+        set (``validation_score_`` is its score, greater is better). None:
+        the fit's loss ("loss"). Names, callables and how a callable says
+        greater-is-better (:func:`gputrees.metrics.make_metric`): see
+        :mod:`gputrees.metrics`.
     quantised_gradients : "auto" or bool, default="auto"
         Round each round's gradients and hessians (and the row counts) to
         fixed point, one power-of-two scale per channel chosen from the
@@ -562,7 +656,14 @@ _PARAMS_DOC = """
         Minus the training loss before the first round and after each round
         (scikit-learn's convention: higher is better).
     validation_score_ : ndarray of shape (n_rounds_fitted + 1,)
-        The same on the last validation set (empty without one).
+        The early-stopping score on the last validation set (empty without
+        one): minus the loss, or the last ``eval_metric``'s value (negated
+        where lower is better).
+    evals_result_ : dict
+        ``{"validation_0": {metric name: [value after round 1, ...]}, ...}``:
+        every ``eval_metric`` on every validation set (``eval_set`` in
+        order, or the rows held out for early stopping), as XGBoost's
+        ``evals_result()``; empty without validation rows.
     best_iteration_ : int or None
         0-based round of the best validation score.
     feature_importances_ : ndarray of shape (n_features_in_,)
@@ -582,7 +683,14 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
 
     Parameters
     ----------
-    loss : {"log_loss"}, default="log_loss"
+    loss : "log_loss" or callable, default="log_loss"
+        A callable is a custom objective ``loss(y_true, raw_prediction,
+        sample_weight) -> (gradient, hessian)`` on the raw scores (log-odds
+        of class 1 with two classes, shape (n,); K logits otherwise, shape
+        (n, K)), ``y_true`` the class indices 0 .. K-1 as float64; the
+        returned arrays are weighted by ``sample_weight`` and have the raw
+        scores' shape (see :class:`gputrees._loss.CallableLoss`). The
+        probabilities stay the sigmoid / softmax of the raw scores.
     """
         + _PARAMS_DOC.replace(
             "    Attributes\n",
@@ -595,7 +703,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
     )
     _parameter_constraints = {
         **_BaseGradientBoosting._parameter_constraints,
-        "loss": [StrOptions({"log_loss"})],
+        "loss": [StrOptions({"log_loss"}), callable],
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
     _is_classifier = True
@@ -631,6 +739,8 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         n_jobs=None,
         callbacks=None,
         quantised_gradients="auto",
+        eval_metric=None,
+        baseline=None,
     ):
         _set_params(self, locals())
 
@@ -661,7 +771,9 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
             raise ValueError(f"eval_set y has labels {bad} not in the training classes {classes.tolist()}")
         return pos.astype(np.float64)
 
-    def _make_loss(self, kernels):
+    def _make_loss(self, kernels, first_round=0):
+        if callable(self.loss):
+            return CallableLoss(self.loss, 1 if self.n_classes_ == 2 else self.n_classes_, first_round)
         if self.n_classes_ == 2:
             return BinaryLogLoss()
         return MultinomialLogLoss(self.n_classes_)
@@ -746,11 +858,18 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
 
     Parameters
     ----------
-    loss : {"squared_error", "absolute_error", "huber", "quantile", "poisson", "gamma"}, default="squared_error"
+    loss : {"squared_error", "absolute_error", "huber", "quantile", "poisson", "gamma"} or callable, \
+default="squared_error"
         Half squared error; absolute error and quantile (leaves re-estimated as
         the median / ``alpha``-quantile of their residuals); Huber (``delta``
         the ``alpha``-quantile of the absolute residuals each round); Poisson
         and gamma deviances with a log link (y >= 0 with a positive sum, y > 0).
+        A callable is a custom objective ``loss(y_true, raw_prediction,
+        sample_weight) -> (gradient, hessian)``, arrays of shape (n,) in the
+        fit's namespace (CuPy on the GPU), the returned ones multiplied by
+        ``sample_weight``; ``predict`` returns the raw prediction (identity
+        link). Leaves are Newton's ``-G / (H + l2)``. See
+        :class:`gputrees._loss.CallableLoss` for the checks.
     alpha : float, default=0.9
         Quantile level of ``"quantile"``, and of ``delta`` for ``"huber"``.
     """
@@ -758,7 +877,7 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
     )
     _parameter_constraints = {
         **_BaseGradientBoosting._parameter_constraints,
-        "loss": [StrOptions(set(REGRESSION_LOSSES))],
+        "loss": [StrOptions(set(REGRESSION_LOSSES)), callable],
         "alpha": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
     }
 
@@ -793,6 +912,8 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
         n_jobs=None,
         callbacks=None,
         quantised_gradients="auto",
+        eval_metric=None,
+        baseline=None,
     ):
         _set_params(self, locals())
 
@@ -808,7 +929,9 @@ class GradientBoostingRegressor(RegressorMixin, _BaseGradientBoosting):
     def _encode_eval_y(self, y):
         return regression_target(y)
 
-    def _make_loss(self, kernels):
+    def _make_loss(self, kernels, first_round=0):
+        if callable(self.loss):
+            return CallableLoss(self.loss, 1, first_round)
         return make_regression_loss(self.loss, self.alpha, kernels)
 
     def _link(self, xp, raw):

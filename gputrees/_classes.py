@@ -36,6 +36,7 @@ from ._validation import (
     regression_target,
     resolve_max_features,
     sample_weight_to_host,
+    take_rows,
     to_numeric_2d,
     y_to_host,
 )
@@ -132,11 +133,11 @@ class _BaseTree(ShapMixin, ModelFileMixin, BaseEstimator):
         if self.pruning == "reduced_error":
             train, held = self._holdout(y_enc, rng)
             validation = (
-                xp.take(Xd, _backend.from_numpy(xp, held), axis=0),
+                take_rows(xp, Xd, held),
                 y_enc[held],
                 sw[held],
             )
-            Xd = xp.take(Xd, _backend.from_numpy(xp, train), axis=0)
+            Xd = take_rows(xp, Xd, train)
             y_enc, sw = y_enc[train], sw[train]
             n_samples = int(train.shape[0])
             if not np.any(sw > 0):
@@ -217,7 +218,7 @@ class _BaseTree(ShapMixin, ModelFileMixin, BaseEstimator):
         y_enc, criterion, factor = self._encode_target(y_host, np.ones(n_samples))
         kept = np.flatnonzero(sw > 0)
         if kept.shape[0] < n_samples:  # a row of weight 0 is a row that is not there
-            Xd = xp.take(Xd, _backend.from_numpy(xp, kept), axis=0)
+            Xd = take_rows(xp, Xd, kept)
             y_enc, factor = y_enc[kept], factor[kept]
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
         bin_mapper = fit_bin_mapper(xp, Xd, is_cat, self.max_bins, kernels)
@@ -507,6 +508,7 @@ class _BaseTree(ShapMixin, ModelFileMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True  # scipy.sparse X, see gputrees._sparse
         return tags
 
 

@@ -487,6 +487,7 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True  # scipy.sparse X, see gputrees._sparse
         return tags
 
     def _compute_oob(self, xp, Xd, y_enc, sw):

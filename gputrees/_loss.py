@@ -98,6 +98,8 @@ class Loss:
     name = ""
     #: leaves are re-estimated from residuals after growth
     needs_leaf_update = False
+    #: whether ``mean_loss`` is the loss's own value (a callable loss's is the fit's metric, see CallableLoss)
+    has_value = True
     n_trees_per_round = 1
     #: the code of a compiled round end (:func:`gputrees._records.loss_code`), set by the classes that have one
     code = None
@@ -145,7 +147,7 @@ class SquaredError(Loss):
         return 0.5 * r * r
 
 
-class _ResidualLoss(Loss):
+class ResidualLoss(Loss):
     """Losses grown with a unit hessian whose leaves are re-estimated from residuals."""
 
     needs_leaf_update = True
@@ -159,7 +161,7 @@ class _ResidualLoss(Loss):
         return weighted_quantiles(xp, kernels, leaf, y - raw[:, 0], w, n_nodes, self.alpha)
 
 
-class AbsoluteError(_ResidualLoss):
+class AbsoluteError(ResidualLoss):
     """``|y - raw|``; leaves are the weighted median of their residuals."""
 
     name = "absolute_error"
@@ -172,7 +174,7 @@ class AbsoluteError(_ResidualLoss):
         return xp.abs(y - raw[:, 0])
 
 
-class Quantile(_ResidualLoss):
+class Quantile(ResidualLoss):
     """Pinball loss of level ``alpha``; leaves are the weighted alpha-quantile of their residuals."""
 
     name = "quantile"
@@ -190,7 +192,7 @@ class Quantile(_ResidualLoss):
         return xp.where(r >= 0, self.alpha * r, (self.alpha - 1.0) * r)
 
 
-class Huber(_ResidualLoss):
+class Huber(ResidualLoss):
     """Huber loss with ``delta`` the weighted ``alpha``-quantile of ``|y - raw|``, re-set each round.
 
     Friedman's (2001) M-regression, as scikit-learn's
@@ -216,6 +218,11 @@ class Huber(_ResidualLoss):
 
     def gradients(self, xp, raw, y, w):
         self._set_delta(xp, raw, y, w)
+        return self.clipped_gradients(xp, raw, y, w)
+
+    def clipped_gradients(self, xp, raw, y, w):
+        """The gradients and hessians with ``delta`` as it is set (gputrees.dask sets it from every worker's
+        residuals)."""
         r = y - raw[:, 0]
         g = -xp.clip(r, -self.delta, self.delta) * w
         return g[:, None], w[:, None]
@@ -228,9 +235,18 @@ class Huber(_ResidualLoss):
     def leaf_estimates(self, xp, kernels, leaf, raw, y, w, n_nodes):
         r = y - raw[:, 0]
         med = weighted_quantiles(xp, kernels, leaf, r, w, n_nodes, 0.5)
+        num, den = self.deviation_sums(xp, kernels, leaf, r, w, med, n_nodes)
+        return self.leaf_values_from(xp, med, num, den)
+
+    def deviation_sums(self, xp, kernels, leaf, r, w, med, n_nodes):
+        """Per leaf: the weighted sum of the residuals' deviations from ``med`` clipped to ``delta``, and the
+        weight."""
         dev = xp.clip(r - xp.take(med, leaf), -self.delta, self.delta)
-        num = segment_sums(xp, kernels, leaf, dev * w, n_nodes)
-        den = segment_sums(xp, kernels, leaf, w, n_nodes)
+        return segment_sums(xp, kernels, leaf, dev * w, n_nodes), segment_sums(xp, kernels, leaf, w, n_nodes)
+
+    @staticmethod
+    def leaf_values_from(xp, med, num, den):
+        """Friedman's leaf value: the median plus the mean clipped deviation (``med`` where a leaf has no weight)."""
         return med + xp.where(den > 0, num / xp.where(den > 0, den, xp.ones_like(den)), xp.zeros_like(den))
 
 
@@ -329,6 +345,106 @@ class MultinomialLogLoss(Loss):
         m = xp.max(raw, axis=1, keepdims=True)
         lse = xp.log(xp.sum(xp.exp(raw - m), axis=1)) + m[:, 0]
         return lse - xp.sum(raw * self._onehot(xp, y), axis=1)
+
+
+#: Newton steps at most, and their relative tolerance, of a callable loss's baseline
+BASELINE_NEWTON_STEPS = 100
+BASELINE_TOL = 1e-12
+
+
+class CallableLoss(Loss):
+    """A user's objective ``func(y_true, raw_prediction, sample_weight) -> (gradient, hessian)``.
+
+    ``func`` gets the arrays of the fit's namespace (NumPy, or CuPy on the
+    GPU): the encoded targets (a classifier's class indices, float64), the
+    raw predictions -- shape (n,) with one output (regression, binary
+    log-odds), (n, K) with K (multi-class logits) -- and the rows' weights;
+    it returns the gradient and hessian of its loss at the raw predictions,
+    already multiplied by ``sample_weight`` (as the built-in losses' are),
+    each of the raw predictions' shape. It must not modify its arguments.
+    Every call is checked: a wrong shape, a NaN or infinity, or a negative
+    hessian is a ValueError naming the round.
+
+    It has no compiled round end (no ``code``), so its fits take the generic
+    round path. It has no value either: ``mean_loss`` is what the fit sets
+    in ``value`` (its early-stopping metric on the rows, lower is better).
+
+    Parameters
+    ----------
+    func : callable
+    n_trees : int
+        Outputs (trees a round): 1, or K for multi-class classification.
+    first_round : int
+        The round the fit's first ``gradients`` call is for (rounds already fitted with ``warm_start``).
+    """
+
+    name = "custom"
+    has_value = False
+
+    def __init__(self, func, n_trees: int = 1, first_round: int = 0):
+        self.func = func
+        self.n_trees_per_round = int(n_trees)
+        self.next_round = int(first_round)
+        #: ``value(xp, raw, y, w)``: a lower-is-better number of the rows, set by the fit
+        self.value = None
+
+    def checked_gradients(self, xp, raw, y, w, where: str):
+        """``func``'s gradient and hessian at raw predictions (n, K), as (n, K) arrays, checked (a ValueError
+        ending with ``where`` otherwise)."""
+        arg = raw[:, 0] if self.n_trees_per_round == 1 else raw
+        out = self.func(y, arg, w)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise ValueError(f"the loss callable must return (gradient, hessian); it returned {type(out).__name__} "
+                             f"{where}")
+        g, h = (xp.asarray(a, dtype=xp.float64) for a in out)
+        for label, a in (("gradient", g), ("hessian", h)):
+            if tuple(a.shape) != tuple(arg.shape):
+                raise ValueError(f"the loss callable's {label} has shape {tuple(a.shape)}, expected "
+                                 f"{tuple(arg.shape)} (the raw prediction's) {where}")
+            if not bool(xp.all(xp.isfinite(a))):
+                raise ValueError(f"the loss callable's {label} has NaN or infinite values {where}")
+        if bool(xp.any(h < 0)):
+            raise ValueError(f"the loss callable's hessian has negative values {where}")
+        k = self.n_trees_per_round
+        return xp.reshape(g, (-1, k)), xp.reshape(h, (-1, k))
+
+    def gradients(self, xp, raw, y, w):
+        it = self.next_round
+        self.next_round += 1
+        return self.checked_gradients(xp, raw, y, w, f"for boosting round {it} (0-based)")
+
+    def gradient_sums(self, xp, b, y, w, where: str):
+        """The summed gradient and hessian (K,) of rows ``y``, ``w`` at the constant raw prediction ``b`` (K,)."""
+        raw = xp.broadcast_to(b[None, :], (int(y.shape[0]), self.n_trees_per_round))
+        g, h = self.checked_gradients(xp, raw, y, w, where)
+        return xp.sum(g, axis=0), xp.sum(h, axis=0)
+
+    def baseline(self, xp, kernels, y, w):
+        return self.newton_baseline(xp, lambda b, where: self.gradient_sums(xp, b, y, w, where))
+
+    def newton_baseline(self, xp, sums):
+        """The weighted minimiser of the loss over constants: Newton steps ``-sum(g) / sum(h)`` from zero, per
+        output, until the next step is below ``BASELINE_TOL`` relative (at most ``BASELINE_NEWTON_STEPS``).
+
+        ``sums(b, where)`` gives the rows' summed gradient and hessian at ``b`` (:meth:`gradient_sums`, or
+        their sums over the workers' rows)."""
+        b = xp.zeros(self.n_trees_per_round, dtype=xp.float64)
+        for step in range(BASELINE_NEWTON_STEPS):
+            gs, hs = sums(b, f"while finding the baseline (Newton step {step} from zero)")
+            if not bool(xp.all(hs > 0)):
+                raise ValueError("the loss callable's hessian sums to 0 at the baseline: pass baseline= to the "
+                                 "estimator")
+            delta = -gs / hs
+            # converged at b: a step within the tolerance is rounding (kept out, so that a quadratic loss
+            # ends exactly on its first step's weighted mean)
+            if step > 0 and bool(xp.all(xp.abs(delta) <= BASELINE_TOL * (1.0 + xp.abs(b)))):
+                return b
+            b = b + delta
+        raise ValueError(f"the baseline's Newton steps did not converge in {BASELINE_NEWTON_STEPS} steps: pass "
+                         "baseline= to the estimator")
+
+    def mean_loss(self, xp, raw, y, w):
+        return self.value(xp, raw, y, w)
 
 
 def make_regression_loss(name: str, alpha: float, kernels) -> Loss:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ._sparse import dense_blocks, is_sparse
+
 
 def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
     """Leaf reached by every row in every tree, with the fit's kernel set.
@@ -11,6 +13,9 @@ def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
     """
     from .kernels import get_kernels
 
-    return get_kernels(xp, n_jobs=n_jobs, prediction=True).apply_trees(xp, batch, X, missing_bin)
+    apply = get_kernels(xp, n_jobs=n_jobs, prediction=True).apply_trees
+    if is_sparse(X):  # walked in dense blocks of rows (gputrees._sparse)
+        return xp.concat([apply(xp, batch, block, missing_bin) for _, _, block in dense_blocks(X)], axis=0)
+    return apply(xp, batch, X, missing_bin)
 
 

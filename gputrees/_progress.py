@@ -41,13 +41,15 @@ class IterationEnv:
     n_estimators_fitted : int
         Rounds (boosting) or trees (forests) in the model after this step.
     train_score : float or None
-        Gradient boosting: minus the training loss of the model so far;
+        Gradient boosting: minus the training loss of the model so far (with
+        a callable loss: the early-stopping metric's score of the training rows);
         AdaBoost: minus the weighted training error ``err_t`` of this round's
         learner; forests: None.
     validation_score : float or None
-        Gradient boosting: minus the loss on the last ``eval_set`` (or on the
-        held-out rows of early stopping); None when there are no validation
-        rows, and for AdaBoost and forests.
+        Gradient boosting: the early-stopping score (minus the loss, or the
+        last ``eval_metric``'s score; greater is better) on the last
+        ``eval_set`` (or on the held-out rows of early stopping); None when
+        there are no validation rows, and for AdaBoost and forests.
     elapsed : float
         Seconds since the first step of this fit began.
     model : callable or None
@@ -197,9 +199,18 @@ class Monitor:
 
 
 def _losses(env: IterationEnv) -> str:
+    # scores other than minus the fit's loss (an eval_metric, a callable loss's training score) are shown as
+    # the greater-is-better scores they are
+    est = env.estimator
     parts = []
     if env.train_score is not None:
-        parts.append(f"train loss {-env.train_score:.6g}")
+        if callable(getattr(est, "loss", None)):
+            parts.append(f"train score {env.train_score:.6g}")
+        else:
+            parts.append(f"train loss {-env.train_score:.6g}")
     if env.validation_score is not None:
-        parts.append(f"valid loss {-env.validation_score:.6g}")
+        if getattr(est, "_eval_metric_names", ["loss"])[-1] != "loss":
+            parts.append(f"valid score {env.validation_score:.6g}")
+        else:
+            parts.append(f"valid loss {-env.validation_score:.6g}")
     return ", ".join(parts)

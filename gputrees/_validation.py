@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection import train_test_split
 
-from . import _backend
+from . import _backend, _sparse
 
 
 # Ranges that keep the criteria's arithmetic finite and normal in float64
@@ -118,10 +118,12 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         Labels of label-coded categorical features (strings, pandas categories).
     """
     fit = fitted_categories is None
+    if _sparse.is_sparse(X):
+        # kept sparse: binned from its columns' stored values (see gputrees._sparse)
+        csr = _sparse.as_csr(X, xp, categorical_features if fit else None)
+        return csr, np.zeros(csr.shape[1], dtype=bool), [None] * csr.shape[1]
     if _is_sparse(X):
-        raise TypeError(
-            "sparse input is not supported by gputrees; convert it with X.toarray()"
-        )
+        raise TypeError(f"{type(X).__name__} is not a scipy.sparse matrix; convert it to one or to a dense array")
     if fit:
         _check_fit_memory(X, xp)
     if _backend._is_dataframe(X):
@@ -264,7 +266,9 @@ def check_finite_x(xp, Xd) -> None:
         raise ValueError(f"Found array with 0 sample(s) (shape={tuple(Xd.shape)}) while a minimum of 1 is required.")
     if Xd.shape[1] == 0:
         raise ValueError(f"Found array with 0 feature(s) (shape={tuple(Xd.shape)}) while a minimum of 1 is required.")
-    if bool(xp.any(xp.isinf(Xd))):
+    if _sparse.is_sparse(Xd):
+        _sparse.check_finite_sparse(Xd)
+    elif bool(xp.any(xp.isinf(Xd))):
         raise ValueError("Input X contains infinity; only NaN (missing) is allowed among non-finite values")
 
 
@@ -390,7 +394,14 @@ def drop_zero_weight_rows(xp, Xd, y_enc, sw):
     if np.all(sw > 0):
         return Xd, y_enc, sw
     keep = np.flatnonzero(sw > 0)
-    return xp.take(Xd, _backend.from_numpy(xp, keep), axis=0), y_enc[keep], sw[keep]
+    return take_rows(xp, Xd, keep), y_enc[keep], sw[keep]
+
+
+def take_rows(xp, X, rows):
+    """Rows ``rows`` (host int array) of ``X``: a device array of namespace ``xp``, or a CSR matrix."""
+    if _sparse.is_sparse(X):
+        return _sparse.take_rows(X, rows)
+    return xp.take(X, _backend.from_numpy(xp, rows), axis=0)
 
 
 def regression_target(y: np.ndarray) -> np.ndarray:

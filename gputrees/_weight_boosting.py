@@ -351,7 +351,7 @@ class _BaseWeightBoosting(ShapMixin, ModelFileMixin, BaseEstimator):
         if hasattr(est, "__sklearn_tags__"):
             learner_tags = get_tags(est).input_tags
             tags.input_tags.allow_nan = learner_tags.allow_nan
-            tags.input_tags.sparse = not self._binned_path(est) and learner_tags.sparse
+            tags.input_tags.sparse = learner_tags.sparse
         return tags
 
 

@@ -85,6 +85,134 @@ def test_booster_equals_single_machine(client, data, target):
     assert most <= 2 * k * 2 ** 3 * F * dm._bin_mapper.n_bins * 3 * 8
 
 
+@pytest.mark.parametrize("eval_kind", ["numpy", "dask"])
+def test_booster_early_stopping_on_eval_sets_equals_single_machine(client, data, eval_kind):
+    X, _, _, y, w = data
+    Xt, yt, Xv, yv, wv = X[:1800], y[:1800], X[1800:], y[1800:], w[1800:]
+    kw = dict(n_estimators=60, max_depth=4, learning_rate=0.5, random_state=0, early_stopping=True,
+              n_iter_no_change=3, tol=0.0, eval_metric=["mae", "rmse"])
+    conv = _dask if eval_kind == "dask" else (lambda a: a)
+    dm = DaskGradientBoostingRegressor(**kw).fit(_dask(Xt), _dask(yt), eval_set=[(conv(Xv), conv(yv))],
+                                                 eval_sample_weight=[conv(wv)])
+    lm = gputrees.GradientBoostingRegressor(**kw).fit(Xt, yt, eval_set=[(Xv, yv)], eval_sample_weight=[wv])
+    assert lm.n_iter_ < 59  # it did stop early
+    assert dm.n_iter_ == lm.n_iter_ and dm.best_iteration_ == lm.best_iteration_
+    _same_trees(dm, lm)
+    np.testing.assert_allclose(dm.validation_score_, lm.validation_score_, rtol=1e-10)
+    for name in ("mae", "rmse"):
+        np.testing.assert_allclose(dm.evals_result_["validation_0"][name], lm.evals_result_["validation_0"][name],
+                                   rtol=1e-10)
+
+
+@pytest.mark.parametrize("class_weight", ["balanced", {0: 1.0, 1: 3.0, 2: 0.5, 3: 2.0}])
+def test_booster_class_weight_equals_single_machine(client, data, class_weight):
+    X, _, y, _, w = data
+    kw = dict(n_estimators=4, max_depth=3, random_state=0, early_stopping=False, class_weight=class_weight)
+    dm = DaskGradientBoostingClassifier(**kw).fit(_dask(X), _dask(y), sample_weight=_dask(w))
+    lm = gputrees.GradientBoostingClassifier(**kw).fit(X, y, sample_weight=w)
+    _same_trees(dm, lm)
+    np.testing.assert_allclose(dm.train_score_, lm.train_score_, rtol=1e-10)
+    plain = gputrees.GradientBoostingClassifier(**{**kw, "class_weight": None}).fit(X, y, sample_weight=w)
+    assert not np.allclose(plain.predict_proba(X), lm.predict_proba(X))  # the weights mattered
+    fkw = dict(n_estimators=3, max_depth=5, random_state=1, class_weight=class_weight)
+    df = DaskRandomForestClassifier(**fkw).fit(_dask(X, 700), _dask(y, 700), sample_weight=_dask(w, 700))
+    lf = gputrees.RandomForestClassifier(**fkw).fit(X, y, sample_weight=w)
+    for a, b in zip(df._batches, lf._batches):
+        for name in ("feature", "bin", "left", "right", "missing_left"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_allclose(df.predict_proba(X), lf.predict_proba(X), rtol=1e-12, atol=1e-12)
+
+
+def _with_categories(X, y):
+    """A frame of X's features plus a string category column (some missing) that y depends on."""
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(F)])
+    city = rng.choice(["oslo", "lima", "pune", "kiev", "rome"], size=len(y)).astype(object)
+    city[rng.random(len(y)) < 0.05] = None
+    frame["city"] = pd.Categorical(city, categories=["kiev", "lima", "oslo", "pune", "rome", "unused"])
+    y = y + 1.5 * np.isin(city, ["lima", "rome"])
+    return frame, y
+
+
+def test_booster_categorical_features_equal_single_machine(client, data):
+    X, _, _, y, _ = data
+    frame, y = _with_categories(X, y)
+    kw = dict(n_estimators=5, max_depth=3, random_state=0, early_stopping=False, categorical_features=["f4"])
+    X_int = frame.assign(f4=np.nan_to_num(frame["f4"].to_numpy()).round())  # f4 declared categorical: few values
+    ddf = dd.from_pandas(X_int, npartitions=3)
+    dm = DaskGradientBoostingRegressor(**kw).fit(ddf, dd.from_pandas(pd.Series(y), npartitions=3))
+    lm = gputrees.GradientBoostingRegressor(**kw).fit(X_int, y)
+    assert dm.is_categorical_.tolist() == lm.is_categorical_.tolist() == [False] * 4 + [True, True]
+    _same_trees(dm, lm)
+    assert np.any(lm.trees_.is_categorical)  # the category columns were split on
+    np.testing.assert_allclose(dm.predict(ddf).compute().to_numpy(), lm.predict(X_int), rtol=1e-12)
+    np.testing.assert_allclose(dm.to_local().predict(X_int), lm.predict(X_int), rtol=1e-12)
+    # the data-parallel forest too
+    fkw = dict(n_estimators=3, max_depth=4, random_state=0)
+    df = gputrees.dask.DaskRandomForestRegressor(**fkw).fit(ddf, dd.from_pandas(pd.Series(y), npartitions=3))
+    lf = gputrees.RandomForestRegressor(**fkw).fit(X_int, y)
+    np.testing.assert_allclose(df.predict(X_int), lf.predict(X_int), rtol=1e-12)
+    # categories dask does not know cannot be agreed across partitions
+    unknown = dd.from_pandas(X_int.assign(city=X_int["city"].astype(object)), npartitions=3).astype(
+        {"city": "category"})
+    with pytest.raises(ValueError, match="categorize"):
+        DaskGradientBoostingRegressor(**kw).fit(unknown, dd.from_pandas(pd.Series(y), npartitions=3))
+
+
+def _logistic(y, raw, w):
+    p = 1.0 / (1.0 + np.exp(-raw))
+    return (p - y) * w, np.maximum(p * (1.0 - p), 1e-16) * w
+
+
+def test_booster_custom_objective_equals_single_machine(client, data):
+    X, y, _, _, w = data
+    kw = dict(n_estimators=4, max_depth=3, random_state=0, early_stopping=False, subsample=0.8)
+    dm = DaskGradientBoostingClassifier(loss=_logistic, **kw).fit(_dask(X), _dask(y), sample_weight=_dask(w))
+    lm = gputrees.GradientBoostingClassifier(loss=_logistic, **kw).fit(X, y, sample_weight=w)
+    builtin = gputrees.GradientBoostingClassifier(**kw).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(dm._baseline, lm._baseline, rtol=1e-12)
+    _same_trees(dm, lm)
+    _same_trees(dm, builtin)
+    assert np.all(np.isnan(dm.train_score_))  # no loss value, no metric of the workers' rows
+    with pytest.raises(ValueError, match="hessian has negative values for boosting round 0"):
+        DaskGradientBoostingClassifier(loss=lambda y, r, w: (r - y, -w), baseline=0.0, **kw).fit(_dask(X), _dask(y))
+
+
+@pytest.mark.parametrize("loss,alpha,subsample", [("absolute_error", 0.9, 0.8), ("quantile", 0.3, 0.8),
+                                                ("huber", 0.8, 0.8), ("huber", 0.8, 1.0)])
+def test_booster_quantile_leaves_equal_single_machine(client, data, loss, alpha, subsample):
+    X, _, _, y, w = data
+    kw = dict(n_estimators=4, max_depth=3, random_state=0, early_stopping=False, subsample=subsample, loss=loss,
+              alpha=alpha)
+    dm = DaskGradientBoostingRegressor(**kw).fit(_dask(X), _dask(y), sample_weight=_dask(w))
+    lm = gputrees.GradientBoostingRegressor(**kw).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(dm._baseline, lm._baseline)  # a data value: exact
+    _same_trees(dm, lm)
+    np.testing.assert_allclose(dm.train_score_, lm.train_score_, rtol=1e-10)
+
+
+def test_distributed_weighted_quantiles_equal_the_local_ones(client):
+    from gputrees._loss import weighted_quantiles
+    from gputrees.dask._cluster import make_shards
+    from gputrees.dask._quantiles import dask_weighted_quantiles
+    from gputrees.kernels import get_kernels
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    y = np.round(rng.normal(size=n), 2)  # ties
+    w = rng.integers(0, 4, size=n).astype(float)  # zero weights too
+    shards = make_shards(client, _dask(np.zeros((n, 1))), _dask(y), _dask(w), None)[0]
+    try:
+        shards.call("target_sums")  # the shards' y_enc
+        for alpha in (0.0, 0.1, 0.5, 0.9, 1.0):
+            got = dask_weighted_quantiles(shards, "y", 1, alpha)
+            xp = namespace_for(y, None)
+            want = weighted_quantiles(xp, get_kernels(xp, "reference"), np.zeros(n, np.int64), y, w, 1, alpha)
+            np.testing.assert_array_equal(got, want)
+    finally:
+        shards.close()
+
+
 def test_regressor_equals_single_machine_and_predicts_on_dataframes(client, data):
     X, _, _, y, _ = data
     kw = dict(n_estimators=5, max_depth=3, random_state=0, early_stopping=False, max_features=0.6)
@@ -174,10 +302,12 @@ def test_bad_input_gets_clear_errors(client, data):
     X, y, _, _, _ = data
     with pytest.raises(TypeError, match="dask array or dask dataframe"):
         DaskGradientBoostingClassifier().fit(X, y)
-    with pytest.raises(ValueError, match="early stopping"):
+    with pytest.raises(ValueError, match="stops early only on an eval_set"):
         DaskGradientBoostingClassifier(early_stopping=True).fit(_dask(X), _dask(y))
-    with pytest.raises(ValueError, match="row quantiles"):
-        DaskGradientBoostingRegressor(loss="huber").fit(_dask(X), _dask(y.astype(float)))
+    with pytest.raises(ValueError, match="eval_sample_weight is given without an eval_set"):
+        DaskGradientBoostingClassifier().fit(_dask(X), _dask(y), eval_sample_weight=[None])
+    with pytest.raises(ValueError, match="balanced_subsample"):
+        DaskRandomForestClassifier(class_weight="balanced_subsample").fit(_dask(X), _dask(y))
     with pytest.raises(ValueError, match="distribution must be one of"):
         DaskRandomForestClassifier(distribution="nope").fit(_dask(X), _dask(y))
     with pytest.raises(ValueError, match="y has 10 rows"):
@@ -215,14 +345,17 @@ class _KillWorker:
         return False
 
 
-def test_worker_lost_mid_fit_raises_and_keeps_no_model(data):
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_worker_lost_mid_fit_raises_and_keeps_no_model(data, early_stopping):
     X, y, _, _, _ = data
     with _cluster() as cluster, distributed.Client(cluster) as c:
         pids = c.run(os.getpid)
         victim = sorted(pids)[0]
-        est = DaskGradientBoostingClassifier(n_estimators=50, max_depth=3, callbacks=[_KillWorker(pids[victim])])
+        est = DaskGradientBoostingClassifier(n_estimators=50, max_depth=3, callbacks=[_KillWorker(pids[victim])],
+                                             early_stopping=early_stopping)
+        fit_kw = {"eval_set": [(X[:300], y[:300])]} if early_stopping else {}
         with pytest.raises(WorkerLostError, match="was lost during the fit"):
-            est.fit(_dask(X), _dask(y))
+            est.fit(_dask(X), _dask(y), **fit_kw)
         assert not hasattr(est, "_rounds")  # no partial model
         with pytest.raises(Exception, match="not fitted"):
             est.predict(X)

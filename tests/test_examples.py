@@ -137,6 +137,15 @@ def test_boosting_example(tmp_path, capsys):
     _saved(tmp_path, "boosting_learning_curve.png")
 
 
+def test_custom_objective_example(tmp_path):
+    if not (_load("custom_objective").DEFAULT_DATA_DIR / "bank_marketing.csv").is_file():
+        pytest.skip("shared/data/bank_marketing.csv not found")
+    out = _run("custom_objective", tmp_path)
+    # the focal loss finds more of the rare class at the 0.5 threshold, ranking about as well
+    assert out["focal loss"]["recall"] > out["log-loss"]["recall"] + 0.1
+    assert out["focal loss"]["auc"] > out["log-loss"]["auc"] - 0.02
+
+
 def test_overfitting_regions(tmp_path):
     out = _run("overfitting", tmp_path)
     train = [out["depth"][d][0] for d in (1, 2, 3, 5, 10)]

@@ -333,6 +333,11 @@ def _categorical_out_of_range(name):
     ESTIMATORS[name](0).set_params(categorical_features=[7]).fit(X, _y(name, yc, yr))
 
 
+def _sparse_categorical(name):
+    X, yc, yr = _data()
+    ESTIMATORS[name](0).set_params(categorical_features=[0]).fit(sp.csr_matrix(X), _y(name, yc, yr))
+
+
 def _str(n):
     return np.array(["a", "b"] * n)[:n]
 
@@ -356,8 +361,10 @@ CASES = [
     Case("DataFrame column of strings/objects, not declared categorical", tuple(ALL),
          "ValueError: holds strings/objects",
          _with_x(lambda X: pd.DataFrame({"s": _str(X.shape[0]), "x": X[:, 0]})), ValueError),
-    Case("sparse X (SciPy)", tuple(ALL), "TypeError: sparse input is not supported",
-         _with_x(sp.csr_matrix), TypeError),
+    Case("sparse X (SciPy) containing +inf or -inf", tuple(ALL), "ValueError: Input X contains infinity",
+         _with_x(lambda X: sp.csr_matrix(np.where(X > 1, np.inf, -X))), ValueError),
+    Case("sparse X (SciPy) with categorical_features", tuple(n for n in ALL if not n.startswith("adaboost")),
+         "ValueError: categorical_features are not taken from a sparse X", _sparse_categorical, ValueError),
     Case("categorical_features index out of range", tuple(n for n in ALL if not n.startswith("adaboost")),
          "ValueError: out of range", _categorical_out_of_range, ValueError),
     Case("predict with another number of features", tuple(ALL), "ValueError: X has 2 features",

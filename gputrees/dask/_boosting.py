@@ -8,15 +8,19 @@ import functools
 import numpy as np
 
 from .. import _backend
-from .._boost import BoostHistory, BoostPlan, boost, leaf_values
+from .._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, boost, leaf_values
 from .._boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from .._criteria import Newton
 from .._grower import grow
+from .._loss import Huber
 from .._records import GrowerInputs
 from .._progress import Monitor
+from .._state import transactional_fit
 from ..kernels import get_kernels
+from ..metrics import EvalScoring, resolve_metrics
 from ._cluster import DaskRows
-from ._common import DaskEstimator, dask_signature, fit_bins
+from ._common import DaskEstimator, dask_signature, fit_bins, scale_by_class, to_local
+from ._quantiles import dask_weighted_quantiles
 
 
 class _DaskBoosting(DaskEstimator):
@@ -31,44 +35,80 @@ class _DaskBoosting(DaskEstimator):
 
     _fitted_attr = "_rounds"
 
-    def _check_dask_params(self):
+    @transactional_fit
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None):
+        """Boost on the workers holding ``X``.
+
+        Parameters
+        ----------
+        X : dask array of shape (n_samples, n_features), or dask dataframe
+            Numeric; NaN marks missing values. NumPy or CuPy chunks. The rows
+            stay on the workers that hold them.
+        y : dask array of shape (n_samples,) or dask Series
+        sample_weight : dask array of shape (n_samples,) or dask Series, optional
+        eval_set : list of (X_val, y_val) pairs, optional
+            Validation sets (in-memory arrays, or dask collections computed
+            into the client's memory), scored on the client after every
+            round with ``eval_metric``; early stopping watches the last one,
+            as the single-machine fit's.
+        eval_sample_weight : list of array-like or None, optional
+            One weight vector (or None) per ``eval_set`` pair.
+
+        Returns
+        -------
+        self
+        """
+        return self._fit_dask(X, y, sample_weight, eval_set=eval_set, eval_sample_weight=eval_sample_weight)
+
+    def _check_dask_params(self, eval_set=None, eval_sample_weight=None):
         name = type(self).__name__
-        if self.early_stopping not in (False,):
+        if self.early_stopping not in (False,) and eval_set is None:
             raise ValueError(
-                f"{name} has no early stopping (early_stopping={self.early_stopping!r}): "
-                "it would need a validation split of the distributed rows; use early_stopping=False"
+                f"{name} stops early only on an eval_set (early_stopping={self.early_stopping!r}): holding out "
+                "a share of the distributed rows is not done; pass eval_set=[(X_val, y_val)] or early_stopping=False"
             )
         if self.warm_start:
             raise ValueError(f"{name} does not support warm_start")
-        if self.categorical_features is not None:
-            raise ValueError(f"{name} does not support categorical_features yet: encode them as numbers")
-        if getattr(self, "class_weight", None) is not None:
-            raise ValueError(f"{name} does not support class_weight: pass sample_weight instead")
         if getattr(self, "quantised_gradients", "auto") is True:
             raise ValueError(f"{name} does not quantise gradients yet: use quantised_gradients='auto' or False")
 
-    def _fit_shards(self, shards, n, n_features):
+    def _fit_shards(self, shards, n, n_features, eval_set=None, eval_sample_weight=None):
         xp = _backend.namespace_for(np.empty(0), None)
         kernels = get_kernels(xp, n_jobs=self.n_jobs)
         baseline_y, baseline_w = self._targets(shards)
         loss = self._make_loss(kernels)
-        if loss.needs_leaf_update:
-            raise ValueError(
-                f"loss={self.loss!r} re-estimates leaves from row quantiles, which {type(self).__name__} "
-                "does not do; use squared_error, poisson or gamma"
-            )
-        self._baseline = loss.baseline(xp, kernels, baseline_y, baseline_w)
-        self._categories = None
+        if self.baseline is None and loss.needs_leaf_update:
+            # the weighted alpha-quantile of y over the workers' rows (gputrees.dask._quantiles; Huber's alpha 0.5)
+            self._baseline = xp.asarray(dask_weighted_quantiles(shards, "y", 1, loss.alpha))
+        elif self.baseline is None and not loss.has_value:
+            # a callable loss's Newton steps from zero, its gradients summed over the workers' rows
+            def sums(b, where):
+                parts = shards.call("gradient_sums", loss, _backend.to_numpy(b), where)
+                return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+            self._baseline = loss.newton_baseline(xp, sums)
+        else:
+            self._baseline = self._initial_raw(xp, kernels, loss, baseline_y, baseline_w)
         rng = _backend.host_rng(self.random_state)
         seed = int(rng.integers(0, 2**31 - 1))
-        bin_mapper = fit_bins(shards, n, self.max_bins, n_features)
+        bin_mapper = fit_bins(shards, n, self.max_bins, n_features, self.is_categorical_)
         self._bin_mapper = bin_mapper
-        self.is_categorical_ = np.zeros(n_features, dtype=bool)
         shards.call("set_bins", bin_mapper)
         mono = self._monotonic(n_features, self.is_categorical_, getattr(self, "feature_names_in_", None))
         k = loss.n_trees_per_round
         sums = shards.call("boost_start", loss, _backend.to_numpy(self._baseline))
-        history = BoostHistory([], [-_mean_loss(sums)], [])
+        scoring = EvalScoring(
+            resolve_metrics(self.eval_metric, classifier=self._is_classifier, loss=loss,
+                            alpha=getattr(self, "alpha", 0.9)),
+            self._metric_prediction,
+        )
+        self._eval_metric_names = scoring.names
+        evals = self._eval_sets(xp, bin_mapper, eval_set, eval_sample_weight)
+        history = BoostHistory([], [-_mean_loss(sums)], [[] for _ in evals], [[] for _ in evals])
+        for ev, scores, metrics in zip(evals, history.val_scores, history.val_metrics):
+            metrics.append(ev.evaluate(scoring))
+            scores.append(scoring.score(metrics[-1]))
+        es = bool(evals) and self._early_stopping_on(n)
         plan = BoostPlan(
             n_rounds=self.n_estimators, seed=seed, n_rows=n,
             n_sub=max(1, int(self.subsample * n)) if self.subsample < 1.0 else n,
@@ -76,9 +116,33 @@ class _DaskBoosting(DaskEstimator):
         )
         rows = _ShardRounds(shards, plan, xp, kernels, loss, Newton(self.l2_regularization),
                             self._grower_params(n_features), bin_mapper, mono, self.learning_rate)
-        boost(rows, loss, plan, history, monitor=Monitor(self, self.n_estimators, 0, "round"),
-              snapshot=functools.partial(self._snapshot, xp, k, history))
-        return self._finish(xp, k, history.rounds, history.train_scores, [])
+        stopped_at = boost(
+            rows, loss, plan, history, evals, monitor=Monitor(self, self.n_estimators, 0, "round"),
+            snapshot=functools.partial(self._snapshot, xp, k, history),
+            early_stopping=EarlyStopping(self.n_iter_no_change, self.tol, int(self.verbose)) if es else None,
+            scoring=scoring,
+        )
+        return self._finish(xp, k, history.rounds, history.train_scores, history.val_scores, stopped_at,
+                            history.val_metrics)
+
+    def _eval_sets(self, xp, bin_mapper, eval_set, eval_sample_weight):
+        """The validation sets on the client (:class:`gputrees._boost.EvalSet`), checked as the single-machine
+        fit checks them; their raw predictions start at the baseline."""
+        if eval_set is None:
+            if eval_sample_weight is not None:
+                raise ValueError("eval_sample_weight is given without an eval_set")
+            return []
+        pairs = self._check_eval_set(eval_set)
+        weights = self._check_eval_sample_weight(eval_sample_weight, len(pairs))
+        evals = []
+        for (Xv, yv), wv in zip(pairs, weights):
+            Xvd, yv_dev, wv_dev = self._validation_pair(xp, to_local(Xv), to_local(yv), to_local(wv))
+            n_val = int(Xvd.shape[0])
+            raw = xp.asarray(xp.broadcast_to(self._baseline[None, :], (n_val, int(self._baseline.shape[0]))),
+                             copy=True)
+            evals.append(EvalSet(xp, bin_mapper.encode_for_predict(xp, Xvd), yv_dev, wv_dev, raw,
+                                 bin_mapper.missing_bin, self.n_jobs))
+        return evals
 
     def predict(self, X):
         """Predictions; lazily partition by partition for dask input (a dask array, or a Series for a dataframe)."""
@@ -96,6 +160,12 @@ class _ShardRounds:
         self.shards, self.plan, self.xp, self.kernels, self.loss = shards, plan, xp, kernels, loss
         self.criterion, self.params, self.bin_mapper = criterion, params, bin_mapper
         self.monotonic_cst, self.learning_rate = monotonic_cst, float(learning_rate)
+        self.huber = isinstance(loss, Huber)
+        self.delta = None  # Huber: the next round's delta, where the last round end found it
+
+    def _huber_delta(self):
+        """Huber's delta at the workers' raw predictions: the weighted quantile of every row's |residual|."""
+        return float(dask_weighted_quantiles(self.shards, "abs_residuals", 1, self.loss.quantile)[0])
 
     def workspace(self):
         return contextlib.nullcontext()
@@ -107,7 +177,11 @@ class _ShardRounds:
         """:meth:`gputrees._boost.LocalRounds.round` over the workers' rows (their in-bag rows drawn there, from
         the same stream as ``inbag``)."""
         xp, plan = self.xp, self.plan
-        self.shards.call("boost_round", plan.seed, it, plan.n_sub, plan.n_rows)
+        delta = None
+        if self.huber:
+            delta = self.delta if self.delta is not None else self._huber_delta()
+            self.loss.delta = delta  # (the client's copy: the leaves' clipping)
+        self.shards.call("boost_round", plan.seed, it, plan.n_sub, plan.n_rows, delta)
         inputs = GrowerInputs(
             codes=None,
             channels=None,
@@ -121,9 +195,34 @@ class _ShardRounds:
             monotonic_cst=self.monotonic_cst,
         )
         batch = grow(xp, inputs, self.params, rows=DaskRows(self.shards, plan.n_trees, 3))
-        values = self.learning_rate * leaf_values(xp, self.kernels, self.loss, self.criterion, batch, None, None, None)
+        loss = _WorkerLeafQuantiles(self.loss, self.shards) if self.loss.needs_leaf_update else self.loss
+        values = self.learning_rate * leaf_values(xp, self.kernels, loss, self.criterion, batch, None, None, None)
         sums = self.shards.call("boost_update", _backend.to_numpy(values))
+        self.delta = None
+        if self.huber and plan.n_sub >= plan.n_rows:
+            # as the single-machine round end: the next round's delta, with which the new loss is taken
+            self.delta = self._huber_delta()
+            sums = self.shards.call("set_delta", self.delta)
         return batch, values, _mean_loss(sums)
+
+
+class _WorkerLeafQuantiles:
+    """A loss whose leaves are re-estimated from their residuals (absolute error, quantile: their weighted
+    ``alpha``-quantile; Huber: their median plus the mean clipped deviation), the residuals staying on the
+    workers: :func:`gputrees._boost.leaf_values` asks it for the leaves' estimates."""
+
+    needs_leaf_update = True
+
+    def __init__(self, loss, shards):
+        self.loss, self.shards = loss, shards
+
+    def leaf_estimates(self, xp, kernels, leaf, raw, y, w, n_nodes):
+        q = dask_weighted_quantiles(self.shards, "leaf_residuals", n_nodes, self.loss.alpha)  # Huber's: 0.5
+        if not isinstance(self.loss, Huber):
+            return xp.asarray(q)
+        parts = self.shards.call("huber_deviation_sums", q)
+        num, den = sum(p[0] for p in parts), sum(p[1] for p in parts)
+        return xp.asarray(self.loss.leaf_values_from(np, q, num, den))
 
 
 def _mean_loss(sums):
@@ -137,12 +236,20 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
     """Gradient-boosted trees for classification, trained data-parallel on a Dask cluster.
 
     The parameters are those of :class:`gputrees.GradientBoostingClassifier`
-    (``early_stopping`` defaults to False and must stay so; ``warm_start``,
-    ``class_weight`` and ``categorical_features`` are not supported). Call
-    ``fit`` with dask collections while a ``distributed.Client`` is active.
+    (``early_stopping`` defaults to False, and stops only on an ``eval_set``:
+    no share of the distributed rows is held out; ``warm_start`` is not
+    supported). A callable ``loss`` runs on every worker's rows (its
+    baseline's Newton steps sum the workers' gradients); it has no loss
+    value, and the workers do not score their rows with a metric, so
+    ``train_score_`` is NaN there. Categorical features are a
+    dataframe's ``category`` columns (categories known to dask, e.g. after
+    ``X.categorize()``: every partition codes them alike) and those named in
+    ``categorical_features``. ``class_weight`` scales every worker's rows by the factors of
+    the global class counts. Call ``fit`` with dask collections while a
+    ``distributed.Client`` is active; ``eval_set`` is scored on the client.
     With the same bin edges (features with at most ``max_bins`` distinct
-    values are binned exactly on both) and ``early_stopping=False``, the trees
-    equal those of the single-machine estimator on the concatenated data
+    values are binned exactly on both), the trees equal those of the
+    single-machine estimator on the concatenated data with the same eval sets
     (values to float rounding: histograms are summed across workers).
 
     Attributes
@@ -168,14 +275,16 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
         classes = np.unique(np.concatenate([p[0] for p in per]))
         if classes.shape[0] < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 classes in y, got {classes.shape[0]} class")
-        weights = np.zeros(classes.shape[0], dtype=np.float64)
-        for labels, w in per:
-            weights[np.searchsorted(classes, labels)] += w
-        if not np.any(weights > 0):
-            raise ValueError("every training row has sample_weight 0")
         self.classes_ = classes
         self.n_classes_ = int(classes.shape[0])
         shards.call("encode_labels", classes)
+        if self.class_weight is not None:
+            per = scale_by_class(shards, per, self.class_weight, classes)
+        weights = np.zeros(classes.shape[0], dtype=np.float64)
+        for labels, w, _ in per:
+            weights[np.searchsorted(classes, labels)] += w
+        if not np.any(weights > 0):
+            raise ValueError("every training row has sample_weight 0")
         # the weighted class frequencies give the baseline exactly as the rows would
         return np.arange(classes.shape[0], dtype=np.float64), weights
 
@@ -193,9 +302,10 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
     """Gradient-boosted trees for regression, trained data-parallel on a Dask cluster.
 
     The parameters are those of :class:`gputrees.GradientBoostingRegressor`
-    with the restrictions of :class:`DaskGradientBoostingClassifier`; the
-    losses whose leaves are row quantiles (absolute_error, quantile, huber)
-    are refused.
+    with the restrictions of :class:`DaskGradientBoostingClassifier`. The
+    absolute_error, quantile and huber losses take their baseline, leaves
+    (and Huber's delta) from weighted quantiles searched over the workers'
+    rows (:mod:`gputrees.dask._quantiles`).
     """
 
     _local_class = GradientBoostingRegressor

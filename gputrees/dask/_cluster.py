@@ -138,17 +138,31 @@ def _as_dask_array(obj, what: str, ndim: int):
     import dask.array as da
     import dask.dataframe as dd
 
-    names = None
+    names = categories = None
     if isinstance(obj, dd.DataFrame):
+        import pandas as pd
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-        bad = [str(c) for c, t in obj.dtypes.items() if not (is_numeric_dtype(t) or is_bool_dtype(t))]
+        cat_cols = [c for c, t in obj.dtypes.items() if isinstance(t, pd.CategoricalDtype)]
+        bad = [str(c) for c, t in obj.dtypes.items()
+               if not (is_numeric_dtype(t) or is_bool_dtype(t) or isinstance(t, pd.CategoricalDtype))]
         if bad:
             raise ValueError(
-                f"{what} has non-numeric columns {bad}; gputrees.dask trains on numeric columns "
-                "(encode categories as numbers first)"
+                f"{what} has non-numeric columns {bad}; gputrees.dask trains on numeric and 'category' "
+                "columns (encode the others as numbers, or give them the category dtype)"
+            )
+        unknown = [str(c) for c in cat_cols if not obj[c].cat.known]
+        if unknown:
+            raise ValueError(
+                f"{what} has category columns {unknown} whose categories dask does not know: call "
+                "X.categorize() (or astype a pandas CategoricalDtype) so that every partition codes them alike"
             )
         names = np.asarray([str(c) for c in obj.columns], dtype=object)
+        if cat_cols:
+            # the categories every partition shares; each partition's column becomes their codes (NaN: missing)
+            categories = [np.asarray(obj[c].cat.categories, dtype=object) if c in cat_cols else None
+                          for c in obj.columns]
+            obj = obj.map_partitions(_category_codes, cat_cols, meta=_category_codes(obj._meta, cat_cols))
         obj = obj.to_dask_array(lengths=True)
     elif isinstance(obj, dd.Series):
         obj = obj.to_dask_array(lengths=True)
@@ -161,7 +175,18 @@ def _as_dask_array(obj, what: str, ndim: int):
         raise ValueError(f"{what} must be {ndim}-D, got {obj.ndim}-D")
     if any(np.isnan(c) for c in obj.chunks[0]):
         obj = obj.compute_chunk_sizes()
-    return obj, names
+    return obj, names, categories
+
+
+def _category_codes(df, columns):
+    """A partition with its category ``columns`` replaced by their codes as float64 (NaN for missing), the codes
+    :func:`gputrees._validation.to_numeric_2d` gives a pandas category column."""
+    df = df.copy()
+    for c in columns:
+        codes = df[c].cat.codes.to_numpy().astype(np.float64)
+        codes[codes < 0] = np.nan
+        df[c] = codes
+    return df
 
 
 def make_shards(client, X, y, sample_weight, n_jobs):
@@ -172,10 +197,12 @@ def make_shards(client, X, y, sample_weight, n_jobs):
     shards : Shards
     n_samples, n_features : int
     feature_names : ndarray of str or None
+    categories : list of (ndarray or None) or None
+        A dataframe's category columns' categories (their codes are what the shards hold), None elsewhere.
     """
     import dask
 
-    X, names = _as_dask_array(X, "X", 2)
+    X, names, categories = _as_dask_array(X, "X", 2)
     if X.numblocks[1] > 1:
         X = X.rechunk({1: -1})
     n, n_features = int(X.shape[0]), int(X.shape[1])
@@ -184,12 +211,12 @@ def make_shards(client, X, y, sample_weight, n_jobs):
     blocks = [None] * X.numblocks[0]
     ys, ws = list(blocks), list(blocks)
     if y is not None:
-        y, _ = _as_dask_array(y, "y", 1)
+        y, _, _ = _as_dask_array(y, "y", 1)
         if int(y.shape[0]) != n:
             raise ValueError(f"y has {int(y.shape[0])} rows, X has {n}")
         ys = list(y.rechunk((X.chunks[0],)).to_delayed().ravel())
     if sample_weight is not None:
-        sample_weight, _ = _as_dask_array(sample_weight, "sample_weight", 1)
+        sample_weight, _, _ = _as_dask_array(sample_weight, "sample_weight", 1)
         if int(sample_weight.shape[0]) != n:
             raise ValueError(f"sample_weight has {int(sample_weight.shape[0])} rows, X has {n}")
         ws = list(sample_weight.rechunk((X.chunks[0],)).to_delayed().ravel())
@@ -223,7 +250,7 @@ def make_shards(client, X, y, sample_weight, n_jobs):
     # (cancelling them would cancel the actors, which depend on them)
     info = client.scheduler_info(n_workers=-1)["workers"]
     identity = {a: info.get(a, {}).get("local_directory") for a in addresses}
-    return Shards(client, actor_futures, actors, addresses, n_rows, identity), n, n_features, names
+    return Shards(client, actor_futures, actors, addresses, n_rows, identity), n, n_features, names, categories
 
 
 class DaskRows:

@@ -6,11 +6,13 @@ import inspect
 
 import numpy as np
 
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend
 from .._binning import BIN_SUBSAMPLE, BIN_SUBSAMPLE_SEED, bin_mapper_from_summaries
 from .._state import transactional_fit
+from .._validation import resolve_categorical
 from ._cluster import make_shards
 
 
@@ -60,14 +62,15 @@ def dask_signature(base, defaults=None, extra=None):
     return __init__
 
 
-def fit_bins(shards, n_total: int, max_bins: int, n_features: int):
+def fit_bins(shards, n_total: int, max_bins: int, n_features: int, is_categorical=None):
     """Global bin edges from the shards' summaries (see :func:`bin_mapper_from_summaries`).
 
     Each shard sends the distinct values of its features when it has at most
     ``max_bins`` of them, and a uniform sample of its rows in proportion to its
     size (:data:`~gputrees._binning.BIN_SUBSAMPLE` rows in all, as the
     single-machine fit samples). A feature whose union of distinct values stays
-    within ``max_bins`` is binned exactly, like the single-machine fit.
+    within ``max_bins`` is binned exactly, like the single-machine fit; a
+    categorical feature (``is_categorical``) must have that few categories.
     """
     answers = []
     for i, n_rows in enumerate(shards.n_rows):
@@ -84,7 +87,27 @@ def fit_bins(shards, n_total: int, max_bins: int, n_features: int):
         distinct.append(u if u.shape[0] <= max_bins else None)
     sample = np.concatenate([r[1] for r in results], axis=0)
     xp = _backend.namespace_for(sample, None)
-    return bin_mapper_from_summaries(xp, distinct, sample, np.zeros(n_features, dtype=bool), max_bins)
+    if is_categorical is None:
+        is_categorical = np.zeros(n_features, dtype=bool)
+    return bin_mapper_from_summaries(xp, distinct, sample, is_categorical, max_bins)
+
+
+def class_factors(class_weight, classes, counts):
+    """Each class's ``class_weight`` factor, as :func:`sklearn.utils.class_weight.compute_sample_weight` gives
+    it to the class's rows (``"balanced"``: ``n / (n_classes * count)``), from the global row counts."""
+    if isinstance(class_weight, str):  # "balanced", the one string the parameter takes
+        return int(counts.sum()) / (classes.shape[0] * counts.astype(np.float64))
+    return compute_class_weight(class_weight, classes=classes, y=classes)
+
+
+def scale_by_class(shards, per, class_weight, classes):
+    """Scale every shard's rows by their class's ``class_weight`` factor (from the global row counts in
+    ``per``, the shards' ``label_weights``); the shards' ``label_weights`` after it."""
+    counts = np.zeros(classes.shape[0], dtype=np.int64)
+    for labels, _, c in per:
+        counts[np.searchsorted(classes, labels)] += c
+    shards.call("scale_class_weights", class_factors(class_weight, classes, counts))
+    return shards.call("label_weights")
 
 
 def check_shards(shards):
@@ -138,6 +161,11 @@ def map_predict(X, fn, n_out=None, dtype=np.float64, columns=None):
     return X.map_blocks(fn, chunks=(X.chunks[0], (n_out,)), dtype=dtype)
 
 
+def to_local(a):
+    """A dask collection computed into the client's memory; anything else as it is."""
+    return a.compute() if is_dask_collection(a) else a
+
+
 def is_dask_collection(X) -> bool:
     """Whether ``X`` is a dask array or dataframe (without importing dask for other inputs)."""
     mod = type(X).__module__
@@ -175,9 +203,13 @@ class DaskEstimator:
         -------
         self
         """
+        return self._fit_dask(X, y, sample_weight)
+
+    def _fit_dask(self, X, y, sample_weight, **fit_params):
+        """The fit: check, make the shards, ``_fit_shards(shards, n, n_features, **fit_params)``, close them."""
         self._validate_params()
-        self._check_dask_params()
-        shards, n, n_features, names = make_shards(get_client(), X, y, sample_weight, self.n_jobs)
+        self._check_dask_params(**fit_params)
+        shards, n, n_features, names, categories = make_shards(get_client(), X, y, sample_weight, self.n_jobs)
         try:
             check_shards(shards)
             self.n_features_in_ = n_features
@@ -185,7 +217,14 @@ class DaskEstimator:
                 self.feature_names_in_ = names
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
-            return self._fit_shards(shards, n, n_features)
+            # categorical features: a dataframe's category columns and the declared ones (as the local fit)
+            self.is_categorical_ = np.zeros(n_features, dtype=bool)
+            self._categories = [None] * n_features if categories is None else list(categories)
+            for j, labels in enumerate(self._categories):
+                self.is_categorical_[j] = labels is not None
+            for j in resolve_categorical(self.categorical_features, n_features, names):
+                self.is_categorical_[j] = True
+            return self._fit_shards(shards, n, n_features, **fit_params)
         finally:
             self.exchanges_ = shards.log
             shards.close()

@@ -15,7 +15,7 @@ from .._records import GrowerInputs
 from .._progress import Monitor, Step
 from ..kernels import get_kernels
 from ._cluster import DaskRows
-from ._common import DaskEstimator, dask_signature, fit_bins
+from ._common import DaskEstimator, dask_signature, fit_bins, scale_by_class
 
 #: Values of the ``distribution`` parameter.
 DISTRIBUTIONS = ("data_parallel", "local")
@@ -45,16 +45,15 @@ class _DaskForest(DaskEstimator):
             raise ValueError(f"{name} does not compute oob_score (it needs every row's out-of-bag trees)")
         if self.warm_start:
             raise ValueError(f"{name} does not support warm_start")
-        if self.categorical_features is not None:
-            raise ValueError(f"{name} does not support categorical_features yet: encode them as numbers")
-        if getattr(self, "class_weight", None) is not None:
-            raise ValueError(f"{name} does not support class_weight: pass sample_weight instead")
+        if getattr(self, "class_weight", None) == "balanced_subsample":
+            raise ValueError(f"{name} does not support class_weight='balanced_subsample' (per-tree bootstrap "
+                             "counts): use 'balanced', a dict, or sample_weight")
 
     def _fit_shards(self, shards, n, n_features):
         xp = _backend.namespace_for(np.empty(0), None)
         criterion, shard_weights = self._targets(shards)
         self._seed = self._base_seed()
-        bin_mapper = fit_bins(shards, n, self.max_bins, n_features)
+        bin_mapper = fit_bins(shards, n, self.max_bins, n_features, self.is_categorical_)
         shards.call("set_bins", bin_mapper)
         n_channels = shards.call("forest_channels", criterion, self._is_classifier)[0]
         tmpl = self._template()
@@ -105,10 +104,8 @@ class _DaskForest(DaskEstimator):
             monitor.close()
         self._bin_mapper = bin_mapper
         self._criterion = criterion
-        self._categories = None
         self._n_trees_fitted = sum(int(b.left.shape[0]) for b in self._batches)
         self._n_train = n
-        self.is_categorical_ = np.zeros(n_features, dtype=bool)
         self.max_features_ = tmpl._resolve_sizes(n, n_features)[2]
         self._values = [criterion.value(xp, b.stats) for b in self._batches]
         self.n_outputs_ = int(self._values[0].shape[2])
@@ -135,9 +132,12 @@ class DaskRandomForestClassifier(_DaskForest, RandomForestClassifier):
     plus ``distribution`` (``"data_parallel"``: the single-machine forest,
     its histograms summed across workers level by level; ``"local"``: each
     worker grows its share of the trees on its own rows, a forest of local
-    bootstraps). ``oob_score``, ``warm_start``, ``class_weight`` and
-    ``categorical_features`` are not supported. Call ``fit`` with dask
-    collections while a ``distributed.Client`` is active.
+    bootstraps). ``oob_score``, ``warm_start`` and
+    ``class_weight="balanced_subsample"`` are not supported (``"balanced"``
+    and dicts are, from the global class counts); categorical features are a dataframe's ``category`` columns
+    (categories known to dask) and those named in ``categorical_features``.
+    Call ``fit`` with dask collections while a ``distributed.Client`` is
+    active.
     """
 
     _local_class = RandomForestClassifier
@@ -149,6 +149,8 @@ class DaskRandomForestClassifier(_DaskForest, RandomForestClassifier):
         self.classes_ = classes
         self.n_classes_ = int(classes.shape[0])
         shards.call("encode_labels", classes)
+        if self.class_weight is not None:
+            per = scale_by_class(shards, per, self.class_weight, classes)
         crit = CLASSIFICATION_CRITERIA[self.criterion](n_outputs=1, n_classes=self.n_classes_)
         weights = [float(np.sum(p[1])) for p in per]
         if not sum(weights) > 0:

@@ -74,9 +74,14 @@ class Shard:
         return self.n, inf, bad_w
 
     def label_weights(self):
-        """Distinct labels of y (sorted) and their summed weights."""
+        """Distinct labels of y (sorted), their summed weights and their row counts."""
         labels, inv = np.unique(self.y, return_inverse=True)
-        return labels, np.bincount(inv, weights=self.w, minlength=labels.shape[0])
+        return (labels, np.bincount(inv, weights=self.w, minlength=labels.shape[0]),
+                np.bincount(inv, minlength=labels.shape[0]))
+
+    def scale_class_weights(self, factor):
+        """Multiply every row's weight by its class's ``factor`` (``class_weight``; after :meth:`encode_labels`)."""
+        self.w = self.w * factor[self.y_enc.astype(np.int64)]
 
     def encode_labels(self, classes):
         """Class index of every row (float64), from the global sorted ``classes``."""
@@ -154,12 +159,22 @@ class Shard:
         self.raw = xp.asarray(xp.broadcast_to(base[None, :], (self.n, int(base.shape[0]))), copy=True)
         return self._loss_sums()
 
+    def gradient_sums(self, loss, b, where: str):
+        """A callable loss's summed gradient and hessian (K,) of the local rows at the constant raw prediction
+        ``b`` (its baseline's Newton steps, :meth:`gputrees._loss.CallableLoss.gradient_sums`)."""
+        xp = self.xp
+        g, h = loss.gradient_sums(xp, _backend.from_numpy(xp, b), _backend.from_numpy(xp, self.y_enc),
+                                  _backend.from_numpy(xp, self.w), where)
+        return _backend.to_numpy(g), _backend.to_numpy(h)
+
     def _loss_sums(self):
         xp = self.xp
+        if not self.loss.has_value:  # a callable loss: no value to sum (train_score_ NaN)
+            return float("nan"), float(xp.sum(self.w_dev))
         pw = self.loss.pointwise(xp, self.raw, self.y_dev)
         return float(xp.sum(pw * self.w_dev)), float(xp.sum(self.w_dev))
 
-    def boost_round(self, seed: int, it: int, n_sub: int, n_total: int):
+    def boost_round(self, seed: int, it: int, n_sub: int, n_total: int, delta=None):
         """Gradients of this round and a fresh row set of K trees over the local rows.
 
         With row subsampling, the in-bag rows are those the single-machine fit
@@ -167,13 +182,80 @@ class Shard:
         grows the same trees.
         """
         xp = self.xp
-        g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
+        if delta is None:
+            g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
+        else:  # Huber: delta, a quantile of every worker's residuals, from the driver
+            self.loss.delta = delta
+            g, h = self.loss.clipped_gradients(xp, self.raw, self.y_dev, self.w_dev)
         inbag = round_inbag(np.random.default_rng([seed, it]), n_total, n_sub)
-        count = None if inbag is None else _backend.from_numpy(xp, inbag[self.index])
+        self.inbag = None if inbag is None else inbag[self.index]
+        count = None if inbag is None else _backend.from_numpy(xp, self.inbag)
         channels = round_channels(xp, g, h, count)
         self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True,
                               codes_by_feature=self.codes_by_feature)
         return True
+
+    # -- weighted quantiles searched by the driver (gputrees.dask._quantiles) ------------------------------
+    def quantile_start(self, source: str, n_seg: int):
+        """Sort the values whose weighted quantiles the driver searches, by segment; their weights per segment.
+
+        ``source``: ``"y"`` (the targets, one segment: a baseline) or
+        ``"leaf_residuals"`` (``y - raw`` by the leaf of the round's tree,
+        weighted by the round's in-bag rows, before its values are added).
+        Rows of weight 0 are left out, as :func:`gputrees._loss.weighted_quantiles` leaves them.
+        """
+        y = np.asarray(self.y_enc, dtype=np.float64)
+        w = np.asarray(self.w, dtype=np.float64)
+        if source == "y":
+            seg, val = np.zeros(self.n, dtype=np.int64), y
+        elif source == "abs_residuals":
+            seg, val = np.zeros(self.n, dtype=np.int64), np.abs(y - _backend.to_numpy(self.raw)[:, 0])
+        else:
+            seg = _backend.to_numpy(self.row_leaf)[0].astype(np.int64)
+            val = y - _backend.to_numpy(self.raw)[:, 0]
+            if self.inbag is not None:
+                w = w * self.inbag
+        keep = w > 0
+        seg, val, w = seg[keep], val[keep], w[keep]
+        order = np.lexsort((val, seg))
+        seg, val, w = seg[order], val[order], w[order]
+        bounds = np.searchsorted(seg, np.arange(n_seg + 1))
+        self.q_values = [val[bounds[s]:bounds[s + 1]] for s in range(n_seg)]
+        self.q_cumw = [np.cumsum(w[bounds[s]:bounds[s + 1]]) for s in range(n_seg)]
+        return np.asarray([c[-1] if c.shape[0] else 0.0 for c in self.q_cumw])
+
+    def quantile_range(self, lo, hi):
+        """Per segment, of the values in ``(lo, hi]``: their count, smallest, largest and middle one."""
+        n_seg = len(self.q_values)
+        out = np.empty((4, n_seg), dtype=np.float64)
+        for s, v in enumerate(self.q_values):
+            a, b = np.searchsorted(v, lo[s], side="right"), np.searchsorted(v, hi[s], side="right")
+            out[:, s] = (b - a, v[a], v[b - 1], v[(a + b - 1) // 2]) if b > a else (0, np.inf, -np.inf, np.nan)
+        return out
+
+    def huber_deviation_sums(self, med):
+        """Per leaf of the round's tree: the Huber loss's clipped deviation sum and weight of the in-bag rows
+        (:meth:`gputrees._loss.Huber.deviation_sums`)."""
+        xp = self.xp
+        w = self.w if self.inbag is None else self.w * self.inbag
+        leaf = self.row_leaf[0]
+        r = self.y_dev - self.raw[:, 0]
+        num, den = self.loss.deviation_sums(xp, self.kernels, leaf, r, _backend.from_numpy(xp, w),
+                                            _backend.from_numpy(xp, med), int(med.shape[0]))
+        return _backend.to_numpy(num), _backend.to_numpy(den)
+
+    def set_delta(self, delta):
+        """Set the Huber loss's delta (the next round's, from the driver); the loss sums it gives."""
+        self.loss.delta = delta
+        return self._loss_sums()
+
+    def quantile_weight_below(self, pivot):
+        """Per segment, the weight of the values ``<= pivot``."""
+        out = np.zeros(len(self.q_values), dtype=np.float64)
+        for s, (v, c) in enumerate(zip(self.q_values, self.q_cumw)):
+            i = np.searchsorted(v, pivot[s], side="right")
+            out[s] = c[i - 1] if i else 0.0
+        return out
 
     def boost_update(self, values):
         """Add the round's leaf values (K, n_nodes) to the raw predictions; the new loss sums."""

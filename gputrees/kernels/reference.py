@@ -79,28 +79,29 @@ def bin_codes(xp, X, mapper):
     -------
     codes : array of shape (n_samples, n_features), uint8 or uint16
     """
+    return xp.stack([column_codes(xp, X[:, f], mapper, f) for f in range(X.shape[1])], axis=1)
+
+
+def column_codes(xp, x, mapper, f: int):
+    """Bin codes (uint8 or uint16) of values ``x`` (m,) float64 of feature ``f`` (:func:`bin_codes`'s rule)."""
     dtype = getattr(xp, mapper.code_dtype_name)
     missing = xp.asarray(mapper.missing_bin, dtype=xp.int64)
-    cols = []
-    for f in range(X.shape[1]):
-        x = X[:, f]
-        nan = xp.isnan(x)
-        if mapper.is_categorical[f]:
-            cv = mapper.category_values[f]
-            if cv.shape[0] == 0:
-                code = xp.full(x.shape, mapper.missing_bin, dtype=xp.int64)
-            else:
-                pos = xp.astype(xp.searchsorted(cv, x), xp.int64)
-                pos_c = xp.clip(pos, 0, cv.shape[0] - 1)
-                found = xp.take(cv, pos_c) == x
-                code = xp.where(found & ~nan, pos_c, missing)
+    nan = xp.isnan(x)
+    if mapper.is_categorical[f]:
+        cv = mapper.category_values[f]
+        if cv.shape[0] == 0:
+            code = xp.full(x.shape, mapper.missing_bin, dtype=xp.int64)
         else:
-            nb = int(mapper.n_value_bins[f])
-            edges = mapper.thresholds[f, : nb - 1]
-            code = xp.astype(xp.searchsorted(edges, x, side="left"), xp.int64)
-            code = xp.where(nan, missing, code)
-        cols.append(xp.astype(code, dtype))
-    return xp.stack(cols, axis=1)
+            pos = xp.astype(xp.searchsorted(cv, x), xp.int64)
+            pos_c = xp.clip(pos, 0, cv.shape[0] - 1)
+            found = xp.take(cv, pos_c) == x
+            code = xp.where(found & ~nan, pos_c, missing)
+    else:
+        nb = int(mapper.n_value_bins[f])
+        edges = mapper.thresholds[f, : nb - 1]
+        code = xp.astype(xp.searchsorted(edges, x, side="left"), xp.int64)
+        code = xp.where(nan, missing, code)
+    return xp.astype(code, dtype)
 
 
 def sorted_columns(xp, X, f0: int, f1: int, rows=None):

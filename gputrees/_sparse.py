@@ -1,0 +1,155 @@
+"""scipy.sparse input: CSR/CSC matrices fitted and predicted without a dense copy of X.
+
+A sparse ``X`` stays a float64 CSR matrix through the fit. The binning
+reads each column's stored values and counts its implicit zeros
+(:class:`SparseColumns`, one CSC copy): an implicit zero is the value 0, not
+a missing value (as XGBoost's and scikit-learn's trees read it); a stored
+NaN is missing. The binned matrix is dense uint8/uint16, as for dense input,
+and everything after the binning is the dense fit's, so a fit on a CSR
+matrix grows the trees of the fit on its dense twin. Prediction walks the
+trees over dense blocks of at most :data:`DENSE_BLOCK_BYTES` of rows
+(:func:`dense_blocks`).
+
+Sparse input trains on the CPU (NumPy); categorical features are not
+taken from sparse matrices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _backend
+
+__all__ = [
+    "DENSE_BLOCK_BYTES", "SparseColumns", "as_csr", "check_finite_sparse", "covered_values", "dense_blocks",
+    "is_sparse", "sorted_columns", "sparse_codes", "take_rows",
+]
+
+#: Largest dense float64 block of rows made from a sparse matrix at prediction
+DENSE_BLOCK_BYTES = 1 << 25
+
+
+def is_sparse(X) -> bool:
+    """Whether ``X`` is a scipy.sparse matrix or array."""
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover - scipy comes with scikit-learn
+        return False
+    return sp.issparse(X)
+
+
+def as_csr(X, xp, categorical_features=None):
+    """``X`` as a canonical float64 CSR matrix (sorted indices, no duplicates), or a clear error.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array of any format
+    xp : the fit's namespace (NumPy only)
+    categorical_features : parameter value at fit, or None
+    """
+    if not _backend.is_numpy_namespace(xp):
+        raise TypeError("sparse X trains on the CPU (NumPy); for device='cuda' pass a dense CuPy array")
+    if categorical_features is not None:
+        raise ValueError("categorical_features are not taken from a sparse X: pass a dense X or encode them")
+    if len(X.shape) != 2:
+        raise ValueError(f"Expected a 2D sparse matrix, got shape {X.shape}")
+    if X.dtype.kind == "c":
+        raise ValueError("Complex data not supported")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"sparse X has an unsupported dtype {X.dtype}")
+    csr = X.tocsr().astype(np.float64, copy=True)
+    csr.sum_duplicates()  # also sorts the indices
+    return csr
+
+
+def check_finite_sparse(X) -> None:
+    """Reject stored infinities (NaN is a missing value)."""
+    if bool(np.any(np.isinf(X.data))):
+        raise ValueError("Input X contains infinity; only NaN (missing) is allowed among non-finite values")
+
+
+def take_rows(X, rows):
+    """Rows ``rows`` (host int array) of a CSR matrix, as a CSR matrix."""
+    return X[np.asarray(rows, dtype=np.int64)]
+
+
+def dense_blocks(X):
+    """Yield ``(start, stop, block)``: consecutive rows of a CSR matrix as dense float64 blocks."""
+    n, n_features = X.shape
+    step = max(1, DENSE_BLOCK_BYTES // (8 * max(1, n_features)))
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        yield start, stop, X[start:stop].toarray()
+
+
+class SparseColumns:
+    """The columns of a sparse matrix for the binning: its CSC copy (made once) and the row count.
+
+    Attributes
+    ----------
+    shape : tuple of int
+    """
+
+    def __init__(self, X):
+        csc = X.tocsc()
+        csc.sort_indices()
+        self.shape = X.shape
+        self._indptr, self._indices, self._data = csc.indptr, csc.indices, csc.data
+
+    def column(self, j: int, row_mask=None):
+        """Stored values of column ``j`` (of the rows in ``row_mask``) and its implicit zeros' count."""
+        a, b = int(self._indptr[j]), int(self._indptr[j + 1])
+        values = self._data[a:b]
+        if row_mask is None:
+            return values, int(self.shape[0]) - values.shape[0]
+        values = values[row_mask[self._indices[a:b]]]
+        return values, int(np.count_nonzero(row_mask)) - values.shape[0]
+
+
+def sorted_columns(xp, cols: SparseColumns, f0: int, f1: int, rows=None):
+    """:func:`gputrees.kernels.reference.sorted_columns` of a sparse matrix: each column's non-NaN values of
+    ``rows`` (all when None), implicit zeros included, ascending."""
+    mask = None
+    if rows is not None:
+        mask = np.zeros(cols.shape[0], dtype=bool)
+        mask[_backend.to_numpy(rows)] = True
+    out = []
+    for j in range(f0, f1):
+        values, zeros = cols.column(j, mask)
+        values = np.sort(values[~np.isnan(values)])
+        at = int(np.searchsorted(values, 0.0, side="left"))
+        out.append(np.concatenate([values[:at], np.zeros(zeros, dtype=np.float64), values[at:]]))
+    return out
+
+
+def covered_values(xp, cols: SparseColumns, features, values):
+    """:func:`gputrees.kernels.reference.covered_values` of a sparse matrix: whether every non-missing value of
+    each listed column (an implicit zero is the value 0) is among its given values."""
+    out = []
+    for f, allowed in zip(features, values):
+        stored, zeros = cols.column(f)
+        stored = stored[~np.isnan(stored)]
+        allowed = _backend.to_numpy(allowed)
+        ok = bool(np.all(np.isin(stored, allowed))) and (zeros == 0 or bool(np.any(allowed == 0.0)))
+        out.append(ok)
+    return out
+
+
+def sparse_codes(X, mapper, column_codes):
+    """Bin codes (n, n_features) of a CSR matrix: each column's zero code, then its stored values' codes.
+
+    ``column_codes(xp, x, mapper, f)`` codes the values ``x`` of feature ``f``
+    (:func:`gputrees.kernels.reference.column_codes`, the dense binning's rule).
+    """
+    n, n_features = X.shape
+    cols = SparseColumns(X)
+    dtype = getattr(np, mapper.code_dtype_name)
+    zero = np.zeros(1, dtype=np.float64)
+    zero_codes = np.asarray([column_codes(np, zero, mapper, f)[0] for f in range(n_features)], dtype=dtype)
+    codes = np.empty((n, n_features), dtype=dtype)
+    codes[...] = zero_codes[None, :]
+    for f in range(n_features):
+        a, b = int(cols._indptr[f]), int(cols._indptr[f + 1])
+        if b > a:
+            codes[cols._indices[a:b], f] = column_codes(np, cols._data[a:b], mapper, f)
+    return codes
