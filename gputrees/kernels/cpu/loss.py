@@ -281,20 +281,16 @@ def round_end(xp, loss, raw, values, row_leaf, y, w, table, *, n_threads: int = 
     """
     kind = loss_code(loss)
     n, k_trees = int(raw.shape[0]), int(raw.shape[1])
+    if kind is None or (k_trees != 1 and kind != LOSS_MULTINOMIAL):
+        return reference.round_end(xp, loss, raw, values, row_leaf, y, w, table)
+    if table is None or tuple(table.shape) != (k_trees, n, 3) or not table.flags.c_contiguous:
+        table = np.empty((k_trees, n, 3), dtype=np.float64)
+    if not (raw.flags.c_contiguous and raw.dtype == np.float64):
+        raw = np.ascontiguousarray(raw, dtype=np.float64)
     if kind == LOSS_MULTINOMIAL:
-        if table is None or tuple(table.shape) != (k_trees, n, 3) or not table.flags.c_contiguous:
-            table = np.empty((k_trees, n, 3), dtype=np.float64)
-        if not (raw.flags.c_contiguous and raw.dtype == np.float64):
-            raw = np.ascontiguousarray(raw, dtype=np.float64)
         loss_value = _multinomial_end(raw, values, row_leaf, y, w, table, n_threads)
         # K trees' tables: no root sums (those are one tree's), the grower sums each tree's rows
         return raw, np.asarray(loss_value), table, None
-    if kind is None or k_trees != 1:
-        return reference.round_end(xp, loss, raw, values, row_leaf, y, w, table)
-    if table is None or tuple(table.shape) != (1, n, 3) or not table.flags.c_contiguous:
-        table = np.empty((1, n, 3), dtype=np.float64)
-    if not (raw.flags.c_contiguous and raw.dtype == np.float64):
-        raw = np.ascontiguousarray(raw, dtype=np.float64)
     passes = EndPasses.new(kind, n, n_threads)
     loss_value, sums = passes(
         raw[:, 0], np.ascontiguousarray(values[0], dtype=np.float64), np.ascontiguousarray(row_leaf[0], dtype=np.int64),
