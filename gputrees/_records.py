@@ -26,7 +26,8 @@ from ._backend import to_numpy
 
 __all__ = [
     "DEFAULT_MEMORY_LIMIT", "GrowerParams", "GrowerInputs", "TreeBatch", "Round", "SplitConstraints",
-    "SubtreeParams", "SplitRecord", "ActiveRows", "TreeRows", "LeafLayout", "batch_trees", "stack_batches",
+    "SubtreeParams", "SplitRecord", "ActiveRows", "TreeRows", "LeafLayout", "batch_trees", "category_positions",
+    "stack_batches",
     "stack_node_arrays", "given_root_sums",
     "unit_counts", "GINI", "ENTROPY", "MISCLASSIFICATION", "SQUARED_ERROR", "FRIEDMAN_MSE", "POISSON", "NEWTON",
     "NEWTON_GH", "LOSS_SQUARED_ERROR", "LOSS_BINARY_LOG", "LOSS_MULTINOMIAL", "criterion_code", "loss_code",
@@ -466,6 +467,17 @@ def given_root_sums(xp, channels, multiplicity, sums):
             f"channel ({c}); got {t} trees, multiplicity {'given' if multiplicity is not None else None}"
         )
     return xp.reshape(xp.asarray(sums, dtype=xp.float64), (1, c))
+
+
+def category_positions(is_categorical, n_bins: int, bin_mapper) -> int:
+    """How many positions of a node's sorted categories a categorical split search scans: the most categories
+    of a categorical feature (a feature's codes stay below its ``n_value_bins``; past a node's present
+    categories every position repeats the last), or every value bin where the mapper's counts are not the
+    columns' (no mapper, features drawn per node)."""
+    n_value_bins = None if bin_mapper is None else np.asarray(bin_mapper.n_value_bins)
+    if n_value_bins is None or n_value_bins.shape[0] != is_categorical.shape[0]:
+        return n_bins - 1
+    return min(n_bins - 1, int(np.max(n_value_bins[is_categorical])))
 
 
 def unit_counts(xp, chan, known: bool = False) -> bool:

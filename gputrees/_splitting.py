@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._records import SplitConstraints, SplitRecord
+from ._records import SplitConstraints, SplitRecord, category_positions
 from .kernels.rules import TIE_RTOL, midpoint, tie_target
 
 
@@ -317,9 +317,7 @@ def find_best_splits(
         # the categorical columns' value bins and the missing bin only: a feature's codes stay below its
         # n_value_bins, and a candidate past the node's present categories has an empty side (the columns
         # are the mapper's features unless drawn per node)
-        kc = nb - 1
-        if bin_mapper is not None and feature_ids is None and bin_mapper.n_value_bins.shape[0] == n_features:
-            kc = min(nb - 1, int(np.max(bin_mapper.n_value_bins[cat_idx])))
+        kc = category_positions(is_categorical, nb, bin_mapper if feature_ids is None else None)
         if kc < nb - 1:
             h = xp.concat([h[:, :, :kc, :], h[:, :, nb - 1:, :]], axis=2)
         uu = None if random_u is None else _cols(xp, random_u, cat_idx, n_features)

@@ -48,6 +48,7 @@ from ..._records import (
     NEWTON,
     NEWTON_GH,
     TreeBatch,
+    category_positions,
     criterion_code,
     given_root_sums,
     unit_counts,
@@ -67,7 +68,6 @@ from .memory import at, at1, put1, row_bytes
 from .pairs import run_sums_serial
 from .scan import (
     BLOCKS_PER_THREAD,
-    category_positions,
     has_values,
     mapper_arrays,
     scan_nodes_kernel,
@@ -763,7 +763,7 @@ class _Fixed:
     count_free : bool
     categories : tuple
         The categorical features (F,) bool and how many positions of their
-        sorted categories the scan covers (``scan.category_positions``; 0
+        sorted categories the scan covers (``_records.category_positions``; 0
         without categorical features).
     """
 

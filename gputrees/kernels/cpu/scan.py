@@ -48,6 +48,7 @@ from ..._records import (
     POISSON,
     SQUARED_ERROR,
     SplitRecord,
+    category_positions,
     criterion_code,
 )
 from ..rules import (
@@ -948,12 +949,3 @@ def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=
         )
     found, proxy, feature, bin_, missing_left, left, threshold, split_cat, cat_left = out
     return split_record(found, proxy, feature, bin_, missing_left, left, threshold, parent, split_cat, cat_left)
-
-
-def category_positions(is_cat, nb, bin_mapper):
-    """How many sorted positions the categorical columns' scans cover: the most categories of a categorical
-    feature (a feature's codes stay below its ``n_value_bins``), as :func:`gputrees._splitting.find_best_splits`
-    cuts them; every value bin without the mapper's counts."""
-    if bin_mapper is None or bin_mapper.n_value_bins.shape[0] != is_cat.shape[0]:
-        return nb - 1
-    return min(nb - 1, int(np.max(np.asarray(bin_mapper.n_value_bins)[is_cat])))
