@@ -214,12 +214,16 @@ class _SplitRules:
     feature, bin : (k,) int64
     missing_left : (k,) bool
     threshold : (k,) float64
+    is_categorical : (k,) bool
+    cat_left : (k, n_bins) bool, or (k, 0) without categorical features
     """
 
     feature: object
     bin: object
     missing_left: object
     threshold: object
+    is_categorical: object
+    cat_left: object
 
 
 def _concat_rules(xp, recs) -> _SplitRules:
@@ -339,13 +343,16 @@ class Grower:
         # small nodes' whole subtrees in one compiled call where the kernel set
         # has a subtree kernel (FastPaths.subtrees) that covers the fit:
         # depth-wise growth of local rows whose leaves are not recorded; the
-        # kernel numbers their nodes breadth-first at the end (its layout)
+        # kernel numbers their nodes breadth-first at the end (its layout).
+        # With categorical features it searches every node by histograms, as
+        # the levels do (no sort-based search)
         sub = inputs.kernels.fast.subtrees
+        small_nodes = self.sorted_below > 0 or (self.any_cat and params.sorted_small_nodes and self.mono is None)
         self._grow_subtrees = (
             sub
             if (
                 (rows is None or isinstance(rows, LocalRows))
-                and self.sorted_below > 0
+                and small_nodes
                 and params.max_leaf_nodes is None
                 and not inputs.record_leaves
                 and sub.covers(inputs.criterion, self.n_channels, inputs.bin_mapper)
@@ -360,10 +367,11 @@ class Grower:
         #: With extremely randomised splits the two searches put a random
         #: split's threshold at different points between the same two values
         #: (the histogram's at its drawn bin, the sort's at the next value):
-        #: the kernel is told which pairs this growth would search by histograms
+        #: the kernel is told which pairs this growth would search by histograms.
+        #: With categorical features the kernel's search is the levels' at every size.
         self.small_below = self.sorted_below
-        if self._grow_subtrees is not None and params.local_thresholds:
-            self.small_below = SUBTREE_BELOW_BINS * self.sorted_below
+        if self._grow_subtrees is not None and (params.local_thresholds or self.any_cat):
+            self.small_below = SUBTREE_BELOW_BINS * self.n_bins
         # best-first host bookkeeping: improvement of splittable nodes, children of expanded
         self._improvement = {}
         self._children = {}
@@ -754,9 +762,13 @@ class Grower:
             max_depth=-1 if p.max_depth is None else int(p.max_depth),
             min_impurity_decrease=float(p.min_impurity_decrease),
             max_features=self.n_features if p.max_features is None else min(int(p.max_features), self.n_features),
+            local_thresholds=bool(p.local_thresholds),
         )
         total_weight = to_numpy(self.total_weight)
         per_row = SUBTREE_PAIR_BYTES + SUBTREE_PAIR_CHANNEL_BYTES * self.n_channels
+        if self.any_cat:
+            # the codes sent left: a byte per bin in each of a pair's two slots and in its split's record
+            per_row += 3 * self.n_bins
         counts = to_numpy(st[:, 0])
         if tree_rows is None:
             batches = self._row_batches(counts, per_row)
@@ -791,7 +803,7 @@ class Grower:
         Their other nodes take the next ids (``sub.records``, one compiled pass).
         """
         xp = self.xp
-        r = sub.records(root_ids, self._n_created)
+        r = sub.records(root_ids, self._n_created, self.n_bins)
         if r.parent.shape[0]:
             self._new_nodes(
                 from_numpy(xp, r.parent), from_numpy(xp, r.depth), from_numpy(xp, r.tree), from_numpy(xp, r.stats),
@@ -806,6 +818,8 @@ class Grower:
                 bin=from_numpy(xp, r.bin),
                 missing_left=from_numpy(xp, r.missing_left),
                 threshold=from_numpy(xp, r.threshold),
+                is_categorical=from_numpy(xp, r.is_categorical),
+                cat_left=from_numpy(xp, r.cat_left),
             ))
             self._exp_first_child.append(from_numpy(xp, r.first_child))
         self._subtrees_grown = True
@@ -867,9 +881,9 @@ class Grower:
         pair_any = xp.any(can2, axis=1)
         draws = self._draw(child_ids, tree)
         parts = []
-        if self.sorted_below > 0:
+        if self.small_below > 0:
             histograms = None
-            if self.inp.random_splits and self._grow_subtrees is not None:
+            if self.inp.random_splits and self._grow_subtrees is not None and self.sorted_below > 0:
                 # the kernel searches the pairs it is handed as the level-wise growth would: by histograms
                 # where a child could split with as many rows as bins (a random threshold differs by search)
                 big2 = xp.reshape((stats[:, 0] >= self.sorted_below) & can, (k, 2))
@@ -1166,11 +1180,10 @@ class Grower:
         every tree's nodes numbered breadth-first, as level-wise growth numbers them."""
         xp = self.xp
         nodes, rules, split_ids, first_child = self._release_lists()
-        count, left, feature, bin_, missing_left, threshold, stats, depth = self._grow_subtrees.layout(
-            xp, self.n_trees, *nodes, split_ids, rules, first_child
+        count, left, feature, bin_, missing_left, threshold, stats, depth, is_cat, cat_left = (
+            self._grow_subtrees.layout(xp, self.n_trees, *nodes, split_ids, rules, first_child)
         )
         del nodes, rules, split_ids, first_child
-        width = int(left.shape[1])
         return TreeBatch(
             node_count=count,
             left=left,
@@ -1178,8 +1191,8 @@ class Grower:
             feature=feature,
             bin=bin_,
             missing_left=missing_left,
-            is_categorical=xp.zeros((self.n_trees, width), dtype=xp.bool),
-            cat_left=xp.zeros((self.n_trees, width, 0), dtype=xp.bool),
+            is_categorical=is_cat,
+            cat_left=cat_left,
             threshold=threshold,
             stats=stats,
             depth=depth,

@@ -304,13 +304,16 @@ class SubtreeParams:
     """The grower's stopping rules for a kernel that grows whole subtrees (``FastPaths.subtrees``).
 
     ``max_depth`` -1: none; ``max_features`` the features drawn per node
-    (``n_features``: all).
+    (``n_features``: all); ``local_thresholds`` as
+    :attr:`GrowerParams.local_thresholds` (read where the kernel searches
+    every node by histograms: a batch with categorical features).
     """
 
     min_samples_split: float
     max_depth: int
     min_impurity_decrease: float
     max_features: int
+    local_thresholds: bool = True
 
 
 @dataclass(frozen=True)

@@ -43,13 +43,29 @@ def _data(seed, n, p, *, classes=3, regression=False, missing=0.0, max_bins=255)
     return X, y
 
 
+def _categorical(X, y, rng, categories):
+    """``X`` with two columns replaced by categories (``categories`` and 3 of them) tied to ``y``, NaN kept as
+    missing; the categorical mask."""
+    X = X.copy()
+    is_cat = np.zeros(X.shape[1], dtype=bool)
+    rank = np.argsort(np.argsort(y + 0.5 * rng.standard_normal(y.shape[0]))) / y.shape[0]
+    for col, k in ((1, categories), (3, 3)):
+        codes = np.where(rng.random(y.shape[0]) < 0.7, np.floor(rank * k), rng.integers(0, k, y.shape[0]))
+        X[:, col] = np.where(np.isnan(X[:, col]), np.nan, rng.permutation(k)[codes.astype(np.int64)])
+        is_cat[col] = True
+    return X, is_cat
+
+
 def _inputs(seed, n=3000, p=6, *, criterion=None, trees=3, bootstrap=True, missing=0.0, max_bins=255,
-            random_splits=False, tree_features=False, weights=False):
+            random_splits=False, tree_features=False, weights=False, categories=0):
     classes = criterion.n_classes if isinstance(criterion, (Gini, Entropy)) else 3
     X, y = _data(seed, n, p, classes=classes, regression=isinstance(criterion, SquaredError), missing=missing)
     rng = np.random.default_rng(seed + 1)
     criterion = criterion or Gini(n_classes=3)
-    mapper = fit_bin_mapper(NP, X, np.zeros(p, dtype=bool), max_bins)
+    is_cat = np.zeros(p, dtype=bool)
+    if categories:
+        X, is_cat = _categorical(X, y, rng, categories)
+    mapper = fit_bin_mapper(NP, X, is_cat, max_bins)
     codes = mapper.transform(NP, X)
     w = rng.uniform(0.5, 2.0, n) if weights else np.ones(n)
     target = y[:, None] if isinstance(criterion, SquaredError) else y.astype(np.int64)
@@ -106,10 +122,20 @@ CASES = {
     "tree_features": ({"tree_features": True}, {"max_features": 2}),
     "few_bins": ({"max_bins": 16}, {"max_features": 2}),
     "uint16_codes": ({"max_bins": 1000, "n": 5000}, {"max_features": 2}),
+    # categorical features: every node searched by histograms, categories sorted by the criterion's key
+    "categorical": ({"categories": 12}, {"max_features": 3}),
+    "categorical_binary_missing": ({"criterion": Gini(n_classes=2), "categories": 40, "missing": 0.1},
+                                   {"max_features": 3}),
+    "categorical_regression": ({"criterion": SquaredError(), "categories": 12, "missing": 0.05},
+                               {"max_features": 3}),
+    "categorical_random": ({"categories": 12, "random_splits": True}, {"max_features": 3}),
+    "categorical_bin_thresholds": ({"categories": 6}, {"max_features": 4, "local_thresholds": False}),
+    "categorical_min_samples": ({"categories": 20, "criterion": Entropy(n_classes=3)},
+                                {"max_features": 3, "min_samples_leaf": 4}),
 }
 
 
-@pytest.mark.parametrize("case", ["gini_bootstrap", "regression", "max_depth", "min_samples"])
+@pytest.mark.parametrize("case", ["gini_bootstrap", "regression", "max_depth", "min_samples", "categorical"])
 def test_compiled_layout_equals_the_array_api_one(case, monkeypatch):
     """The subtree kernel's compiled layout (one pass) lays the batch out as the array-API reference
     (:func:`gputrees.kernels.reference.layout_grouped`) does: every field equal, statistics bit for bit."""
@@ -154,6 +180,10 @@ def test_subtrees_equal_level_wise_growth(case, monkeypatch):
     want = grow(NP, _level_wise(inputs), p)
     _assert_same_trees(got, want)
     assert int(got.node_count.min()) > 50
+    if data.get("categories"):
+        # categorical splits inside the grown subtrees, not only above them
+        cat = np.asarray(got.is_categorical)
+        assert cat[np.asarray(got.depth) > 4].sum() > 10
 
 
 @pytest.mark.parametrize("random_splits", [False, True], ids=["best", "random"])
@@ -198,7 +228,7 @@ def test_whole_trees_grow_from_their_roots(case, monkeypatch):
     p = GrowerParams(**params)
     sources = []
     kernel = cpu.subtree._grow_subtrees
-    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: sources.append(a[-1][0]) or kernel(*a))
+    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: sources.append(a[27][0]) or kernel(*a))
     monkeypatch.setattr(_grower, "LocalRows", lambda *a, **k: pytest.fail("a row set was made"))
     got = grow(NP, _fresh(inputs), p)
     assert sources == [True]
@@ -242,7 +272,7 @@ def test_too_few_trees_grow_their_first_level_first(monkeypatch):
     inputs = _inputs(22, n=3000, trees=3, criterion=Gini(n_classes=2))
     sources = []
     kernel = cpu.subtree._grow_subtrees
-    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: sources.append(a[-1][0]) or kernel(*a))
+    monkeypatch.setattr(cpu.subtree, "_grow_subtrees", lambda *a: sources.append(a[27][0]) or kernel(*a))
     grow(NP, _fresh(inputs), GrowerParams(max_features=2))
     assert sources and not any(sources)
 
@@ -290,10 +320,11 @@ def test_subtrees_do_not_depend_on_the_threads():
             np.testing.assert_array_equal(getattr(one, field.name), getattr(other, field.name), err_msg=field.name)
 
 
+@pytest.mark.parametrize("categories", [0, 12], ids=["numerical", "categorical"])
 @pytest.mark.parametrize("criterion", [Gini(n_classes=2), SquaredError()])
-def test_records_equal_their_numpy_twin(criterion):
+def test_records_equal_their_numpy_twin(criterion, categories):
     """``Subtrees.records`` (one compiled pass) gives the grower's records as NumPy's gathers do, bit for bit."""
-    inputs = _inputs(14, n=4000, criterion=criterion)
+    inputs = _inputs(14, n=4000, criterion=criterion, categories=categories)
     codes, rng = inputs.codes, np.random.default_rng(5)
     m = 6
     slot = np.repeat(np.arange(m), [900, 1, 300, 40, 2, 700])  # a one-row subtree: its root only
@@ -306,12 +337,15 @@ def test_records_equal_their_numpy_twin(criterion):
         SplitConstraints(1, 0.0), SubtreeParams(2.0, -1, 0.0, 3), inputs.bin_mapper, n_threads=2,
     )
     root_ids = np.array([40, 3, 17, 8, 9, 41], dtype=np.int64)
-    got, want = sub.records(root_ids, 100), sub.records_reference(root_ids, 100)
+    n_bins = inputs.bin_mapper.n_bins
+    got, want = sub.records(root_ids, 100, n_bins), sub.records_reference(root_ids, 100, n_bins)
     assert int(got.split_ids.shape[0]) > m and int(got.parent.shape[0]) > 2 * m
     for field in dataclasses.fields(want):
         a, b = getattr(got, field.name), getattr(want, field.name)
         assert a.dtype == b.dtype and a.shape == b.shape, field.name
         np.testing.assert_array_equal(a, b, err_msg=field.name)
+    assert got.cat_left.shape[1] == (n_bins if categories else 0)
+    assert bool(got.is_categorical.any()) == bool(categories)
 
 
 def test_uncovered_criterion_goes_level_wise(monkeypatch):
@@ -373,13 +407,20 @@ def test_kernel_on_a_hand_made_node():
     # enough trees for two threads: whole trees grown from their roots (Grower._whole_trees)
     (RandomForestClassifier, {"n_estimators": 16, "n_jobs": 2, "classes": 2}),
     (RandomForestRegressor, {"n_estimators": 16, "n_jobs": 2, "max_features": "sqrt"}),
+    # categorical features: subtrees searched by histograms (categories sorted per node)
+    (RandomForestClassifier, {"n_estimators": 4, "categories": 12}),
+    (ExtraTreesRegressor, {"n_estimators": 3, "categories": 12, "missing": 0.05}),
+    (DecisionTreeClassifier, {"classes": 2, "categories": 30}),
 ])
 def test_estimators_equal_the_numpy_kernels(Model, kw, monkeypatch):
     """Whole models: the Numba set (subtrees compiled) against the NumPy set (level-wise), split for split."""
     regression = "Regressor" in Model.__name__
     kw = dict(kw)
-    classes, missing = kw.pop("classes", 3), kw.pop("missing", 0.0)
+    classes, missing, categories = kw.pop("classes", 3), kw.pop("missing", 0.0), kw.pop("categories", 0)
     X, y = _data(8, 4000, 7, classes=classes, regression=regression, missing=missing)
+    if categories:
+        X, is_cat = _categorical(X, y, np.random.default_rng(9), categories)
+        kw["categorical_features"] = np.flatnonzero(is_cat)
     if not regression:
         y = y.astype(np.int64)
     kw = {"random_state": 0, **kw}

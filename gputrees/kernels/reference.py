@@ -675,7 +675,8 @@ def layout_grouped(xp, n_trees: int, parent, depth, tree, stats, split_ids, reco
     stats : array of shape (n_nodes, C), float64
     split_ids : array of shape (n_split,), int64
         The split nodes' ids, in the order of ``record``'s rows.
-    record : any record with the fields ``feature``, ``bin``, ``missing_left``, ``threshold``
+    record : any record with the fields ``feature``, ``bin``, ``missing_left``, ``threshold``,
+        ``is_categorical`` and ``cat_left``
         Their splits.
     split_first_child : array of shape (n_split,), int64
         Each split node's left child's id.
@@ -687,7 +688,9 @@ def layout_grouped(xp, n_trees: int, parent, depth, tree, stats, split_ids, reco
         arrays: ``left`` (positions in the tree, -1 at leaves and padding),
         ``feature`` (-2), ``bin`` (-1), ``missing_left`` (False),
         ``threshold`` (-2.0), ``stats`` (n_trees, width, C) (0.0), ``depth``
-        (0); the fills of the leaves and the padding in brackets.
+        (0), ``is_categorical`` (False), ``cat_left`` (n_trees, width, the
+        record's columns) (False); the fills of the leaves and the padding
+        in brackets.
     """
     n = int(parent.shape[0])
     # breadth-first ranks within each level, then every node's new id
@@ -734,6 +737,8 @@ def layout_grouped(xp, n_trees: int, parent, depth, tree, stats, split_ids, reco
     def field(a, default, dtype):
         return xp.where(is_split, xp.take(a, pos), xp.asarray(default, dtype=dtype))
 
+    cat_left = xp.take(record.cat_left, pos, axis=0) & is_split[:, None]
+
     # children in the same tree: their position there is their id minus the tree's first
     tree_first = xp.take(xp.asarray(first[:-1], dtype=xp.int64), tree)
     left = field(exp_first_child - xp.take(tree_first, exp_ids), -1, xp.int64)
@@ -755,6 +760,8 @@ def layout_grouped(xp, n_trees: int, parent, depth, tree, stats, split_ids, reco
         pad(field(record.threshold, -2.0, xp.float64), -2.0),
         pad(stats, 0.0),
         pad(depth, 0),
+        pad(field(record.is_categorical, False, xp.bool), False),
+        pad(cat_left, False),
     )
 
 

@@ -36,10 +36,12 @@ each task gathering its tree's in-bag rows from the multiplicities
 
 Covered (:func:`covers`; else the grower goes on level by level): the
 criteria Gini, entropy, misclassification and squared error; numerical
-features with their bin values (every fit's bin mapper); any
-``max_features``, per-tree feature subsets, extremely randomised
-thresholds; depth-wise growth of a local row set without recorded leaves
-(the grower checks these).
+features with their bin values (every fit's bin mapper), and categorical
+ones (then every node is searched by histograms, as the level-wise grower
+searches a batch with categories, and the nodes it hands over are all
+below ``SUBTREE_BELOW_BINS`` times the bins); any ``max_features``,
+per-tree feature subsets, extremely randomised thresholds; depth-wise
+growth of a local row set without recorded leaves (the grower checks these).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from ..._records import (
     SQUARED_ERROR,
     SubtreeParams,
     TreeRows,
+    category_positions,
     criterion_code,
 )
 from ..rules import (
@@ -72,7 +75,7 @@ from ..rules import (
     tie_target,
     uniform,
 )
-from .grow import goes_left_numerical
+from .grow import goes_left
 from .jit import JIT_LEAF, JIT_NUMPY, Threads, threads_for
 from .memory import at, at1, put1, take_next
 from .pairs import add_sums, pair_weight
@@ -82,6 +85,7 @@ from .scan import (
     has_values,
     mapper_arrays,
     node_threshold,
+    scan_categorical,
     scan_feature,
     scan_scratch,
     supported_criterion,
@@ -129,9 +133,13 @@ class Subtrees:
         The roots' as given; the others summed from their rows.
     split : bool
         Whether the node was split; then ``feature``, ``bin`` (int64),
-        ``missing_left`` (bool), ``threshold`` (float64) and ``first_child``
-        (int64, the left child's index within the subtree) hold the split,
-        else unspecified.
+        ``missing_left`` (bool), ``threshold`` (float64), ``first_child``
+        (int64, the left child's index within the subtree) and
+        ``is_categorical`` (bool) hold the split, else unspecified.
+    cat_left : (n_slots, n_cat_pos) bool
+        At a categorical split, the codes sent left (a feature's categories
+        are its codes below ``n_cat_pos``), else unspecified; no columns
+        without categorical features.
     """
 
     region: np.ndarray
@@ -147,6 +155,8 @@ class Subtrees:
     missing_left: np.ndarray
     threshold: np.ndarray
     first_child: np.ndarray
+    is_categorical: np.ndarray
+    cat_left: np.ndarray
 
     def nodes(self) -> "Subtrees":
         """The same subtrees without gaps between the regions (``region`` the subtrees' first positions), by
@@ -159,20 +169,21 @@ class Subtrees:
         per_slot = (getattr(self, f.name)[slots] for f in fields(self) if f.name not in _PER_SUBTREE)
         return Subtrees(start, self.count, self.tree, *per_slot)
 
-    def records(self, root_ids, first_new: int) -> "SubtreeRecords":
+    def records(self, root_ids, first_new: int, n_bins: int) -> "SubtreeRecords":
         """The grower's records of these nodes (:class:`SubtreeRecords`), in one compiled pass.
 
         ``root_ids`` (m,) int64: the grower's ids of the subtrees' roots; the
         other nodes take the ids ``first_new ..`` in subtree order, each
-        subtree's in its order.
+        subtree's in its order. ``n_bins``: the codes' bins (the width of a
+        record's codes sent left, the missing bin last).
         """
         return SubtreeRecords(*_records(
             self.region, self.count, self.tree, self.parent, self.depth, self.key, self.stats, self.split,
-            self.feature, self.bin, self.missing_left, self.threshold, self.first_child,
-            np.asarray(root_ids, dtype=np.int64), int(first_new),
+            self.feature, self.bin, self.missing_left, self.threshold, self.first_child, self.is_categorical,
+            self.cat_left, np.asarray(root_ids, dtype=np.int64), int(first_new), _cat_width(self.cat_left, n_bins),
         ))
 
-    def records_reference(self, root_ids, first_new: int) -> "SubtreeRecords":
+    def records_reference(self, root_ids, first_new: int, n_bins: int) -> "SubtreeRecords":
         """:meth:`records` by NumPy's gathers over :meth:`nodes` (its twin, for the tests)."""
         nodes = self.nodes()
         start = nodes.region
@@ -185,16 +196,29 @@ class Subtrees:
         node_id[start[:-1]] = root_ids
         node_id[new] = first_new + np.arange(new.shape[0], dtype=np.int64)
         done = np.flatnonzero(nodes.split)
+        is_cat = nodes.is_categorical[done]
+        width = _cat_width(nodes.cat_left, n_bins)
+        cat_left = np.zeros((done.shape[0], width), dtype=np.bool_)
+        if width:
+            n_pos = nodes.cat_left.shape[1]
+            cat_left[:, :n_pos] = nodes.cat_left[done] & is_cat[:, None]
+            cat_left[:, -1] = nodes.missing_left[done] & is_cat
         return SubtreeRecords(
             node_id[nodes.parent[new] + shift[new]], nodes.depth[new],
             np.repeat(nodes.tree, nodes.count)[new], nodes.stats[new], nodes.key[new],
             node_id[done], nodes.feature[done], nodes.bin[done], nodes.missing_left[done], nodes.threshold[done],
-            node_id[nodes.first_child[done] + shift[done]],
+            node_id[nodes.first_child[done] + shift[done]], is_cat, cat_left,
         )
 
 
 #: :class:`Subtrees`' fields with one value per subtree (the others: one per slot)
 _PER_SUBTREE = ("region", "count", "tree")
+
+
+def _cat_width(cat_left, n_bins: int) -> int:
+    """Columns of the records' codes sent left: every bin with categorical features (``cat_left`` has columns), as
+    the level-wise records hold them, else none."""
+    return int(n_bins) if cat_left.shape[1] else 0
 
 
 @dataclass(frozen=True)
@@ -218,6 +242,10 @@ class SubtreeRecords:
     threshold : (k,) float64
     first_child : (k,) int64
         The left child's grower id.
+    is_categorical : (k,) bool
+    cat_left : (k, n_bins) bool, or (k, 0) without categorical features
+        At a categorical split, the codes sent left (the missing bin last:
+        ``missing_left``), as the level-wise records hold them; else False.
     """
 
     parent: np.ndarray
@@ -231,6 +259,8 @@ class SubtreeRecords:
     missing_left: np.ndarray
     threshold: np.ndarray
     first_child: np.ndarray
+    is_categorical: np.ndarray
+    cat_left: np.ndarray
 
 
 @numba.njit(inline="always")
@@ -241,8 +271,8 @@ def _grower_id(i, j, root, root_ids, first_new):
 
 
 @numba.njit(parallel=True, **JIT_NUMPY)
-def _records(region, count, tree, parent, depth, key, stats, split, feature, bin_, ml, thr, first_child,
-             root_ids, first_new):
+def _records(region, count, tree, parent, depth, key, stats, split, feature, bin_, ml, thr, first_child, is_cat,
+             cat_left, root_ids, first_new, cat_width):
     """:meth:`Subtrees.records`: two passes in parallel over subtrees (count the splits, then write)."""
     m = count.shape[0]
     C = stats.shape[1]
@@ -270,6 +300,9 @@ def _records(region, count, tree, parent, depth, key, stats, split, feature, bin
     s_ml = np.empty(k, dtype=np.bool_)
     s_thr = np.empty(k, dtype=np.float64)
     s_first = np.empty(k, dtype=np.int64)
+    s_cat = np.empty(k, dtype=np.bool_)
+    s_cat_left = np.zeros((k, cat_width), dtype=np.bool_)
+    n_pos = cat_left.shape[1]
     for i in prange(m):
         q = n_split[i]
         for j in range(count[i]):
@@ -290,39 +323,79 @@ def _records(region, count, tree, parent, depth, key, stats, split, feature, bin
                 s_ml[q] = ml[s]
                 s_thr[q] = thr[s]
                 s_first[q] = _grower_id(i, first_child[s], root, root_ids, first_new)
+                s_cat[q] = is_cat[s]
+                if is_cat[s]:
+                    for b in range(n_pos):
+                        s_cat_left[q, b] = cat_left[s, b]
+                    s_cat_left[q, cat_width - 1] = ml[s]
                 q += 1
-    return o_parent, o_depth, o_tree, o_stats, o_key, s_ids, s_feature, s_bin, s_ml, s_thr, s_first
+    return o_parent, o_depth, o_tree, o_stats, o_key, s_ids, s_feature, s_bin, s_ml, s_thr, s_first, s_cat, s_cat_left
 
 
 # -- the kernel ---------------------------------------------------------------------------
 @numba.njit(**JIT_LEAF)
 def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins,
-               tie_rtol, scratch, h, fbest, left, drawn, record):
-    """The histogram search of one node (best splits, local thresholds): ``_best_splits``' for one node.
+               tie_rtol, scratch, h, fbest, left, drawn, record, is_cat, cat, local, top):
+    """The histogram search of one node (best splits): ``_best_splits``' for one node.
 
     With ``has_u``, each drawn feature's one extremely randomised candidate
     (``random_bin`` of its histogram and ``u[f]``), as that search draws it.
+    Categorical features (``is_cat``) are scanned over their sorted
+    categories (:func:`gputrees.kernels.cpu.scan.scan_categorical`); ``cat``:
+    the scan's keys and order and the node's row of codes sent left, written
+    at a categorical split, and the number of sorted positions scanned.
+    ``local``: thresholds at the midpoint to the next value present in the
+    node (else the next value bin), as the level-wise search places them.
 
     Builds the node's histograms of its drawn features (``fmask``) from its
     rows ``pairs`` of ``codes`` / ``weights`` (the subtree's gathered block)
     into ``h`` (F, nb, C), scans them, and returns what
     :func:`gputrees.kernels.cpu.sorted_scan.sorted_node` returns (the same
-    split: both searches find the best candidate among the node's values).
+    split: both searches find the best candidate among the node's values)
+    and whether the split is categorical (then its bin -1 and threshold NaN,
+    as the level-wise records hold it).
+    ``h`` is zeros on entry and left so: the bins the rows filled are
+    cleared again (a small node's rows fill few of a feature's bins), and a
+    numerical feature is scanned up to its highest code in the node
+    (``top`` (F,) int64, work space): the bins past it are empty, skipped
+    by the scan as repeats of the candidate before them.
     ``drawn`` (F,) int64: work space for the drawn features' indices;
     ``record``: the near-best records of :func:`sorted_scratch` (its last
     four arrays), work space here.
     """
+    n_drawn = _build_node(codes, weights, pairs, fmask, nb, h, drawn, top)
+    out = _search_node(n_drawn, weights.shape[1], P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
+                       n_value_bins, tie_rtol, scratch, h, fbest, left, record, is_cat, cat, local, top)
+    # the filled bins cleared: the next node's histograms start from zeros
+    # (by the rows' codes where there are fewer rows than bins)
+    C = weights.shape[1]
+    for j in range(n_drawn):
+        f = np.uint64(drawn[j])
+        if pairs.shape[0] < nb:
+            for k in range(pairs.shape[0]):
+                b = at(codes, pairs[k], f)
+                for c in range(C):
+                    h[f, b, c] = 0.0
+        else:
+            for b in range(nb):
+                for c in range(C):
+                    h[f, b, c] = 0.0
+    return out
+
+
+@numba.njit(**JIT_LEAF)
+def _build_node(codes, weights, pairs, fmask, nb, h, drawn, top):
+    """:func:`_hist_node`'s histograms (added to ``h``, zeros) of the drawn features, listed in ``drawn``
+    (returns how many), and each one's highest value code in ``top`` (0 without values)."""
     F = codes.shape[1]
     C = weights.shape[1]
-    kind = crit[0]
+    missing = nb - 1
     n_drawn = 0
     for f in range(F):
         if fmask[f]:
             drawn[n_drawn] = f
             n_drawn += 1
-            for b in range(nb):
-                for c in range(C):
-                    h[f, b, c] = 0.0
+            top[f] = 0
     if C == 3 or C == 4:
         # count and two classes, or four channels (three classes, or squared
         # error's count, w, w y, w y^2): a row's channels read once into
@@ -343,6 +416,9 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
                 h[f, b, 2] += w2
                 if four:
                     h[f, b, 3] += w3
+                code = np.int64(b)
+                if code != missing and code > top[f]:
+                    top[f] = code
     else:
         for k in range(pairs.shape[0]):
             p = pairs[k]
@@ -351,6 +427,19 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
                 b = codes[p, f]
                 for c in range(C):
                     h[f, b, c] += weights[p, c]
+                code = np.int64(b)
+                if code != missing and code > top[f]:
+                    top[f] = code
+    return n_drawn
+
+
+@numba.njit(**JIT_LEAF)
+def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins, tie_rtol,
+                 scratch, h, fbest, left, record, is_cat, cat, local, top):
+    """:func:`_hist_node`'s scan of the node's built histograms ``h``."""
+    cat_keys, cat_order, cat_row, n_cat_pos = cat
+    F = h.shape[0]
+    kind = crit[0]
     rec_ok, rec_bin, rec_p, rec_left = record
     # two or three classes, or squared error: fast_scan where no rows are missing
     fast = fast_pass(kind, C, has_u)
@@ -363,7 +452,12 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
         rec_bin[f, 1] = -1  # the random candidate's bin (-1: none)
         if fmask[f]:
             n_scan = min(nb - 1, n_value_bins[f])
-            if has_u:
+            if not is_cat[f]:
+                n_scan = min(n_scan, top[f] + 1)
+            if is_cat[f]:
+                fbest[f] = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, NEG_INF, scratch, cat_keys,
+                                            cat_order, n_cat_pos, n_scan)[0]
+            elif has_u:
                 pick = random_bin(h[f], nb, u[f])
                 rec_bin[f, 1] = pick
                 if pick >= 0:
@@ -389,10 +483,15 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
             for c in range(C):
                 left[c] = rec_left[f, c]
             missing_left = left[0] > P[0] - left[0]
-            threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, True)
-            return True, rec_p[f], f, b, missing_left, threshold
-        p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, rec_bin[f, 1] if has_u else -1, target,
-                                     scratch, min(nb - 1, n_value_bins[f]))
+            threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
+            return True, rec_p[f], f, b, missing_left, threshold, False
+        n_scan = min(nb - 1, n_value_bins[f])
+        if is_cat[f]:
+            p, b, variant, _ = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, target, scratch,
+                                                cat_keys, cat_order, n_cat_pos, n_scan)
+        else:
+                p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, rec_bin[f, 1] if has_u else -1,
+                                         target, scratch, n_scan)
         if b < 0:
             continue
         for c in range(C):
@@ -401,14 +500,24 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
             missing_left = variant == 1
         else:  # no missing values in the node: NaN goes to the child with more rows
             missing_left = left[0] > P[0] - left[0]
-        threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, True)
-        return True, p, f, b, missing_left, threshold
-    return False, NEG_INF, 0, 0, False, np.inf
+        if is_cat[f]:
+            # the codes sent left: the present categories up to the cut in the scan's order
+            for j in range(n_cat_pos):
+                cat_row[j] = False
+            for j in range(b + 1):
+                code = cat_order[j]
+                cat_row[code] = code < n_scan and h[f, code, 0] > 0
+            return True, p, f, -1, missing_left, np.nan, True
+        threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
+        return True, p, f, b, missing_left, threshold, False
+    return False, NEG_INF, 0, 0, False, np.inf, False
 
 
 @numba.njit(**JIT_LEAF)
-def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
-    """Stable partition of ``perm[a:b]`` (rows of ``codes``), left-going rows first; returns the right ones' start."""
+def _partition(codes, perm, a, b, f, bin_, missing_left, missing, cat, cat_row, tmp):
+    """Stable partition of ``perm[a:b]`` (rows of ``codes``), left-going rows first; returns the right ones' start.
+
+    ``cat``: a categorical split, the codes sent left ``cat_row``'s."""
     codes_t = codes.T  # the compiled tree's side rule reads codes feature-major
     n_left = 0
     n_right = 0
@@ -416,7 +525,7 @@ def _partition(codes, perm, a, b, f, bin_, missing_left, missing, tmp):
         # without branches (a row's side is as good as random): both
         # destinations written, one kept (perm's lies at or before k)
         p = at1(perm, k)
-        g = np.int64(goes_left_numerical(codes_t, p, f, bin_, missing_left, missing))
+        g = np.int64(goes_left(codes_t, p, f, bin_, missing_left, missing, cat, cat_row))
         put1(perm, a + n_left, p)
         put1(tmp, n_right, p)
         n_left += g
@@ -512,7 +621,8 @@ def _tree_source(tree_rows=None):
 @numba.njit(parallel=True, **JIT_NUMPY)
 def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_depth, root_tree, root_key, total_weight,
                    crit, rules, k_features, allowed, has_allowed, has_u, root_hist, nb, thresholds, bin_values,
-                   is_exact, n_value_bins, tie_rtol, task_order, n_workers, max_rows, trees):
+                   is_exact, n_value_bins, tie_rtol, task_order, n_workers, max_rows, trees, is_cat, n_cat_pos,
+                   all_hist, local_thr):
     """Grow every small node's subtree (see :func:`grow_subtrees`); node ``i``'s nodes go to ``region[i] ..``.
 
     Node ``i``'s pairs are ``perm[start[i] : start[i + 1]]`` (into ``rows``
@@ -529,7 +639,11 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     extremely randomised splits (``has_u``; the two searches place a random
     threshold differently) as the level-wise grower searches it: a root by
     histograms where ``root_hist[i]``, a pair of children when either has as
-    many rows (count) as bins and may split, else by sorting.
+    many rows (count) as bins and may split, else by sorting. With
+    ``all_hist`` (categorical features, ``is_cat``, scanned over their first
+    ``n_cat_pos`` sorted categories) every node by histograms, thresholds
+    local to the node where ``local_thr``, as the level-wise grower searches a
+    batch with categories.
     Each node's subtree is written to its own slots,
     so the result does not depend on which worker grew it.
     """
@@ -557,16 +671,22 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     threshold = np.empty(n_slots)
     first_child = np.empty(n_slots, dtype=np.int64)
     use_hist = np.empty(n_slots, dtype=np.bool_)
+    # categorical splits: the codes sent left (a category's code is below n_cat_pos), written at those splits only
+    split_cat = np.empty(n_slots, dtype=np.bool_)
+    cat_left = np.empty((n_slots, n_cat_pos), dtype=np.bool_)
     draw_mask = k_features < F or has_allowed
     next_task = np.zeros(1, dtype=np.int64)
     for _ in prange(n_workers):
         scratch = scan_scratch(nb + 1, C)  # candidates: at most one per code
-        hbuf = np.empty((F, nb, C))
+        hbuf = np.zeros((F, nb, C))  # zeros between nodes (_hist_node clears what it fills)
+        code_top = np.empty(F, dtype=np.int64)
         left = np.empty(C)  # the searched node's left child's statistics
         sort_scratch = sorted_scratch(max_rows, nb, F, C)
         fbest = np.empty(F)
         drawn = np.empty(F, dtype=np.int64)
         fmask = np.ones(F, dtype=np.bool_)
+        cat_keys = np.empty(max(n_cat_pos, 1))
+        cat_order = np.empty(max(n_cat_pos, 1), dtype=np.int64)
         u = np.zeros(F)
         tmp = np.empty(max_rows, dtype=np.int64)
         stack = np.empty(2 * max_rows, dtype=np.int64)
@@ -610,7 +730,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     for c in range(C):
                         lweights[k, c] = weights[p, c]
                     local[k] = k
-            _new_slot(base, split, feature, bin_, missing_left, threshold, first_child)
+            _new_slot(base, split, feature, bin_, missing_left, threshold, first_child, split_cat)
             parent[base] = -1
             depth[base] = root_depth[i]
             key[base] = root_key[i]
@@ -653,15 +773,17 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     b_lo[held], b_hi[held] = lo[j], hi[j]
                     held += 1
                 pairs = local[lo[j]:hi[j]]
-                if use_hist[g] if has_u else hi[j] - lo[j] >= nb:
+                if all_hist or (use_hist[g] if has_u else hi[j] - lo[j] >= nb):
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
-                    found, p, f, code, ml, thr = _hist_node(
+                    found, p, f, code, ml, thr, is_c = _hist_node(
                         cod, wts, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
-                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:8])
+                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:8], is_cat,
+                        (cat_keys, cat_order, cat_left[g], n_cat_pos), local_thr, code_top)
                 else:
                     found, p, f, code, ml, thr = sorted_node(
                         cod, ident, wts, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
                         bin_values, is_exact, tie_rtol, scratch, sort_scratch, fbest, left)
+                    is_c = False
                 if not found:
                     continue
                 for c in range(C):
@@ -674,11 +796,12 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 bin_[g] = code
                 missing_left[g] = ml
                 threshold[g] = thr
+                split_cat[g] = is_c
                 first_child[g] = n
-                mid = _partition(cod, local, lo[j], hi[j], f, code, ml, missing, tmp)
+                mid = _partition(cod, local, lo[j], hi[j], f, code, ml, missing, is_c, cat_left[g], tmp)
                 for side in range(2):
                     h = base + n + side
-                    _new_slot(h, split, feature, bin_, missing_left, threshold, first_child)
+                    _new_slot(h, split, feature, bin_, missing_left, threshold, first_child, split_cat)
                     parent[h] = j
                     depth[h] = depth[g] + 1
                     key[h] = child_key(key[g], side)
@@ -698,13 +821,15 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 top += 2
                 n += 2
             count[i] = n
-    return count, parent, depth, key, stats, split, feature, bin_, missing_left, threshold, first_child
+    return (count, parent, depth, key, stats, split, feature, bin_, missing_left, threshold, first_child, split_cat,
+            cat_left)
 
 
 @numba.njit(inline="always")
-def _new_slot(g, split, feature, bin_, missing_left, threshold, first_child):
+def _new_slot(g, split, feature, bin_, missing_left, threshold, first_child, split_cat):
     """A new node's split fields in slot ``g``: not split, the rule's fields 0."""
     split[g] = False
+    split_cat[g] = False
     feature[g] = 0
     bin_[g] = 0
     missing_left[g] = False
@@ -855,6 +980,9 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
         rows, weights = perm, np.zeros((1, n_channels))
     region = _regions(n_rows, np.asarray(depth, dtype=np.int64), params.max_depth)
     has_allowed = tree_features is not None
+    is_cat = np.ascontiguousarray(bin_mapper.is_categorical, dtype=np.bool_)
+    any_cat = bool(is_cat.any())
+    n_cat_pos = category_positions(is_cat, int(bin_mapper.n_bins), bin_mapper) if any_cat else 0
     with Threads(threads):
         out = _grow_subtrees(
             codes,
@@ -882,6 +1010,10 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
             min(m, threads),
             max(int(n_rows.max()), 1),
             source,
+            is_cat,
+            n_cat_pos,
+            any_cat,
+            bool(params.local_thresholds) or not any_cat,
         )
     return Subtrees(region, out[0], np.asarray(tree, dtype=np.int64), *out[1:])
 
@@ -889,7 +1021,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
 # -- the padded layout of a batch whose nodes were partly grown here ---------------
 @numba.njit(parallel=True, **JIT_NUMPY)
 def _layout_grouped(parent, depth, tree, stats, split_ids, rec_feature, rec_bin, rec_missing_left, rec_threshold,
-                    split_first_child, n_trees):
+                    split_first_child, n_trees, rec_cat, rec_cat_left):
     """Every tree's nodes numbered breadth-first and laid out padded (see :func:`layout_grouped`)."""
     n = parent.shape[0]
     C = stats.shape[1]
@@ -915,6 +1047,9 @@ def _layout_grouped(parent, depth, tree, stats, split_ids, rec_feature, rec_bin,
     threshold = np.empty((n_trees, width), dtype=np.float64)
     st = np.empty((n_trees, width, C), dtype=np.float64)
     dep = np.empty((n_trees, width), dtype=np.int64)
+    is_cat = np.zeros((n_trees, width), dtype=np.bool_)
+    n_cat = rec_cat_left.shape[1]
+    cat_left = np.zeros((n_trees, width, n_cat), dtype=np.bool_)
     for t in prange(n_trees):
         base = first[t]
         # a queue over the tree: a split node's children (consecutive ids,
@@ -934,6 +1069,9 @@ def _layout_grouped(parent, depth, tree, stats, split_ids, rec_feature, rec_bin,
                 bin_[t, p] = rec_bin[k]
                 missing_left[t, p] = rec_missing_left[k]
                 threshold[t, p] = rec_threshold[k]
+                is_cat[t, p] = rec_cat[k]
+                for b in range(n_cat):
+                    cat_left[t, p, b] = rec_cat_left[k, b]
             else:  # a leaf or padding
                 left[t, p] = -1
                 feature[t, p] = -2
@@ -943,7 +1081,7 @@ def _layout_grouped(parent, depth, tree, stats, split_ids, rec_feature, rec_bin,
             for c in range(C):
                 st[t, p, c] = stats[node, c] if node >= 0 else 0.0
             dep[t, p] = depth[node] if node >= 0 else 0
-    return count, left, feature, bin_, missing_left, threshold, st, dep
+    return count, left, feature, bin_, missing_left, threshold, st, dep, is_cat, cat_left
 
 
 def layout_grouped(xp, n_trees, parent, depth, tree, stats, split_ids, record, split_first_child, *,
@@ -965,8 +1103,9 @@ def layout_grouped(xp, n_trees, parent, depth, tree, stats, split_ids, record, s
     stats : ndarray of shape (n_nodes, C), float64
     split_ids : ndarray of shape (n_split,), int64
         The split nodes' ids, in the order of ``record``'s rows.
-    record : SplitRecord or any record with its fields ``feature``, ``bin``, ``missing_left``, ``threshold``
-        Their splits (those four fields read; the grower passes only them).
+    record : SplitRecord or any record with its fields ``feature``, ``bin``, ``missing_left``, ``threshold``,
+        ``is_categorical`` and ``cat_left``
+        Their splits (those fields read; the grower passes only them).
     split_first_child : ndarray of shape (n_split,), int64
         Each split node's left child's id.
 
@@ -976,8 +1115,9 @@ def layout_grouped(xp, n_trees, parent, depth, tree, stats, split_ids, record, s
         ``node_count`` (n_trees,) int64, then (n_trees, width) arrays:
         ``left`` (positions in the tree, -1 at leaves and padding), ``feature``
         (-2), ``bin`` (-1), ``missing_left`` (False), ``threshold`` (-2.0),
-        ``stats`` (n_trees, width, C) (0.0), ``depth`` (0); the fills of the
-        leaves and the padding in brackets.
+        ``stats`` (n_trees, width, C) (0.0), ``depth`` (0), ``is_categorical``
+        (False), ``cat_left`` (n_trees, width, the record's columns) (False);
+        the fills of the leaves and the padding in brackets.
     """
     i8, f8 = np.int64, np.float64
     threads = max(1, min(int(n_threads), int(n_trees)))
@@ -988,4 +1128,5 @@ def layout_grouped(xp, n_trees, parent, depth, tree, stats, split_ids, record, s
             np.asarray(record.feature, dtype=i8), np.asarray(record.bin, dtype=i8),
             np.asarray(record.missing_left, dtype=np.bool_), np.asarray(record.threshold, dtype=f8),
             np.asarray(split_first_child, dtype=i8), int(n_trees),
+            np.asarray(record.is_categorical, dtype=np.bool_), np.ascontiguousarray(record.cat_left, dtype=np.bool_),
         )
