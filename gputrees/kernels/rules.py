@@ -85,7 +85,8 @@ __all__ = [
     "pairwise_sum", "channel_sum", "safe", "newton_gradient_channel", "criterion_weight", "entropy_term", "impurity",
     "gini_impurity", "variance", "weighted_decrease", "midpoint", "poisson_term", "sum_sq_proxy", "friedman_proxy", "newton_denominator", "newton_score", "newton_value",
     "newton_gain_at", "newton_bounded", "newton_proxy", "newton_improvement", "newton_accept",
-    "impurity_improvement", "impurity_accept", "can_split", "has_rows", "tie_target", "random_bin", "random_pick",
+    "impurity_improvement", "impurity_accept", "can_split", "has_rows", "tie_target", "random_bin", "random_cut",
+    "random_pick",
     "split_threshold", "category_orderings", "category_key", "key_before", "mix64", "draw_bits", "uniform",
     "child_key", "draw_features", "shap_extend", "shap_unwound_sum", "shap_unwind",
 ]
@@ -318,17 +319,20 @@ def random_bin(h, nb, u):
     Uniform ``u`` over the bins between the node's first and last non-empty
     value bins (the missing bin, last, excluded).
     """
-    lo = 0
-    while lo < nb - 1 and not (h[lo, 0] > 0):
-        lo += 1
-    if lo == nb - 1:
-        lo = 0
-    back = 0
-    while back < nb - 1 and not (h[nb - 2 - back, 0] > 0):
-        back += 1
-    if back == nb - 1:
-        back = 0
-    hi = (nb - 2) - back
+    first = 0
+    while first < nb - 1 and not (h[first, 0] > 0):
+        first += 1
+    last = nb - 2
+    while last >= 0 and not (h[last, 0] > 0):
+        last -= 1
+    return random_cut(first if first < nb - 1 else -1, last, nb, u)
+
+
+def random_cut(first, last, nb, u):
+    """:func:`random_bin` from the node's first and last non-empty value bins (-1: none, then the value bins'
+    ends), the bin or -1."""
+    lo = first if first >= 0 else 0
+    hi = last if last >= 0 else nb - 2
     if hi - lo <= 0:
         return -1
     return random_pick(lo, hi, u)

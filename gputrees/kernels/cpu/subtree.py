@@ -71,7 +71,7 @@ from ..rules import (
     has_rows,
     impurity_accept,
     impurity_improvement,
-    random_bin,
+    random_cut,
     tie_target,
     uniform,
 )
@@ -335,11 +335,11 @@ def _records(region, count, tree, parent, depth, key, stats, split, feature, bin
 # -- the kernel ---------------------------------------------------------------------------
 @numba.njit(**JIT_LEAF)
 def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins,
-               tie_rtol, scratch, h, fbest, left, drawn, record, is_cat, cat, local, top):
+               tie_rtol, scratch, h, fbest, left, drawn, record, is_cat, cat, local, span):
     """The histogram search of one node (best splits): ``_best_splits``' for one node.
 
     With ``has_u``, each drawn feature's one extremely randomised candidate
-    (``random_bin`` of its histogram and ``u[f]``), as that search draws it.
+    (``rules.random_bin`` of its histogram and ``u[f]``), as that search draws it.
     Categorical features (``is_cat``) are scanned over their sorted
     categories (:func:`gputrees.kernels.cpu.scan.scan_categorical`); ``cat``:
     the scan's keys and order and the node's row of codes sent left, written
@@ -356,16 +356,17 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
     as the level-wise records hold it).
     ``h`` is zeros on entry and left so: the bins the rows filled are
     cleared again (a small node's rows fill few of a feature's bins), and a
-    numerical feature is scanned up to its highest code in the node
-    (``top`` (F,) int64, work space): the bins past it are empty, skipped
-    by the scan as repeats of the candidate before them.
+    numerical feature is scanned up to its highest value code in the node
+    (``span`` (F, 2) int64, work space: the lowest and highest): the bins
+    past it are empty, skipped by the scan as repeats of the candidate
+    before them, and a random candidate's range is found from them.
     ``drawn`` (F,) int64: work space for the drawn features' indices;
     ``record``: the near-best records of :func:`sorted_scratch` (its last
     four arrays), work space here.
     """
-    n_drawn = _build_node(codes, weights, pairs, fmask, nb, h, drawn, top)
+    n_drawn = _build_node(codes, weights, pairs, fmask, nb, h, drawn, span)
     out = _search_node(n_drawn, weights.shape[1], P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
-                       n_value_bins, tie_rtol, scratch, h, fbest, left, record, is_cat, cat, local, top)
+                       n_value_bins, tie_rtol, scratch, h, fbest, left, record, is_cat, cat, local, span)
     # the filled bins cleared: the next node's histograms start from zeros
     # (by the rows' codes where there are fewer rows than bins)
     C = weights.shape[1]
@@ -384,9 +385,10 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
 
 
 @numba.njit(**JIT_LEAF)
-def _build_node(codes, weights, pairs, fmask, nb, h, drawn, top):
+def _build_node(codes, weights, pairs, fmask, nb, h, drawn, span):
     """:func:`_hist_node`'s histograms (added to ``h``, zeros) of the drawn features, listed in ``drawn``
-    (returns how many), and each one's highest value code in ``top`` (0 without values)."""
+    (returns how many), and each one's lowest and highest value codes in ``span`` (nb - 1 and 0 without
+    values)."""
     F = codes.shape[1]
     C = weights.shape[1]
     missing = nb - 1
@@ -395,7 +397,8 @@ def _build_node(codes, weights, pairs, fmask, nb, h, drawn, top):
         if fmask[f]:
             drawn[n_drawn] = f
             n_drawn += 1
-            top[f] = 0
+            span[f, 0] = missing
+            span[f, 1] = 0
     if C == 3 or C == 4:
         # count and two classes, or four channels (three classes, or squared
         # error's count, w, w y, w y^2): a row's channels read once into
@@ -416,9 +419,7 @@ def _build_node(codes, weights, pairs, fmask, nb, h, drawn, top):
                 h[f, b, 2] += w2
                 if four:
                     h[f, b, 3] += w3
-                code = np.int64(b)
-                if code != missing and code > top[f]:
-                    top[f] = code
+                _widen(span, f, b, missing)
     else:
         for k in range(pairs.shape[0]):
             p = pairs[k]
@@ -427,15 +428,36 @@ def _build_node(codes, weights, pairs, fmask, nb, h, drawn, top):
                 b = codes[p, f]
                 for c in range(C):
                     h[f, b, c] += weights[p, c]
-                code = np.int64(b)
-                if code != missing and code > top[f]:
-                    top[f] = code
+                _widen(span, f, b, missing)
     return n_drawn
+
+
+@numba.njit(inline="always")
+def _widen(span, f, b, missing):
+    """Value code ``b`` (the missing code aside) into feature ``f``'s lowest and highest (``span[f]``)."""
+    code = np.int64(b)
+    if code != missing:
+        span[f, 0] = min(span[f, 0], code)
+        span[f, 1] = max(span[f, 1], code)
+
+
+@numba.njit(inline="always")
+def _random_bin(h, span, nb, u):
+    """``rules.random_bin`` of histogram ``h`` whose value bins outside ``span`` (lowest, highest code) are empty:
+    its first and last bins with rows looked for from there."""
+    first, last = span[0], span[1]
+    while first <= last and not (h[first, 0] > 0):
+        first += 1
+    while last >= first and not (h[last, 0] > 0):
+        last -= 1
+    if first > last:
+        return random_cut(-1, -1, nb, u)
+    return random_cut(first, last, nb, u)
 
 
 @numba.njit(**JIT_LEAF)
 def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins, tie_rtol,
-                 scratch, h, fbest, left, record, is_cat, cat, local, top):
+                 scratch, h, fbest, left, record, is_cat, cat, local, span):
     """:func:`_hist_node`'s scan of the node's built histograms ``h``."""
     cat_keys, cat_order, cat_row, n_cat_pos = cat
     F = h.shape[0]
@@ -453,12 +475,12 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
         if fmask[f]:
             n_scan = min(nb - 1, n_value_bins[f])
             if not is_cat[f]:
-                n_scan = min(n_scan, top[f] + 1)
+                n_scan = min(n_scan, span[f, 1] + 1)
             if is_cat[f]:
                 fbest[f] = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, NEG_INF, scratch, cat_keys,
                                             cat_order, n_cat_pos, n_scan)[0]
             elif has_u:
-                pick = random_bin(h[f], nb, u[f])
+                pick = _random_bin(h[f], span[f], nb, u[f])
                 rec_bin[f, 1] = pick
                 if pick >= 0:
                     fbest[f] = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, pick, NEG_INF, scratch, n_scan)[0]
@@ -490,8 +512,8 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
             p, b, variant, _ = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, target, scratch,
                                                 cat_keys, cat_order, n_cat_pos, n_scan)
         else:
-                p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, rec_bin[f, 1] if has_u else -1,
-                                         target, scratch, n_scan)
+            p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, rec_bin[f, 1] if has_u else -1,
+                                         target, scratch, min(n_scan, span[f, 1] + 1))
         if b < 0:
             continue
         for c in range(C):
@@ -679,7 +701,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     for _ in prange(n_workers):
         scratch = scan_scratch(nb + 1, C)  # candidates: at most one per code
         hbuf = np.zeros((F, nb, C))  # zeros between nodes (_hist_node clears what it fills)
-        code_top = np.empty(F, dtype=np.int64)
+        code_span = np.empty((F, 2), dtype=np.int64)
         left = np.empty(C)  # the searched node's left child's statistics
         sort_scratch = sorted_scratch(max_rows, nb, F, C)
         fbest = np.empty(F)
@@ -778,7 +800,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     found, p, f, code, ml, thr, is_c = _hist_node(
                         cod, wts, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
                         n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:8], is_cat,
-                        (cat_keys, cat_order, cat_left[g], n_cat_pos), local_thr, code_top)
+                        (cat_keys, cat_order, cat_left[g], n_cat_pos), local_thr, code_span)
                 else:
                     found, p, f, code, ml, thr = sorted_node(
                         cod, ident, wts, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
