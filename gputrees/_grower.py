@@ -16,8 +16,8 @@ A *round* expands a set of frontier nodes of every tree of the batch:
    data), or, with a kernel set that grows whole subtrees
    (``FastPaths.subtrees``, the Numba set), hand those children (and
    those of pairs below ``SUBTREE_BELOW_BINS`` times the bins, and with
-   drawn features every pair of a round that has ``SUBTREE_PAIRS_PER_THREAD``
-   pairs per thread) to it:
+   drawn features or extremely randomised thresholds every pair of a round
+   that has ``SUBTREE_PAIRS_PER_THREAD`` pairs per thread) to it:
    their subtrees are grown depth-first in one compiled call, split for split
    what the following rounds would grow, and their rows leave the active set
    at once (nodes are numbered breadth-first at the end, as the rounds number
@@ -101,10 +101,15 @@ DRAWN_BUILD_SHARE = 0.5
 #: to the level-wise growth's per-level work.
 SUBTREE_BELOW_BINS = 8
 #: With per-node feature draws built over the drawn features (random
-#: forests), a round with at least this many sibling pairs per thread of the
+#: forests), or with extremely randomised thresholds (extra trees, any
+#: ``max_features``), a round with at least this many sibling pairs per thread of the
 #: subtree kernel hands all of them to it: their subtrees are grown to the end,
 #: their large nodes by histograms over the drawn features as the rounds
-#: would build them, without the rounds' passes over every active row.
+#: would build them, without the rounds' passes over every active row. Extra
+#: trees' random cuts are lopsided: the rounds' levels, each a pass over every
+#: active row, outnumber a forest's (depth 44 on 8,000 rows of a few distinct
+#: values), and cost more than the kernel's histograms of both children
+#: (extra-trees regression, 10,000 x 10: 2.6x scikit-learn's time by rounds, 1.9x whole).
 SUBTREE_PAIRS_PER_THREAD = 8
 #: Bytes per (tree, row) pair of a subtree kernel's call, plus this many per
 #: channel: its two node slots per pair (eight 8-byte fields, two flags, the
@@ -711,7 +716,7 @@ class Grower:
         n_pairs = int(self.xp.sum(self.xp.astype(pair_any, self.xp.int64)))
         if n_pairs < SUBTREE_PAIRS_PER_THREAD * sub.n_threads:
             return False
-        return self._drawn_features(draws) is not None
+        return self.inp.random_splits or self._drawn_features(draws) is not None
 
     def _whole_trees(self):
         """The batch's trees' rows (:class:`~gputrees.kernels.TreeRows`) when every tree grows whole in the
@@ -719,7 +724,8 @@ class Grower:
 
         When the level-wise growth would hand every node of its first round
         to the kernel (:meth:`_whole_subtrees`: per-node feature draws over
-        which histograms are built, and enough trees for every thread), the
+        which histograms are built or extremely randomised thresholds, and
+        enough trees for every thread), the
         roots go there instead, with their rows read from the multiplicities:
         no row set's arrays of pairs, no root level of histograms and routing,
         the same trees. Checked before any row set is made.
