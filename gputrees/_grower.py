@@ -807,7 +807,7 @@ class Grower:
         Their other nodes take the next ids (``sub.records``, one compiled pass).
         """
         xp = self.xp
-        r = sub.records(root_ids, self._n_created)
+        r = sub.records(root_ids, self._n_created, n_threads=int(getattr(self._grow_subtrees, "n_threads", 1)))
         if r.parent.shape[0]:
             self._new_nodes(
                 from_numpy(xp, r.parent), from_numpy(xp, r.depth), from_numpy(xp, r.tree), from_numpy(xp, r.stats),
