@@ -15,9 +15,10 @@ A *round* expands a set of frontier nodes of every tree of the batch:
    use the sort-based search of :mod:`gputrees._sorted_split` (numerical
    data), or, with a kernel set that grows whole subtrees
    (``FastPaths.subtrees``, the Numba set), hand those children (and
-   those of pairs below ``SUBTREE_BELOW_BINS`` times the bins, and with
-   drawn features every pair of a round that has ``SUBTREE_PAIRS_PER_THREAD``
-   pairs per thread) to it:
+   those of pairs below ``SUBTREE_BELOW_BINS`` times the bins, at least
+   ``SUBTREE_MIN_BINS`` counted, and with
+   drawn features or extremely randomised thresholds every pair of a round
+   that has ``SUBTREE_PAIRS_PER_THREAD`` pairs per thread) to it:
    their subtrees are grown depth-first in one compiled call, split for split
    what the following rounds would grow, and their rows leave the active set
    at once (nodes are numbered breadth-first at the end, as the rounds number
@@ -100,11 +101,24 @@ DRAWN_BUILD_SHARE = 0.5
 #: sorts cost more than their histograms, and a lower bound leaves more levels
 #: to the level-wise growth's per-level work.
 SUBTREE_BELOW_BINS = 8
+#: The bins counted as at least this many there: features of a few distinct
+#: values have a few bins (15 on values rounded to -6 .. 6), and eight times
+#: that leaves nodes of hundreds of rows to rounds whose per-level work (a few
+#: array passes and dozens of NumPy calls) is most of a small tree's fit (the
+#: kernel searches nodes of as many rows as bins by histograms, as the rounds
+#: do). 1,000 x 10 such rows, one tree: 4-5x scikit-learn's time handed over
+#: at 120 rows, 1.3-1.7x at 4,096; a 10,000-row forest regressor 0.87x -> 0.59x.
+SUBTREE_MIN_BINS = 512
 #: With per-node feature draws built over the drawn features (random
-#: forests), a round with at least this many sibling pairs per thread of the
+#: forests), or with extremely randomised thresholds (extra trees, any
+#: ``max_features``), a round with at least this many sibling pairs per thread of the
 #: subtree kernel hands all of them to it: their subtrees are grown to the end,
 #: their large nodes by histograms over the drawn features as the rounds
-#: would build them, without the rounds' passes over every active row.
+#: would build them, without the rounds' passes over every active row. Extra
+#: trees' random cuts are lopsided: the rounds' levels, each a pass over every
+#: active row, outnumber a forest's (depth 44 on 8,000 rows of a few distinct
+#: values), and cost more than the kernel's histograms of both children
+#: (extra-trees regression, 10,000 x 10: 2.6x scikit-learn's time by rounds, 1.9x whole).
 SUBTREE_PAIRS_PER_THREAD = 8
 #: Bytes per (tree, row) pair of a subtree kernel's call, plus this many per
 #: channel: its two node slots per pair (eight 8-byte fields, two flags, the
@@ -361,7 +375,8 @@ class Grower:
         )
         self._subtrees_grown = False
         #: pairs whose children both have fewer rows than this skip histograms:
-        #: subtrees from SUBTREE_BELOW_BINS x bins rows (their sort-based search
+        #: subtrees from SUBTREE_BELOW_BINS x bins rows, the bins counted as
+        #: at least SUBTREE_MIN_BINS (their sort-based search
         #: finds the histogram search's split where thresholds are local, and
         #: saves the rounds' passes), else the sort-based search below the bins.
         #: With extremely randomised splits the two searches put a random
@@ -371,7 +386,7 @@ class Grower:
         #: With categorical features the kernel's search is the levels' at every size.
         self.small_below = self.sorted_below
         if self._grow_subtrees is not None and (params.local_thresholds or self.any_cat):
-            self.small_below = SUBTREE_BELOW_BINS * self.n_bins
+            self.small_below = SUBTREE_BELOW_BINS * max(self.n_bins, SUBTREE_MIN_BINS)
         # best-first host bookkeeping: improvement of splittable nodes, children of expanded
         self._improvement = {}
         self._children = {}
@@ -719,7 +734,7 @@ class Grower:
         n_pairs = int(self.xp.sum(self.xp.astype(pair_any, self.xp.int64)))
         if n_pairs < SUBTREE_PAIRS_PER_THREAD * sub.n_threads:
             return False
-        return self._drawn_features(draws) is not None
+        return self.inp.random_splits or self._drawn_features(draws) is not None
 
     def _whole_trees(self):
         """The batch's trees' rows (:class:`~gputrees.kernels.TreeRows`) when every tree grows whole in the
@@ -727,7 +742,8 @@ class Grower:
 
         When the level-wise growth would hand every node of its first round
         to the kernel (:meth:`_whole_subtrees`: per-node feature draws over
-        which histograms are built, and enough trees for every thread), the
+        which histograms are built or extremely randomised thresholds, and
+        enough trees for every thread), the
         roots go there instead, with their rows read from the multiplicities:
         no row set's arrays of pairs, no root level of histograms and routing,
         the same trees. Checked before any row set is made.
@@ -803,7 +819,8 @@ class Grower:
         Their other nodes take the next ids (``sub.records``, one compiled pass).
         """
         xp = self.xp
-        r = sub.records(root_ids, self._n_created, self.n_bins)
+        r = sub.records(root_ids, self._n_created, self.n_bins,
+                        n_threads=int(getattr(self._grow_subtrees, "n_threads", 1)))
         if r.parent.shape[0]:
             self._new_nodes(
                 from_numpy(xp, r.parent), from_numpy(xp, r.depth), from_numpy(xp, r.tree), from_numpy(xp, r.stats),

@@ -95,6 +95,12 @@ def _string_categories(values) -> np.ndarray:
     return np.asarray(present, dtype=object)
 
 
+def _numpy_numbers(frame) -> bool:
+    """Whether every column of a DataFrame has a NumPy bool, integer or float dtype (no extension dtype, no
+    missing-value marker other than NaN)."""
+    return all(isinstance(d, np.dtype) and d.kind in "biuf" for d in frame.dtypes)
+
+
 def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_names=None, keep_float32=False):
     """Convert ``X`` to a float64 array of namespace ``xp``.
 
@@ -132,6 +138,12 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         declared = resolve_categorical(categorical_features, n_features, names) if fit else set()
         is_cat = np.zeros(n_features, dtype=bool)
         categories = [None] * n_features
+        if _numpy_numbers(X) and (fit or all(c is None for c in fitted_categories)):
+            # every column a NumPy number and none label-coded: the whole frame in one conversion (a
+            # column at a time is a pandas indexing call each, ~0.25 ms: most of a 1,000-row tree's fit)
+            is_cat[sorted(declared)] = True
+            values = np.ascontiguousarray(X.to_numpy(dtype=np.float64, copy=True))
+            return _backend.from_numpy(xp, values), is_cat, categories
         values = np.empty(X.shape, dtype=np.float64)
         for j in range(n_features):
             col = X.iloc[:, j]

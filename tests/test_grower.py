@@ -275,6 +275,7 @@ def test_small_memory_limit_grows_the_same_tree(kind, monkeypatch):
     calls = _spy_histogram_builds(monkeypatch)
     # the levels of nodes of a few thousand rows built as histograms (not compiled subtrees)
     monkeypatch.setattr(_grower, "SUBTREE_BELOW_BINS", 1)
+    monkeypatch.setattr(_grower, "SUBTREE_MIN_BINS", 0)
     big = cls(max_depth=None).fit(X, y)
     big_calls = list(calls)
     calls.clear()

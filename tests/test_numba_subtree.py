@@ -212,6 +212,8 @@ WHOLE_TREE_CASES = {
     "extremely_randomised": ({"criterion": Gini(n_classes=3), "random_splits": True}, {"max_features": 3}),
     "random_regression": ({"criterion": SquaredError(), "random_splits": True, "missing": 0.1},
                           {"max_features": 2}),
+    # extra trees over every feature (the regressors' default): no draws, whole trees all the same
+    "random_every_feature": ({"criterion": SquaredError(), "random_splits": True, "missing": 0.1}, {}),
 }
 
 

@@ -27,7 +27,7 @@ level-wise grower grows, split for split (tested against it and against the
 NumPy kernel set); the grower numbers its nodes breadth-first at the end, as
 it numbers its own (:meth:`gputrees._grower.Grower._breadth_first`), and
 hands it nodes below :data:`gputrees._grower.SUBTREE_BELOW_BINS` times the
-bins, and, for forests drawing features per node, every node of a round
+bins, and, for forests drawing features per node or extra trees, every node of a round
 with :data:`gputrees._grower.SUBTREE_PAIRS_PER_THREAD` sibling pairs per
 thread; a batch with that many trees per thread comes whole, from its roots,
 each task gathering its tree's in-bag rows from the multiplicities
@@ -169,19 +169,25 @@ class Subtrees:
         per_slot = (getattr(self, f.name)[slots] for f in fields(self) if f.name not in _PER_SUBTREE)
         return Subtrees(start, self.count, self.tree, *per_slot)
 
-    def records(self, root_ids, first_new: int, n_bins: int) -> "SubtreeRecords":
+    def records(self, root_ids, first_new: int, n_bins: int, *, n_threads: int = 1) -> "SubtreeRecords":
         """The grower's records of these nodes (:class:`SubtreeRecords`), in one compiled pass.
 
         ``root_ids`` (m,) int64: the grower's ids of the subtrees' roots; the
         other nodes take the ids ``first_new ..`` in subtree order, each
         subtree's in its order. ``n_bins``: the codes' bins (the width of a
-        record's codes sent left, the missing bin last).
+        record's codes sent left, the missing bin last). On at most
+        ``n_threads``, as many as the nodes give work (a small tree's few
+        thousand nodes: one; a parallel region's launch costs more, and on a
+        busy machine milliseconds).
         """
-        return SubtreeRecords(*_records(
-            self.region, self.count, self.tree, self.parent, self.depth, self.key, self.stats, self.split,
-            self.feature, self.bin, self.missing_left, self.threshold, self.first_child, self.is_categorical,
-            self.cat_left, np.asarray(root_ids, dtype=np.int64), int(first_new), _cat_width(self.cat_left, n_bins),
-        ))
+        work = int(self.count.sum()) * (RECORD_FIELDS + int(self.stats.shape[1]))
+        with Threads(threads_for(n_threads, work)):
+            return SubtreeRecords(*_records(
+                self.region, self.count, self.tree, self.parent, self.depth, self.key, self.stats, self.split,
+                self.feature, self.bin, self.missing_left, self.threshold, self.first_child, self.is_categorical,
+                self.cat_left, np.asarray(root_ids, dtype=np.int64), int(first_new),
+                _cat_width(self.cat_left, n_bins),
+            ))
 
     def records_reference(self, root_ids, first_new: int, n_bins: int) -> "SubtreeRecords":
         """:meth:`records` by NumPy's gathers over :meth:`nodes` (its twin, for the tests)."""
@@ -213,6 +219,8 @@ class Subtrees:
 
 #: :class:`Subtrees`' fields with one value per subtree (the others: one per slot)
 _PER_SUBTREE = ("region", "count", "tree")
+#: Fields besides the statistics that :meth:`Subtrees.records` reads or writes per node (its work per node).
+RECORD_FIELDS = 12
 
 
 def _cat_width(cat_left, n_bins: int) -> int:
