@@ -52,6 +52,8 @@ CASES = {
     "drawn_features": ({}, {"max_features": 2}),
     # nodes summed by blocks of rows in the histogram kernel, and rows partitioned in several tasks
     "row_blocks": ({"n": 90_000, "p": 3}, {"max_depth": 4}),
+    # the last level's children are leaves (written by one pass), and so are some before it
+    "leaves_at_every_level": ({"n": 3000}, {"max_depth": 4, "min_weight_leaf": 20.0}),
 }
 
 
@@ -78,7 +80,8 @@ def test_segment_rows_grow_the_local_rows_batch(case):
 
         local = LocalRows(NP, codes, channels, kernels, record_leaves=True, codes_by_feature=by_feature)
         want = grow(NP, inputs(), GrowerParams(**params), rows=local)
-        rows = segment_rows(NP, codes, channels, by_feature, previous=previous, n_threads=2)
+        rows = segment_rows(NP, codes, channels, by_feature, previous=previous, unit_count=not data.get("subsample"),
+                            n_threads=2)
         assert isinstance(rows, SegmentRows)
         got = grow(NP, inputs(), GrowerParams(**params), rows=rows)
         for name in BATCH_FIELDS:

@@ -211,7 +211,7 @@ class Shard:
         self.ahead = False
         # the kernel set's compiled row set where it has one (reusing the last round's buffers), else LocalRows
         self.rows = self.kernels.fast.segment_rows(xp, self.codes, channels, self.codes_by_feature,
-                                                   previous=self._last_rows)
+                                                   previous=self._last_rows, unit_count=inbag is None)
         if self.rows is None:
             self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True,
                                   codes_by_feature=self.codes_by_feature)

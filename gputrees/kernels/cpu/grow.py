@@ -86,7 +86,7 @@ PARTITION_ROWS = 1 << 12
 #: runs on several threads (below, the serial twin): on fewer rows a second
 #: thread costs more than it takes off
 PARTITION_THREAD_ROWS = 1 << 14
-#: Ranges of rows a thread takes in a leaf pass (see :func:`_leaf_pass`),
+#: Ranges of rows a thread takes in a leaf pass (see :func:`leaf_pass`),
 #: every thread's in turn: rows of early leaves, gone from the pass, may
 #: cluster by row (data sorted by a feature the tree split on)
 LEAF_RANGES_PER_THREAD = 4
@@ -249,7 +249,7 @@ def _n_ranges(n_threads):
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, is_cat, cat_left,
+def leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, is_cat, cat_left,
                row_leaf, first_child, n_threads):
     """The rows of the nodes ``sel`` sent to their children as leaves: ``row_leaf`` of each row its child's id.
 
@@ -288,7 +288,7 @@ def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, m
 @numba.njit(parallel=True, **_JIT_GROW)
 def mark_leaves(order, seg_a, seg_b, sel, row_leaf, n_threads):
     """``row_leaf`` of the rows of the nodes ``sel`` (leaves): the node's id; by ranges of rows, as
-    :func:`_leaf_pass`."""
+    :func:`leaf_pass`."""
     m = sel.shape[0]
     n_ranges = _n_ranges(n_threads)
     bounds = _row_range_bounds(order, seg_a, seg_b, sel, n_ranges)
@@ -337,7 +337,7 @@ def _siblings(parent_hist, parent_index, small, small_is_right, children, out, u
 
 _start_rows_serial = serial_twin(_start_rows)
 partition_rows_serial = serial_twin(partition_rows)
-_leaf_pass_serial = serial_twin(_leaf_pass)
+leaf_pass_serial = serial_twin(leaf_pass)
 mark_leaves_serial = serial_twin(mark_leaves)
 _siblings_serial = serial_twin(_siblings)
 
@@ -518,10 +518,10 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         f_feature, f_bin, f_missing_left = feature[front], bin_[front], missing_left[front]
         f_cat, f_cat_left = node_cat[front], node_cat_left[front]
         if last and threaded:
-            n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
+            n_left = leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
                                 f_cat, f_cat_left, row_leaf, base, n_threads)
         elif last:
-            n_left = _leaf_pass_serial(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
+            n_left = leaf_pass_serial(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
                                        missing_bin, f_cat, f_cat_left, row_leaf, base, 1)
         else:
             if threaded:

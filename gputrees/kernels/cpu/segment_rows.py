@@ -26,7 +26,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .grow import mark_leaves, mark_leaves_serial, partition_rows, partition_rows_serial, threaded_rows
+from .grow import (
+    leaf_pass, leaf_pass_serial, mark_leaves, mark_leaves_serial, partition_rows, partition_rows_serial,
+    threaded_rows,
+)
 from .histograms import grouped_histograms, run_drawn_histograms
 from .jit import JIT, Threads, threads_for
 from .memory import PREFETCH_AHEAD, as_int64, at, prefetch, row_bytes
@@ -37,7 +40,7 @@ __all__ = ["SegmentRows", "segment_rows"]
 _EMPTY_F = np.empty(0, dtype=np.float64)
 
 
-def segment_rows(xp, codes, channels, codes_by_feature=None, previous=None, *, n_threads: int = 1):
+def segment_rows(xp, codes, channels, codes_by_feature=None, previous=None, unit_count=False, *, n_threads: int = 1):
     """A :class:`SegmentRows` over every row of ``channels``' trees, or None where it does not cover them.
 
     Parameters
@@ -49,35 +52,46 @@ def segment_rows(xp, codes, channels, codes_by_feature=None, previous=None, *, n
     codes_by_feature : ndarray of shape (n_features, n) or None
         ``codes`` feature-major (made here when not given).
     previous : SegmentRows or None
-        The row set of the batch before, whose buffers this one takes over.
+        The row set of the batch before over the same ``codes``, whose
+        buffers this one takes over.
+    unit_count : bool
+        Channel 0 is 1 on every row (a round without row subsample): a
+        root's count histogram is then every row's codes counted, kept in
+        the buffers for the next batches.
     n_threads : int
     """
     if not (isinstance(codes, np.ndarray) and isinstance(channels, np.ndarray) and channels.dtype == np.float64
             and channels.ndim in (2, 3) and codes.ndim == 2 and channels.shape[-2] == codes.shape[0]):
         return None
-    return SegmentRows(codes, codes_by_feature, channels, n_threads, previous)
+    return SegmentRows(codes, codes_by_feature, channels, n_threads, previous, unit_count)
 
 
 @numba.njit(**JIT)
 def _count_histograms(codes, order, chan, start, end, out, ahead):
     """``out[s, f, b]``: the sum of channel 0 over slot ``s``'s rows ``order[start[s]:end[s]]`` whose feature
-    ``f`` has code ``b``, in row order (zeros where ``start[s]`` is -1); rows ``ahead`` positions on prefetched."""
-    n_features = codes.shape[1]
+    ``f`` has code ``b``, in row order (zeros where ``start[s]`` is -1); rows ``ahead`` positions on prefetched.
+
+    Summed in a scratch histogram whose features lie an odd number of bins
+    apart (``histograms._scratch_bins``' reason: no 4K aliasing between
+    features' bins), then copied out.
+    """
+    n_features, n_bins = codes.shape[1], out.shape[2]
+    h = np.empty((n_features, n_bins | 1))
     for s in range(start.shape[0]):
+        h[:] = 0.0
+        if start[s] >= 0:
+            stop = end[s] - ahead
+            for i in range(start[s], end[s]):
+                if i < stop:
+                    prefetch(codes, order[i + ahead])
+                    prefetch(chan, order[i + ahead])
+                r = order[i]
+                c = chan[r, 0]
+                for f in range(n_features):
+                    h[f, at(codes, r, f)] += c
         for f in range(n_features):
-            for b in range(out.shape[2]):
-                out[s, f, b] = 0.0
-        if start[s] < 0:
-            continue
-        stop = end[s] - ahead
-        for i in range(start[s], end[s]):
-            if i < stop:
-                prefetch(codes, order[i + ahead])
-                prefetch(chan, order[i + ahead])
-            r = order[i]
-            c = chan[r, 0]
-            for f in range(n_features):
-                out[s, f, at(codes, r, f)] += c
+            for b in range(n_bins):
+                out[s, f, b] = h[f, b]
 
 
 @dataclass
@@ -89,6 +103,9 @@ class _Buffers:
     go: np.ndarray  # (K n,) bool, each row's side
     leaf: np.ndarray  # (K n,) the node each (tree, row) pair left the active set in
     iota: np.ndarray  # (n,) 0 .. n - 1
+    #: (codes, n_bins, counts (F, n_bins)): every row's codes counted, a root's count histogram where each row
+    #: counts 1 (the same every round of a fit)
+    all_counts: tuple = ()
 
     @classmethod
     def new(cls, n_trees: int, n: int) -> "_Buffers":
@@ -118,7 +135,7 @@ class SegmentRows:
     the compiled tree's, whose histograms have those two channels).
     """
 
-    def __init__(self, codes, codes_by_feature, channels, n_threads: int = 1, previous=None):
+    def __init__(self, codes, codes_by_feature, channels, n_threads: int = 1, previous=None, unit_count=False):
         chan = channels if channels.ndim == 3 else channels[None]
         self.n_trees, self.n, self.n_channels = (int(d) for d in chan.shape)
         self.codes = np.ascontiguousarray(codes)
@@ -128,7 +145,9 @@ class SegmentRows:
         self.codes_t = np.ascontiguousarray(codes_t)
         self.chan = [np.ascontiguousarray(chan[t]) for t in range(self.n_trees)]
         self.n_threads = int(n_threads)
+        self.unit_count = bool(unit_count)
         self.row_bytes = row_bytes(self.codes)
+        self._route = None  # the last routing, not made yet (see :meth:`route`)
         buffers = None if previous is None else previous._buffers
         if buffers is None or buffers.order.shape[0] != self.n_trees * self.n or buffers.iota.shape[0] != self.n:
             buffers = _Buffers.new(self.n_trees, self.n)
@@ -194,6 +213,7 @@ class SegmentRows:
     def histograms(self, slots, n_slots: int, n_bins: int, features=None):
         """Histograms (n_slots, n_features, n_bins, C) of the nodes with a slot (over ``features`` (n_slots, k)
         only where given: (n_slots, k, n_bins, C)); every bin written."""
+        self._settle()
         node, start, end = self._runs(slots, int(n_slots))
         width = int(self.codes.shape[1]) if features is None else int(features.shape[1])
         feats = None if features is None else as_int64(features)
@@ -214,7 +234,10 @@ class SegmentRows:
                 grouped_histograms(self.codes, order, order, _EMPTY_F, _EMPTY_F, np.int64(0), self.chan[t], s, e,
                                    int(n_bins), threads, self.row_bytes, rest, 1, every_bin, threads)
             counts = np.empty((m, width, int(n_bins)))
-            _count_histograms(self.codes, order, self.chan[t], s, e, counts, PREFETCH_AHEAD)
+            whole = (s == t * self.n) & (e == (t + 1) * self.n) if self.unit_count else np.zeros(m, dtype=bool)
+            _count_histograms(self.codes, order, self.chan[t], np.where(whole, -1, s), e, counts, PREFETCH_AHEAD)
+            if whole.any():
+                counts[whole] = self._all_counts(int(n_bins))
             out = np.empty((m, width, int(n_bins), c))
             out[..., 0] = counts
             out[..., 1:] = rest
@@ -222,8 +245,20 @@ class SegmentRows:
 
         return self._gather(node, tree_histograms, (width, int(n_bins), self.n_channels))
 
+    def _all_counts(self, n_bins: int):
+        """Every row's codes counted (n_features, n_bins), float64: made once for the buffers' codes."""
+        b = self._buffers
+        if not (b.all_counts and b.all_counts[0] is self.codes and b.all_counts[1] == n_bins):
+            ones = np.ones((self.n, 1))
+            counts = np.empty((1, int(self.codes.shape[1]), n_bins))
+            _count_histograms(self.codes, b.iota, ones, np.zeros(1, dtype=np.int64), np.full(1, self.n), counts,
+                              PREFETCH_AHEAD)
+            b.all_counts = (self.codes, n_bins, counts[0])
+        return b.all_counts[2]
+
     def sums(self, slots, n_slots: int):
         """Channel sums (n_slots, C) of the nodes with a slot, each its segment's rows in row order."""
+        self._settle()
         node, start, end = self._runs(slots, int(n_slots))
 
         def tree_sums(t, sel):
@@ -248,24 +283,37 @@ class SegmentRows:
 
     def counts(self, first: int, count: int):
         """Pairs (count,) float64 in the nodes ``first .. first + count - 1``."""
+        self._settle()
         ids = np.arange(first, first + count, dtype=np.int64)
         return (self.seg_b[ids] - self.seg_a[ids]).astype(np.float64)
 
     def route(self, slots, split, base: int, missing_bin: int, sums: bool = True) -> None:
         """Send the rows of the split nodes (those with a slot) to their children ``base + 2 s`` (left) and
         ``base + 2 s + 1``, each child's rows a segment of its parent's in row order. ``sums``: unused (the
-        children are summed when asked, :meth:`sums`)."""
+        children are summed when asked, :meth:`sums`).
+
+        Made when the segments are next read: a routing whose children all
+        leave at once (the last level of a depth-limited tree) writes the
+        rows' leaves in one pass instead, the rows not moved (:meth:`retire`).
+        """
+        self._settle()
         slot = self._slots_of(slots, self.active)
         hit = slot >= 0
-        sel, s = self.active[hit], slot[hit]
+        s = slot[hit]
+        rules = (as_int64(split.feature)[s], as_int64(split.bin)[s],
+                 np.ascontiguousarray(split.missing_left, dtype=np.bool_)[s], int(missing_bin),
+                 np.ascontiguousarray(split.is_categorical, dtype=np.bool_)[s],
+                 np.ascontiguousarray(np.asarray(split.cat_left, dtype=np.bool_)[s]))
+        self._route = (hit, self.active[hit], s, rules, int(base), int(base) + 2 * int(split.feature.shape[0]))
+
+    def _settle(self) -> None:
+        """Make the deferred routing (:meth:`route`): partition the split nodes' segments, the children active."""
+        if self._route is None:
+            return
+        (hit, sel, s, rules, base, top), self._route = self._route, None
         b = self._buffers
         if sel.shape[0]:
-            args = (
-                self.codes_t, b.order, b.spare, b.go, self.seg_a, self.seg_b, sel, as_int64(split.feature)[s],
-                as_int64(split.bin)[s], np.ascontiguousarray(split.missing_left, dtype=np.bool_)[s], int(missing_bin),
-                np.ascontiguousarray(split.is_categorical, dtype=np.bool_)[s],
-                np.ascontiguousarray(np.asarray(split.cat_left, dtype=np.bool_)[s]),
-            )
+            args = (self.codes_t, b.order, b.spare, b.go, self.seg_a, self.seg_b, sel, *rules)
             if threaded_rows(self.seg_a, self.seg_b, sel, self.n_threads):
                 with Threads(self.n_threads):
                     n_left = partition_rows(*args)
@@ -277,16 +325,44 @@ class SegmentRows:
             b.order, b.spare = b.spare, b.order
         else:
             n_left = np.zeros(0, dtype=np.int64)
-        left = int(base) + 2 * s
-        self._grow_ids(int(base) + 2 * int(split.feature.shape[0]))
+        left = base + 2 * s
+        self._grow_ids(top)
         self.seg_a[left], self.seg_b[left] = self.seg_a[sel], self.seg_a[sel] + n_left
         self.seg_a[left + 1], self.seg_b[left + 1] = self.seg_a[sel] + n_left, self.seg_b[sel]
         self.tree[left] = self.tree[left + 1] = self.tree[sel]
-        self.n_ids = max(self.n_ids, int(base) + 2 * int(split.feature.shape[0]))
+        self.n_ids = max(self.n_ids, top)
         self.active = np.sort(np.concatenate([self.active[~hit], left, left + 1]))
+
+    def _leaves_of_route(self, slots) -> bool:
+        """Where the deferred routing's children all leave at once (none has a slot in ``slots``; one tree, the
+        split nodes in slot order): every split node's rows get their child as their leaf in one pass
+        (``grow.leaf_pass``), the rows not moved, and the split nodes leave. Whether it did."""
+        hit, sel, s, rules, base, top = self._route
+        left = base + 2 * s
+        if self.n_trees != 1 or not np.array_equal(s, np.arange(s.shape[0])):
+            return False
+        if slots is not None and (np.any(self._slots_of(slots, left) >= 0)
+                                  or np.any(self._slots_of(slots, left + 1) >= 0)):
+            return False
+        self._route = None
+        b = self._buffers
+        if sel.shape[0]:
+            args = (self.codes_t, b.order, self.seg_a, self.seg_b, sel, *rules[:3], rules[3], *rules[4:],
+                    b.leaf[: self.n], base)
+            if threaded_rows(self.seg_a, self.seg_b, sel, self.n_threads):
+                with Threads(self.n_threads):
+                    leaf_pass(*args, self.n_threads)
+            else:
+                leaf_pass_serial(*args, 1)
+        self._grow_ids(top)
+        self.n_ids = max(self.n_ids, top)
+        self.active = self.active[~hit]
+        return True
 
     def retire(self, slots) -> None:
         """Keep only the nodes with a slot (``slots`` None: none); the others' rows note them as their leaf."""
+        if self._route is None or not self._leaves_of_route(slots):
+            self._settle()
         leaving = self.active if slots is None else self.active[self._slots_of(slots, self.active) < 0]
         if leaving.shape[0] == 0:
             return
