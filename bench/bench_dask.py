@@ -18,7 +18,10 @@ an untimed warm-up fit of each (gputrees' Numba kernels compile on first
 use, or load from the disk cache, in every worker).
 
 For every size it prints each library's median fit time and gputrees /
-xgboost.dask (``gt/xgb``), the training RMSE, and for gputrees where a
+xgboost.dask (``gt/xgb``), the CPU seconds of the fit in every process (the
+client's, which holds the LocalCluster's scheduler, and the workers': on a
+shared machine the wall time also measures the other work), the training
+RMSE, and for gputrees where a
 level's time goes: the requests to the workers a level (``requests/level``),
 the median wall time of a level's requests, the slowest worker's compute in
 them, and the rest of the fit (client work, binning, round set-up) per level;
@@ -108,6 +111,14 @@ def level_profile(est, fit_s):
     }
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process so far (user + system, every thread)."""
+    import psutil
+
+    t = psutil.Process().cpu_times()
+    return t.user + t.system
+
+
 def rmse(client, est, X, y):
     import dask.array as da
 
@@ -123,15 +134,20 @@ def run_size(client, n_rows, args):
     X, y = client.persist([X, y])
     wait([X, y])
     times = {lib: [] for lib in args.libraries}
+    cpu = {lib: [] for lib in args.libraries}
     last = {}
     for r in range(args.repeats):
         for lib in args.libraries:
             est = make_model(lib, args)
+            w0, c0 = client.run(cpu_seconds), cpu_seconds()
             t0 = time.perf_counter()
             est.fit(X, y)
             times[lib].append(time.perf_counter() - t0)
+            w1, c1 = client.run(cpu_seconds), cpu_seconds()
+            cpu[lib].append(c1 - c0 + sum(w1[k] - w0[k] for k in w0))
             last[lib] = est
-            print(f"  {n_rows} rows, repeat {r + 1}, {lib}: {times[lib][-1]:.2f} s", flush=True)
+            print(f"  {n_rows} rows, repeat {r + 1}, {lib}: {times[lib][-1]:.2f} s, {cpu[lib][-1]:.2f} CPU s",
+                  flush=True)
     rows = []
     for lib in args.libraries:
         fit_s = statistics.median(times[lib])
@@ -140,11 +156,14 @@ def run_size(client, n_rows, args):
             "library": lib,
             "fit s (median)": f"{fit_s:.2f}",
             "gt/xgb": "",
+            "CPU s (median)": f"{statistics.median(cpu[lib]):.2f}",
+            "CPU gt/xgb": "",
             "train RMSE": f"{rmse(client, last[lib], X, y):.5f}",
         }
         if lib == "gputrees":
             if "xgboost" in times:
                 row["gt/xgb"] = f"{fit_s / statistics.median(times['xgboost']):.2f}"
+                row["CPU gt/xgb"] = f"{statistics.median(cpu[lib]) / statistics.median(cpu['xgboost']):.2f}"
             prof = level_profile(last[lib], times[lib][-1])
             row.update({k: str(v) for k, v in prof.items()})
             row["trees"] = trees_digest(last[lib])

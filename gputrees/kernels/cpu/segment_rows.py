@@ -67,9 +67,10 @@ def segment_rows(xp, codes, channels, codes_by_feature=None, previous=None, unit
 
 
 @numba.njit(**JIT)
-def _count_histograms(codes, order, chan, start, end, out, ahead):
+def _count_histograms(codes, order, chan, start, end, out, ahead, unit):
     """``out[s, f, b]``: the sum of channel 0 over slot ``s``'s rows ``order[start[s]:end[s]]`` whose feature
     ``f`` has code ``b``, in row order (zeros where ``start[s]`` is -1); rows ``ahead`` positions on prefetched.
+    ``unit``: channel 0 is 1 on every row, not read (a node's rows lie far apart: each read is a cache miss).
 
     Summed in a scratch histogram whose features lie an odd number of bins
     apart (``histograms._scratch_bins``' reason: no 4K aliasing between
@@ -84,9 +85,10 @@ def _count_histograms(codes, order, chan, start, end, out, ahead):
             for i in range(start[s], end[s]):
                 if i < stop:
                     prefetch(codes, order[i + ahead])
-                    prefetch(chan, order[i + ahead])
+                    if not unit:
+                        prefetch(chan, order[i + ahead])
                 r = order[i]
-                c = chan[r, 0]
+                c = 1.0 if unit else chan[r, 0]
                 for f in range(n_features):
                     h[f, at(codes, r, f)] += c
         for f in range(n_features):
@@ -235,7 +237,8 @@ class SegmentRows:
                                    int(n_bins), threads, self.row_bytes, rest, 1, every_bin, threads)
             counts = np.empty((m, width, int(n_bins)))
             whole = (s == t * self.n) & (e == (t + 1) * self.n) if self.unit_count else np.zeros(m, dtype=bool)
-            _count_histograms(self.codes, order, self.chan[t], np.where(whole, -1, s), e, counts, PREFETCH_AHEAD)
+            _count_histograms(self.codes, order, self.chan[t], np.where(whole, -1, s), e, counts, PREFETCH_AHEAD,
+                              self.unit_count)
             if whole.any():
                 counts[whole] = self._all_counts(int(n_bins))
             out = np.empty((m, width, int(n_bins), c))
@@ -249,10 +252,10 @@ class SegmentRows:
         """Every row's codes counted (n_features, n_bins), float64: made once for the buffers' codes."""
         b = self._buffers
         if not (b.all_counts and b.all_counts[0] is self.codes and b.all_counts[1] == n_bins):
-            ones = np.ones((self.n, 1))
+            ones = np.ones((1, 1))  # (not read: every row counts 1)
             counts = np.empty((1, int(self.codes.shape[1]), n_bins))
             _count_histograms(self.codes, b.iota, ones, np.zeros(1, dtype=np.int64), np.full(1, self.n), counts,
-                              PREFETCH_AHEAD)
+                              PREFETCH_AHEAD, True)
             b.all_counts = (self.codes, n_bins, counts[0])
         return b.all_counts[2]
 
