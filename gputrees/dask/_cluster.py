@@ -23,6 +23,12 @@ from ._shard import Shard
 #: How often (seconds) a client waiting for a shard checks that its worker is
 #: still alive; also the longest a lost worker goes unnoticed.
 LIVENESS_POLL_S = 1.0
+#: The shard requests of every tree level and round, run by the worker's event loop itself (Dask's
+#: ``separate_thread=False``) rather than handed to its actor thread and back: a few milliseconds of
+#: work each, for which the two hand-overs (each a wake-up of another thread, on a busy machine a wait
+#: for a time slice) cost about as much. The others (binning, summaries: seconds on large shards) keep
+#: the worker's loop free.
+INLINE_REQUESTS = frozenset({"histograms", "sums", "apply", "boost_round", "boost_update"})
 #: How long (seconds) the client waits for a worker to answer on a connection
 #: of its own before it talks to the shards through the scheduler instead.
 DIRECT_PROBE_S = 5.0
@@ -127,16 +133,19 @@ class Shards:
                     self._check_alive(addr, method)
 
     def _send(self, addr, key, method, args):
-        """``timed(method, *args)`` on the actor ``key`` at ``addr``: a future of its answer (the shard's own
-        error raised by it; :class:`_Unreachable` where the worker or its actor cannot be reached)."""
+        """``timed(method, *args)`` on the actor ``key`` at ``addr`` (one request object): a future of its answer
+        (the shard's own error raised by it; :class:`_Unreachable` where the worker or its actor cannot be
+        reached)."""
         from distributed.protocol import to_serialize
 
         fut = concurrent.futures.Future()
 
         async def run():
             try:
+                # the request as one object: each argument serialised apart costs its own pickling and frames
                 answer = await self.client.rpc(addr).actor_execute(
-                    actor=key, function="timed", args=[to_serialize(a) for a in (method, *args)], kwargs={},
+                    actor=key, function="request", args=[to_serialize((method, tuple(args)))],
+                    kwargs={"separate_thread": method not in INLINE_REQUESTS},
                 )
             except Exception as exc:  # the worker is gone, or has no such actor any more (a restart)
                 unreachable = _Unreachable(addr)
@@ -209,6 +218,11 @@ class _TimedShard(Shard):
         t0 = time.perf_counter()
         value = getattr(self, method)(*args)
         return value, time.perf_counter() - t0
+
+    def request(self, call):
+        """:meth:`timed` of ``call``, a (method, arguments) pair sent as one object (:meth:`Shards._send`)."""
+        method, args = call
+        return self.timed(method, *args)
 
 
 def _pack(start, x, y, w):
