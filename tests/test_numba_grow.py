@@ -195,7 +195,7 @@ def test_leaf_passes_by_ranges_of_rows_equal_a_plain_pass(n, clustered, threads)
             goes_left = missing_left[i] if code == 9 else cat_left[i, code] if is_cat[i] else code <= bin_[i]
             want_leaf[r] = 100 + 2 * i + (0 if goes_left else 1)
             want_left[i] += goes_left
-    kernels = (cpu.grow._leaf_pass, cpu.grow._leaf_pass_serial)
+    kernels = (cpu.grow.leaf_pass, cpu.grow.leaf_pass_serial)
     for kernel in kernels:
         got = np.full(n, -1, dtype=np.int64)
         n_left = kernel(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, 9, is_cat, cat_left, got, 100,
@@ -204,7 +204,7 @@ def test_leaf_passes_by_ranges_of_rows_equal_a_plain_pass(n, clustered, threads)
         np.testing.assert_array_equal(n_left, want_left)
     marked = np.full(n, -1, dtype=np.int64)
     leaves = sel[::2]
-    cpu.grow._mark_leaves(order, seg_a, seg_b, leaves, marked, threads)
+    cpu.grow.mark_leaves(order, seg_a, seg_b, leaves, marked, threads)
     want_marked = np.full(n, -1, dtype=np.int64)
     for node in leaves:
         want_marked[order[seg_a[node]:seg_b[node]]] = node
@@ -474,13 +474,13 @@ def test_serial_twins_equal_their_parallel_kernels():
 
     both("grow._start_rows", np.full(n, -1, dtype=np.int64))
     no_cat = (np.zeros(sel.shape[0], dtype=np.bool_), np.zeros((sel.shape[0], 0), dtype=np.bool_))
-    both("grow._partition_rows", codes_t, order, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.bool_), seg_a, seg_b,
+    both("grow.partition_rows", codes_t, order, np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.bool_), seg_a, seg_b,
          sel, feature, bin_, missing_left, missing_bin, *no_cat)
     # the leaf passes take each node's rows in row order (as the partitions keep them), by ranges of rows
     in_order = np.concatenate([np.sort(order[a:b]) for a, b in zip(seg_a, seg_b)])
-    both("grow._leaf_pass", codes_t, in_order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, *no_cat,
+    both("grow.leaf_pass", codes_t, in_order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, *no_cat,
          np.full(n, -1, dtype=np.int64), 10, 2)
-    both("grow._mark_leaves", in_order, seg_a, seg_b, sel, np.full(n, -1, dtype=np.int64), 2)
+    both("grow.mark_leaves", in_order, seg_a, seg_b, sel, np.full(n, -1, dtype=np.int64), 2)
     both("pairs.run_sums", order, empty, empty, 0, chan, hist_start, seg_b)
     both("histograms._run_histograms", codes, order, order, empty, empty, 0, chan, hist_start, seg_b, nb, 2, p,
          np.full((4, p, nb, 2), np.nan), 1, used)

@@ -162,6 +162,7 @@ class _ShardRounds:
         self.monotonic_cst, self.learning_rate = monotonic_cst, float(learning_rate)
         self.huber = isinstance(loss, Huber)
         self.delta = None  # Huber: the next round's delta, where the last round end found it
+        self.next_start = None  # the shards' answers to the next round's start, where the last update began it
 
     def _huber_delta(self):
         """Huber's delta at the workers' raw predictions: the weighted quantile of every row's |residual|."""
@@ -175,13 +176,23 @@ class _ShardRounds:
 
     def round(self, it: int, round_rng, inbag, tree_features):
         """:meth:`gputrees._boost.LocalRounds.round` over the workers' rows (their in-bag rows drawn there, from
-        the same stream as ``inbag``)."""
+        the same stream as ``inbag``).
+
+        One exchange a tree level: the round's start (gradients, the roots'
+        sums and histograms) comes with the last round's update where that
+        round could begin it (no Huber delta to find first), every level's
+        routing with the next level's histograms, and the last routing and
+        the rows' leaves with the update.
+        """
         xp, plan = self.xp, self.plan
-        delta = None
-        if self.huber:
-            delta = self.delta if self.delta is not None else self._huber_delta()
-            self.loss.delta = delta  # (the client's copy: the leaves' clipping)
-        self.shards.call("boost_round", plan.seed, it, plan.n_sub, plan.n_rows, delta)
+        n_bins = int(self.bin_mapper.n_bins)
+        prefetched, self.next_start = self.next_start, None
+        if prefetched is None:
+            delta = None
+            if self.huber:
+                delta = self.delta if self.delta is not None else self._huber_delta()
+                self.loss.delta = delta  # (the client's copy: the leaves' clipping)
+            prefetched = self.shards.call("boost_round", plan.seed, it, plan.n_sub, plan.n_rows, delta, n_bins)
         inputs = GrowerInputs(
             codes=None,
             channels=None,
@@ -194,10 +205,22 @@ class _ShardRounds:
             record_leaves=True,
             monotonic_cst=self.monotonic_cst,
         )
-        batch = grow(xp, inputs, self.params, rows=DaskRows(self.shards, plan.n_trees, 3))
-        loss = _WorkerLeafQuantiles(self.loss, self.shards) if self.loss.needs_leaf_update else self.loss
+        rows = DaskRows(self.shards, plan.n_trees, 3, prefetched)
+        batch = grow(xp, inputs, self.params, rows=rows)
+        if self.loss.needs_leaf_update:
+            rows.flush()  # the leaves' residuals are read on the workers (_WorkerLeafQuantiles)
+            loss = _WorkerLeafQuantiles(self.loss, self.shards)
+        else:
+            loss = self.loss
         values = self.learning_rate * leaf_values(xp, self.kernels, loss, self.criterion, batch, None, None, None)
-        sums = self.shards.call("boost_update", _backend.to_numpy(values))
+        # the next round begun with the update, unless its Huber delta must be found first
+        begin = it + 1 < plan.n_rounds and not self.huber
+        next_round = (plan.seed, it + 1, plan.n_sub, plan.n_rows, None, n_bins) if begin else None
+        answers = self.shards.call("boost_update", _backend.to_numpy(values), rows.take_pending(), next_round)
+        if begin:
+            sums, self.next_start = [a[0] for a in answers], [a[1] for a in answers]
+        else:
+            sums = answers
         self.delta = None
         if self.huber and plan.n_sub >= plan.n_rows:
             # as the single-machine round end: the next round's delta, with which the new loss is taken

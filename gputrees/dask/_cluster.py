@@ -12,6 +12,7 @@ hanging the client. :class:`DaskRows` is the grower's row set over the shards
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from dataclasses import dataclass, field
 
@@ -22,6 +23,15 @@ from ._shard import Shard
 #: How often (seconds) a client waiting for a shard checks that its worker is
 #: still alive; also the longest a lost worker goes unnoticed.
 LIVENESS_POLL_S = 1.0
+#: The shard requests of every tree level and round, run by the worker's event loop itself (Dask's
+#: ``separate_thread=False``) rather than handed to its actor thread and back: a few milliseconds of
+#: work each, for which the two hand-overs (each a wake-up of another thread, on a busy machine a wait
+#: for a time slice) cost about as much. The others (binning, summaries: seconds on large shards) keep
+#: the worker's loop free.
+INLINE_REQUESTS = frozenset({"histograms", "sums", "apply", "boost_round", "boost_update"})
+#: How long (seconds) the client waits for a worker to answer on a connection
+#: of its own before it talks to the shards through the scheduler instead.
+DIRECT_PROBE_S = 5.0
 
 
 class WorkerLostError(RuntimeError):
@@ -68,7 +78,15 @@ def _nbytes(value) -> int:
 
 @dataclass
 class Shards:
-    """The shard actors of one fit, in a fixed order (sums are made in that order)."""
+    """The shard actors of one fit, in a fixed order (sums are made in that order).
+
+    Requests go straight to the shards' workers (``direct``): the client's
+    own connections to them, as ``Client.gather(direct=True)`` takes, one
+    round trip a request. Dask's actors would send them through the
+    scheduler (two round trips, and the scheduler's time) unless the client
+    was made with ``direct_to_workers=True``; :func:`make_shards` takes that
+    path only where the client cannot reach the workers.
+    """
 
     client: object
     futures: list
@@ -79,6 +97,7 @@ class Shards:
     #: worker restarted by its nanny (same address, maybe) has a new one
     identity: dict = field(default_factory=dict)
     log: list = field(default_factory=list)
+    direct: bool = False
 
     def call(self, method: str, *args):
         """``method(*args)`` on every shard; their answers in shard order."""
@@ -87,23 +106,71 @@ class Shards:
     def call_each(self, method: str, args_per_shard):
         """``method(*args_per_shard[i])`` on shard ``i``; their answers in shard order."""
         t0 = time.perf_counter()
-        pending = [a.timed(method, *args) for a, args in zip(self.actors, args_per_shard)]
-        out, compute = [], 0.0
-        for addr, fut in zip(self.addresses, pending):
-            value, seconds = self._wait(addr, fut, method)
-            out.append(value)
-            compute = max(compute, seconds)
+        if self.direct:
+            answers = self._direct(method, args_per_shard)
+        else:
+            pending = [a.timed(method, *args) for a, args in zip(self.actors, args_per_shard)]
+            answers = [self._wait(addr, fut, method) for addr, fut in zip(self.addresses, pending)]
+        out = [value for value, _ in answers]
+        compute = max((seconds for _, seconds in answers), default=0.0)
         self.log.append(Exchange(method, _nbytes(out), time.perf_counter() - t0, compute))
         return out
+
+    def _direct(self, method, args_per_shard):
+        """The answers of every shard to ``method``, sent over the client's connections to their workers; waited
+        for together, the workers watched as :meth:`_wait` watches them."""
+        pending = [self._send(addr, actor.key, method, args)
+                   for addr, actor, args in zip(self.addresses, self.actors, args_per_shard)]
+        while True:
+            done, waiting = concurrent.futures.wait(pending, timeout=LIVENESS_POLL_S)
+            for addr, fut in zip(self.addresses, pending):
+                if fut in done and isinstance(fut.exception(), _Unreachable):
+                    raise WorkerLostError(self._lost(addr, method)) from fut.exception().__cause__
+            if not waiting:
+                return [fut.result() for fut in pending]
+            for addr, fut in zip(self.addresses, pending):
+                if fut in waiting:
+                    self._check_alive(addr, method)
+
+    def _send(self, addr, key, method, args):
+        """``timed(method, *args)`` on the actor ``key`` at ``addr`` (one request object): a future of its answer
+        (the shard's own error raised by it; :class:`_Unreachable` where the worker or its actor cannot be
+        reached)."""
+        from distributed.protocol import to_serialize
+
+        fut = concurrent.futures.Future()
+
+        async def run():
+            try:
+                # the request as one object: each argument serialised apart costs its own pickling and frames
+                answer = await self.client.rpc(addr).actor_execute(
+                    actor=key, function="request", args=[to_serialize((method, tuple(args)))],
+                    kwargs={"separate_thread": method not in INLINE_REQUESTS},
+                )
+            except Exception as exc:  # the worker is gone, or has no such actor any more (a restart)
+                unreachable = _Unreachable(addr)
+                unreachable.__cause__ = exc
+                fut.set_exception(unreachable)
+                return
+            if answer["status"] == "OK":
+                fut.set_result(answer["result"])
+            else:
+                fut.set_exception(answer["exception"])
+
+        self.client.loop.add_callback(run)
+        return fut
+
+    def _check_alive(self, addr, method):
+        now = self.client.scheduler_info(n_workers=-1)["workers"].get(addr)
+        if now is None or now.get("local_directory") != self.identity.get(addr):
+            raise WorkerLostError(self._lost(addr, method)) from None
 
     def _wait(self, addr, fut, method):
         while True:
             try:
                 return fut.result(timeout=LIVENESS_POLL_S)
             except TimeoutError:
-                now = self.client.scheduler_info(n_workers=-1)["workers"].get(addr)
-                if now is None or now.get("local_directory") != self.identity.get(addr):
-                    raise WorkerLostError(self._lost(addr, method)) from None
+                self._check_alive(addr, method)
             except OSError as exc:  # the actor's worker cannot be reached
                 raise WorkerLostError(self._lost(addr, method)) from exc
 
@@ -121,6 +188,29 @@ class Shards:
         self.actors, self.futures = [], []
 
 
+class _Unreachable(Exception):
+    """A direct request found no worker, or no shard, at its address (:meth:`Shards._send`)."""
+
+
+def _reaches_workers(client, addresses) -> bool:
+    """Whether the client talks to the shards' workers directly: its ``direct_to_workers`` where set, else
+    whether each worker answers on a connection of the client's within :data:`DIRECT_PROBE_S` seconds."""
+    if client.direct_to_workers is not None:
+        return bool(client.direct_to_workers)
+
+    async def probe():
+        import asyncio
+
+        for addr in addresses:
+            await asyncio.wait_for(client.rpc(addr).identity(), DIRECT_PROBE_S)
+
+    try:
+        client.sync(probe)
+    except Exception:  # unreachable (a firewall, another network): through the scheduler
+        return False
+    return True
+
+
 class _TimedShard(Shard):
     """A shard whose methods are called through :meth:`timed` (answer, compute seconds)."""
 
@@ -128,6 +218,11 @@ class _TimedShard(Shard):
         t0 = time.perf_counter()
         value = getattr(self, method)(*args)
         return value, time.perf_counter() - t0
+
+    def request(self, call):
+        """:meth:`timed` of ``call``, a (method, arguments) pair sent as one object (:meth:`Shards._send`)."""
+        method, args = call
+        return self.timed(method, *args)
 
 
 def _pack(start, x, y, w):
@@ -250,26 +345,52 @@ def make_shards(client, X, y, sample_weight, n_jobs):
     # (cancelling them would cancel the actors, which depend on them)
     info = client.scheduler_info(n_workers=-1)["workers"]
     identity = {a: info.get(a, {}).get("local_directory") for a in addresses}
-    return Shards(client, actor_futures, actors, addresses, n_rows, identity), n, n_features, names, categories
+    shards = Shards(client, actor_futures, actors, addresses, n_rows, identity,
+                    direct=_reaches_workers(client, addresses))
+    return shards, n, n_features, names, categories
 
 
 class DaskRows:
     """The grower's row set over the shards (see :mod:`gputrees._rows`).
 
-    Routing and retiring are deferred and sent with the next request, so a
-    tree level costs two exchanges: the children's sums and their histograms.
-    Histograms and sums are added up on the client in shard order.
+    Routing, retiring and the rows' leaves are deferred and sent with the
+    next request, so that a tree level costs one exchange: the routing of
+    its split nodes' rows and the histograms of the children the grower
+    builds. The roots' sums and histograms come with the round's start
+    (``prefetched``, :meth:`gputrees.dask._shard.Shard.boost_round`), and
+    the tree's last routing and leaves go with the round's update
+    (:meth:`take_pending`). Histograms and sums are added up on the client in
+    shard order.
+
+    Parameters
+    ----------
+    shards : Shards
+    n_trees, n_channels : int
+    prefetched : tuple or None
+        Every shard's (roots' sums (K, C), roots' histograms (K, F, B, C)).
     """
 
-    def __init__(self, shards: Shards, n_trees: int, n_channels: int):
+    def __init__(self, shards: Shards, n_trees: int, n_channels: int, prefetched=None):
         self.shards = shards
         self.n_trees = n_trees
         self.n_channels = n_channels
         self.pending = []
+        self.prefetched = None
+        if prefetched is not None:
+            self.prefetched = (self._total([p[0] for p in prefetched]), self._total([p[1] for p in prefetched]))
 
     def _flush(self):
         ops, self.pending = self.pending, []
         return ops
+
+    def take_pending(self):
+        """The deferred operations not sent yet (for a request of the caller's), which this row set forgets."""
+        return self._flush()
+
+    def flush(self) -> None:
+        """Send the deferred operations now (the shards' rows then have their leaves)."""
+        if self.pending:
+            self.shards.call("apply", self._flush())
 
     @staticmethod
     def _total(parts):
@@ -278,13 +399,34 @@ class DaskRows:
             total += p
         return total
 
+    def _roots(self, slots, n_slots: int):
+        """Which roots the request ``slots`` asks for, in slot order, where the prefetched answers can serve it
+        (nothing deferred, nodes that are roots only), else None."""
+        if self.prefetched is None or self.pending:
+            return None
+        slots = np.asarray(slots)
+        t = self.n_trees
+        if slots.shape[0] > t and np.any(slots[t:] >= 0):
+            return None
+        head = slots[:t]
+        roots = np.flatnonzero(head >= 0)
+        if roots.shape[0] != n_slots:
+            return None
+        return roots[np.argsort(head[roots])]
+
     def histograms(self, slots, n_slots: int, n_bins: int, features=None):
+        roots = self._roots(slots, n_slots) if features is None else None
+        if roots is not None and self.prefetched[1].shape[2] == n_bins:
+            return self.prefetched[1][roots]
         drawn = None if features is None else np.asarray(features)
         parts = self.shards.call("histograms", self._flush(), np.asarray(slots), n_slots, n_bins, drawn)
         self.shards.log[-1].n_nodes = n_slots
         return self._total(parts)
 
     def sums(self, slots, n_slots: int):
+        roots = self._roots(slots, n_slots)
+        if roots is not None:
+            return self.prefetched[0][roots]
         parts = self.shards.call("sums", self._flush(), np.asarray(slots), n_slots)
         self.shards.log[-1].n_nodes = n_slots
         return self._total(parts)
@@ -297,6 +439,6 @@ class DaskRows:
         self.pending.append(("retire", (None if slots is None else np.asarray(slots),)))
 
     def row_leaves(self, layout):
-        """Every shard keeps its rows' leaves; nothing comes back (returns None)."""
-        self.shards.call("row_leaves", self._flush(), layout)
+        """Deferred: every shard keeps its rows' leaves when the operations are sent; nothing comes back (None)."""
+        self.pending.append(("row_leaves", (layout,)))
         return None

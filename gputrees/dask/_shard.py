@@ -5,9 +5,12 @@ A :class:`Shard` is created on the worker that already holds its partitions
 per-level requests with node-sized arrays: histograms, channel sums, loss
 sums. Rows, gradients and raw predictions never leave it.
 
-Row-set requests carry the driver's deferred operations (routing, retiring)
-so that a tree level costs two round trips: one for the children's channel
-sums (after the routing it carries) and one for the histograms.
+Row-set requests carry the driver's deferred operations (routing, retiring,
+the rows' leaves), so that a tree level costs one round trip: the routing of
+the level's split nodes and the histograms of the children the driver
+builds (:class:`gputrees.dask._cluster.DaskRows`). The row set is the kernel
+set's compiled one where it has one (``FastPaths.segment_rows``), else
+:class:`gputrees._rows.LocalRows`; a round's update begins the next round.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class Shard:
             self.w = np.concatenate([_backend.to_numpy(p[3]).astype(np.float64) for p in parts])
         self.kernels = get_kernels(xp, n_jobs=n_jobs)
         self.rows = None
+        self._last_rows = None  # the last round's row set (its buffers are the next one's)
         self.ops_applied = 0
 
     # -- data summaries -------------------------------------------------------
@@ -130,7 +134,17 @@ class Shard:
     # -- the row set of the tree being grown -----------------------------------
     def _apply(self, ops):
         for name, args in ops:
-            getattr(self.rows, name)(*[_to_ns(self.xp, a) for a in args])
+            args = [_to_ns(self.xp, a) for a in args]
+            if name == "row_leaves":  # the tree's end: its rows' leaves kept here, the row set done
+                self.row_leaf = self.rows.row_leaves(*args)
+                self.rows = None
+            else:
+                getattr(self.rows, name)(*args)
+
+    def apply(self, ops):
+        """The driver's deferred operations (routing, retiring, the rows' leaves), nothing else."""
+        self._apply(ops)
+        return True
 
     def histograms(self, ops, slots, n_slots: int, n_bins: int, features=None):
         self._apply(ops)
@@ -141,12 +155,6 @@ class Shard:
         self._apply(ops)
         return _backend.to_numpy(self.rows.sums(_to_ns(self.xp, slots), n_slots))
 
-    def row_leaves(self, ops, layout):
-        """Leaf of every (tree, local row), kept here for the raw-prediction update."""
-        self._apply(ops)
-        self.row_leaf = self.rows.row_leaves(_to_ns(self.xp, layout))
-        self.rows = None
-        return True
 
     # -- boosting ----------------------------------------------------------------
     def boost_start(self, loss, baseline):
@@ -155,8 +163,11 @@ class Shard:
         self.loss = loss
         self.y_dev = _backend.from_numpy(xp, self.y_enc)
         self.w_dev = _backend.from_numpy(xp, self.w)
+        self.w_sum = float(xp.sum(self.w_dev))
         base = _backend.from_numpy(xp, baseline)
         self.raw = xp.asarray(xp.broadcast_to(base[None, :], (self.n, int(base.shape[0]))), copy=True)
+        self.table = None  # the channel table, written over every round
+        self.ahead = False  # whether ``table`` holds the channels of ``raw`` (the last update made them)
         return self._loss_sums()
 
     def gradient_sums(self, loss, b, where: str):
@@ -174,26 +185,43 @@ class Shard:
         pw = self.loss.pointwise(xp, self.raw, self.y_dev)
         return float(xp.sum(pw * self.w_dev)), float(xp.sum(self.w_dev))
 
-    def boost_round(self, seed: int, it: int, n_sub: int, n_total: int, delta=None):
+    def boost_round(self, seed: int, it: int, n_sub: int, n_total: int, delta=None, n_bins=None):
         """Gradients of this round and a fresh row set of K trees over the local rows.
 
         With row subsampling, the in-bag rows are those the single-machine fit
         draws (the same generator over the global row index), so the Dask fit
-        grows the same trees.
+        grows the same trees. With ``n_bins``, the roots' channel sums (K, C)
+        and histograms (K, n_features, n_bins, C) are made at once (the
+        grower's first requests, :class:`gputrees.dask._cluster.DaskRows`),
+        else True.
         """
         xp = self.xp
-        if delta is None:
-            g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
-        else:  # Huber: delta, a quantile of every worker's residuals, from the driver
-            self.loss.delta = delta
-            g, h = self.loss.clipped_gradients(xp, self.raw, self.y_dev, self.w_dev)
         inbag = round_inbag(np.random.default_rng([seed, it]), n_total, n_sub)
         self.inbag = None if inbag is None else inbag[self.index]
-        count = None if inbag is None else _backend.from_numpy(xp, self.inbag)
-        channels = round_channels(xp, g, h, count)
-        self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True,
-                              codes_by_feature=self.codes_by_feature)
-        return True
+        if self.ahead and inbag is None and delta is None:
+            channels = self.table  # made by the last round's end (boost_update)
+        else:
+            if delta is None:
+                g, h = self.loss.gradients(xp, self.raw, self.y_dev, self.w_dev)
+            else:  # Huber: delta, a quantile of every worker's residuals, from the driver
+                self.loss.delta = delta
+                g, h = self.loss.clipped_gradients(xp, self.raw, self.y_dev, self.w_dev)
+            count = None if inbag is None else _backend.from_numpy(xp, self.inbag)
+            channels = self.table = round_channels(xp, g, h, count, self.table)
+        self.ahead = False
+        # the kernel set's compiled row set where it has one (reusing the last round's buffers), else LocalRows
+        self.rows = self.kernels.fast.segment_rows(xp, self.codes, channels, self.codes_by_feature,
+                                                   previous=self._last_rows, unit_count=inbag is None)
+        if self.rows is None:
+            self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True,
+                                  codes_by_feature=self.codes_by_feature)
+        self._last_rows = self.rows
+        if n_bins is None:
+            return True
+        k = int(channels.shape[0])
+        roots = xp.arange(k, dtype=xp.int64)
+        return (_backend.to_numpy(self.rows.sums(roots, k)),
+                _backend.to_numpy(self.rows.histograms(roots, k, int(n_bins))))
 
     # -- weighted quantiles searched by the driver (gputrees.dask._quantiles) ------------------------------
     def quantile_start(self, source: str, n_seg: int):
@@ -257,14 +285,33 @@ class Shard:
             out[s] = c[i - 1] if i else 0.0
         return out
 
-    def boost_update(self, values):
-        """Add the round's leaf values (K, n_nodes) to the raw predictions; the new loss sums."""
+    def boost_update(self, values, ops=(), next_round=None):
+        """Add the round's leaf values (K, n_nodes) to the raw predictions (after the driver's deferred
+        ``ops``, which end the tree); the new loss sums.
+
+        ``next_round``: :meth:`boost_round`'s arguments, the next round begun
+        at once (the channels of a round without subsample made by the same
+        pass as the update, the kernel set's ``round_end``); then returns
+        (loss sums, :meth:`boost_round`'s answer).
+        """
         xp = self.xp
+        self._apply(ops)
         values = _backend.from_numpy(xp, values)
-        leaves = xp.permute_dims(self.row_leaf, (1, 0))
-        self.raw = self.raw + gather_node_values(xp, values, leaves)
+        seed, it, n_sub, n_total, delta = (None,) * 5 if next_round is None else next_round[:5]
+        if next_round is not None and n_sub >= n_total and delta is None and self.loss.has_value:
+            self.raw, mean, self.table, _ = self.kernels.round_end(xp, self.loss, self.raw, values, self.row_leaf,
+                                                                   self.y_dev, self.w_dev, self.table)
+            self.ahead = True
+            # the mean back to the sums the driver adds up (a shard of weight 0 has a NaN mean, no loss)
+            sums = (float(mean) * self.w_sum if self.w_sum > 0 else 0.0), self.w_sum
+        else:
+            leaves = xp.permute_dims(self.row_leaf, (1, 0))
+            self.raw = self.raw + gather_node_values(xp, values, leaves)
+            sums = self._loss_sums()
         self.row_leaf = None
-        return self._loss_sums()
+        if next_round is None:
+            return sums
+        return sums, self.boost_round(*next_round)
 
     # -- forests -----------------------------------------------------------------
     def forest_channels(self, criterion, classification: bool):

@@ -45,6 +45,13 @@ class FastPaths:
         round, returning ``(batch, values, raw, loss, table, sums)``), or
         None for the fits it does not cover; see
         :func:`gputrees.kernels.cpu.boost.boost_rounds`.
+    segment_rows : callable
+        ``segment_rows(xp, codes, channels, codes_by_feature=None,
+        previous=None)``: a row set (:mod:`gputrees._rows`) over every row of
+        a boosting round's trees whose passes are compiled, growing the
+        trees :class:`~gputrees._rows.LocalRows` grows (the Dask workers'
+        rows, :mod:`gputrees.dask`), or None where it does not cover them;
+        see :func:`gputrees.kernels.cpu.segment_rows.segment_rows`.
     subtrees : object
         The kernel that grows small nodes' whole subtrees depth-first in one
         compiled call, split for split the level-wise grower's: its
@@ -58,6 +65,7 @@ class FastPaths:
 
     grow_tree: Callable = declines
     boost_rounds: Callable = declines
+    segment_rows: Callable = declines
     subtrees: object = NoSubtrees()
 
     @property

@@ -4,7 +4,8 @@ Modules by responsibility: :mod:`.jit` (compilation options, the compiled
 rules, threads), :mod:`.memory` (unchecked loads and stores, prefetch,
 vector adds), :mod:`.binning`, :mod:`.segments` (segmented scans),
 :mod:`.pairs` (the active pairs grouped by node: weights, runs, sums),
-:mod:`.histograms`, :mod:`.routing`, :mod:`.buffers` (reused outputs),
+:mod:`.histograms`, :mod:`.routing`, :mod:`.segment_rows` (a row set of node
+segments, the Dask workers'), :mod:`.buffers` (reused outputs),
 :mod:`.scan` (the histogram split scan), :mod:`.sorted_scan` (the
 sort-based search of small nodes), :mod:`.predict`, :mod:`.treeshap` (SHAP
 values), :mod:`.loss` (a boosting round's end), and the whole-tree paths: :mod:`.grow` (one
@@ -19,13 +20,13 @@ from __future__ import annotations
 import functools
 
 from . import (
-    binning, boost, buffers, grow, histograms, jit, loss, memory, pairs, predict, routing, scan, segments, sorted_scan,
-    subtree, treeshap,
+    binning, boost, buffers, grow, histograms, jit, loss, memory, pairs, predict, routing, scan, segment_rows, segments,
+    sorted_scan, subtree, treeshap,
 )
 
 __all__ = [
     "make_kernels", "binning", "boost", "buffers", "grow", "histograms", "jit", "loss", "memory", "pairs", "predict",
-    "routing", "scan", "segments", "sorted_scan", "subtree", "treeshap",
+    "routing", "scan", "segment_rows", "segments", "sorted_scan", "subtree", "treeshap",
 ]
 
 
@@ -68,6 +69,7 @@ def make_kernels(n_jobs: int | None):
         fast=FastPaths(
             grow_tree=on(grow.grow_tree),
             boost_rounds=on(boost.boost_rounds),
+            segment_rows=on(segment_rows.segment_rows),
             subtrees=subtree.SubtreeKernel(threads),
         ),
     )

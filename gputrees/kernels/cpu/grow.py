@@ -30,7 +30,7 @@ are written only in the bins the split scan reads, each feature's
 feature with few distinct values (a month, a coded category) then costs its
 few bins, not 256, in the zeroing and the sibling subtraction. The
 histograms gather each row's channels by its index rather than move them
-with the rows through the partitions (see :func:`_partition_rows`).
+with the rows through the partitions (see :func:`partition_rows`).
 
 :func:`grow_tree` returns None where the case is not covered; the caller then
 uses the generic grower.
@@ -86,7 +86,7 @@ PARTITION_ROWS = 1 << 12
 #: runs on several threads (below, the serial twin): on fewer rows a second
 #: thread costs more than it takes off
 PARTITION_THREAD_ROWS = 1 << 14
-#: Ranges of rows a thread takes in a leaf pass (see :func:`_leaf_pass`),
+#: Ranges of rows a thread takes in a leaf pass (see :func:`leaf_pass`),
 #: every thread's in turn: rows of early leaves, gone from the pass, may
 #: cluster by row (data sorted by a feature the tree split on)
 LEAF_RANGES_PER_THREAD = 4
@@ -158,7 +158,7 @@ def goes_left(codes_t, r, feature, bin_, missing_left, missing_bin, cat, cat_row
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _partition_rows(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, is_cat,
+def partition_rows(codes_t, order, out, go, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, is_cat,
                     cat_left):
     """Stable partition of the nodes ``sel``'s rows: left child's rows first, each side in row order.
 
@@ -249,13 +249,13 @@ def _n_ranges(n_threads):
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, is_cat, cat_left,
+def leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, missing_bin, is_cat, cat_left,
                row_leaf, first_child, n_threads):
     """The rows of the nodes ``sel`` sent to their children as leaves: ``row_leaf`` of each row its child's id.
 
     Node ``sel[i]``'s children are ``first_child + 2 i`` (left) and ``+ 1``;
     each node's rows in ``order`` increasing (as the partitions keep them).
-    Returns the left counts (len(sel),), as :func:`_partition_rows` does, without
+    Returns the left counts (len(sel),), as :func:`partition_rows` does, without
     moving the rows.
 
     The writes land at the rows, scattered: threads that each took runs of
@@ -286,9 +286,9 @@ def _leaf_pass(codes_t, order, seg_a, seg_b, sel, feature, bin_, missing_left, m
 
 
 @numba.njit(parallel=True, **_JIT_GROW)
-def _mark_leaves(order, seg_a, seg_b, sel, row_leaf, n_threads):
+def mark_leaves(order, seg_a, seg_b, sel, row_leaf, n_threads):
     """``row_leaf`` of the rows of the nodes ``sel`` (leaves): the node's id; by ranges of rows, as
-    :func:`_leaf_pass`."""
+    :func:`leaf_pass`."""
     m = sel.shape[0]
     n_ranges = _n_ranges(n_threads)
     bounds = _row_range_bounds(order, seg_a, seg_b, sel, n_ranges)
@@ -336,14 +336,14 @@ def _siblings(parent_hist, parent_index, small, small_is_right, children, out, u
 
 
 _start_rows_serial = serial_twin(_start_rows)
-_partition_rows_serial = serial_twin(_partition_rows)
-_leaf_pass_serial = serial_twin(_leaf_pass)
-_mark_leaves_serial = serial_twin(_mark_leaves)
+partition_rows_serial = serial_twin(partition_rows)
+leaf_pass_serial = serial_twin(leaf_pass)
+mark_leaves_serial = serial_twin(mark_leaves)
 _siblings_serial = serial_twin(_siblings)
 
 
 @numba.njit(**_JIT_GROW)
-def _threaded_rows(seg_a, seg_b, sel, n_threads):
+def threaded_rows(seg_a, seg_b, sel, n_threads):
     """Whether a pass over the rows of the nodes ``sel`` runs on threads (:data:`PARTITION_THREAD_ROWS` rows or
     more), else on its serial twin."""
     rows = 0
@@ -514,21 +514,21 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         # the last level's children are leaves: their rows' leaves written
         # in one pass, the rows not moved
         last = depth[front[0]] + 1 >= max_depth
-        threaded = _threaded_rows(seg_a, seg_b, front, n_threads)
+        threaded = threaded_rows(seg_a, seg_b, front, n_threads)
         f_feature, f_bin, f_missing_left = feature[front], bin_[front], missing_left[front]
         f_cat, f_cat_left = node_cat[front], node_cat_left[front]
         if last and threaded:
-            n_left = _leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
+            n_left = leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
                                 f_cat, f_cat_left, row_leaf, base, n_threads)
         elif last:
-            n_left = _leaf_pass_serial(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
+            n_left = leaf_pass_serial(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
                                        missing_bin, f_cat, f_cat_left, row_leaf, base, 1)
         else:
             if threaded:
-                n_left = _partition_rows(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
+                n_left = partition_rows(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
                                          f_missing_left, missing_bin, f_cat, f_cat_left)
             else:
-                n_left = _partition_rows_serial(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
+                n_left = partition_rows_serial(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
                                                 f_missing_left, missing_bin, f_cat, f_cat_left)
             order, spare = spare, order
         can = np.zeros(2 * k, dtype=np.bool_)
@@ -617,10 +617,10 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                 if not is_front[i]:
                     leaves[q] = base + i
                     q += 1
-            if _threaded_rows(seg_a, seg_b, leaves, n_threads):
-                _mark_leaves(order, seg_a, seg_b, leaves, row_leaf, n_threads)
+            if threaded_rows(seg_a, seg_b, leaves, n_threads):
+                mark_leaves(order, seg_a, seg_b, leaves, row_leaf, n_threads)
             else:
-                _mark_leaves_serial(order, seg_a, seg_b, leaves, row_leaf, 1)
+                mark_leaves_serial(order, seg_a, seg_b, leaves, row_leaf, 1)
         front, front_slot = new_front, new_slot
     right, deepest = _right_children(first_child, depth, n_nodes)
     return (n_nodes, parent, depth, stats, first_child, feature, bin_, missing_left, threshold, right, deepest,

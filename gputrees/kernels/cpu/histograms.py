@@ -233,10 +233,23 @@ def drawn_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins
         return reference.drawn_histograms(xp, codes, active, chan, slot_of_node, n_slots, n_bins, features,
                                           node_histograms=functools.partial(node_histograms, n_threads=n_threads))
     chan_table, first = channel_table(chan)
+    return run_drawn_histograms(codes, as_int64(active.row), as_int64(active.chan_index), mult, wmult, mode, chan_table,
+                                first, int(chan.shape[1]), start, end, feats, int(n_bins), threads)
+
+
+def run_drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first, n_channels, start, end, features,
+                         n_bins, threads):
+    """Histograms (n_slots, k, n_bins, n_channels) of slot ``s``'s run of pairs ``start[s]:end[s]`` over its
+    features ``features[s]`` only (:func:`drawn_histograms` once the runs are known; ``start`` -1: zeros).
+
+    ``chan``'s columns ``first : first + n_channels`` are the channels
+    (:func:`~gputrees.kernels.cpu.pairs.channel_table`); ``mult``, ``wmult``,
+    ``mode`` as :func:`~gputrees.kernels.cpu.pairs.pair_multiplicities` gives them.
+    """
     with Threads(threads):
-        out = output_buffer((int(n_slots), k, int(n_bins), int(chan.shape[1])))
-        _drawn_histograms(codes, as_int64(active.row), as_int64(active.chan_index), mult, wmult, mode, chan_table, first,
-                          start, end, feats, out, PREFETCH_AHEAD)
+        out = output_buffer((int(start.shape[0]), int(features.shape[1]), int(n_bins), int(n_channels)))
+        _drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first, start, end, features, out,
+                          PREFETCH_AHEAD)
     return out
 
 
