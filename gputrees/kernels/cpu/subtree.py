@@ -38,10 +38,9 @@ Covered (:func:`covers`; else the grower goes on level by level): the
 criteria Gini, entropy, misclassification and squared error; numerical
 features with their bin values (every fit's bin mapper), and categorical
 ones (then every node is searched by histograms, as the level-wise grower
-searches a batch with categories, and the nodes it hands over are all
-below ``SUBTREE_BELOW_BINS`` times the bins); any ``max_features``,
-per-tree feature subsets, extremely randomised thresholds; depth-wise
-growth of a local row set without recorded leaves (the grower checks these).
+searches a batch with categories); any ``max_features``, per-tree feature
+subsets, extremely randomised thresholds; depth-wise growth of a local row
+set without recorded leaves (the grower checks these).
 """
 
 from __future__ import annotations
