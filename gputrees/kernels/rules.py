@@ -85,7 +85,7 @@ __all__ = [
     "pairwise_sum", "channel_sum", "safe", "newton_gradient_channel", "criterion_weight", "entropy_term", "impurity",
     "gini_impurity", "variance", "weighted_decrease", "midpoint", "poisson_term", "sum_sq_proxy", "friedman_proxy", "newton_denominator", "newton_score", "newton_value",
     "newton_gain_at", "newton_bounded", "newton_proxy", "newton_improvement", "newton_accept",
-    "impurity_improvement", "impurity_accept", "can_split", "has_rows", "tie_target", "random_bin", "random_cut",
+    "impurity_improvement", "impurity_accept", "can_split", "has_rows", "tie_target", "random_bin", "random_bin_within",
     "random_pick",
     "split_threshold", "category_orderings", "category_key", "key_before", "mix64", "draw_bits", "uniform",
     "child_key", "draw_features", "shap_extend", "shap_unwound_sum", "shap_unwind",
@@ -319,20 +319,17 @@ def random_bin(h, nb, u):
     Uniform ``u`` over the bins between the node's first and last non-empty
     value bins (the missing bin, last, excluded).
     """
-    first = 0
-    while first < nb - 1 and not (h[first, 0] > 0):
+    return random_bin_within(h, 0, nb - 2, nb, u)
+
+
+def random_bin_within(h, first, last, nb, u):
+    """:func:`random_bin` of a histogram whose value bins outside ``first .. last`` are empty (a node's
+    lowest and highest codes): its non-empty ends looked for from there."""
+    while first <= last and not (h[first, 0] > 0):
         first += 1
-    last = nb - 2
-    while last >= 0 and not (h[last, 0] > 0):
+    while last >= first and not (h[last, 0] > 0):
         last -= 1
-    return random_cut(first if first < nb - 1 else -1, last, nb, u)
-
-
-def random_cut(first, last, nb, u):
-    """:func:`random_bin` from the node's first and last non-empty value bins (-1: none, then the value bins'
-    ends), the bin or -1."""
-    lo = first if first >= 0 else 0
-    hi = last if last >= 0 else nb - 2
+    lo, hi = (first, last) if first <= last else (0, nb - 2)  # no rows: the value bins' ends
     if hi - lo <= 0:
         return -1
     return random_pick(lo, hi, u)

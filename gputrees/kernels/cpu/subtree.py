@@ -70,7 +70,7 @@ from ..rules import (
     has_rows,
     impurity_accept,
     impurity_improvement,
-    random_cut,
+    random_bin_within,
     tie_target,
     uniform,
 )
@@ -448,20 +448,6 @@ def _widen(span, f, b, missing):
         span[f, 1] = max(span[f, 1], code)
 
 
-@numba.njit(inline="always")
-def _random_bin(h, span, nb, u):
-    """``rules.random_bin`` of histogram ``h`` whose value bins outside ``span`` (lowest, highest code) are empty:
-    its first and last bins with rows looked for from there."""
-    first, last = span[0], span[1]
-    while first <= last and not (h[first, 0] > 0):
-        first += 1
-    while last >= first and not (h[last, 0] > 0):
-        last -= 1
-    if first > last:
-        return random_cut(-1, -1, nb, u)
-    return random_cut(first, last, nb, u)
-
-
 @numba.njit(**JIT_LEAF)
 def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins, tie_rtol,
                  scratch, h, fbest, left, record, is_cat, cat, local, span):
@@ -487,7 +473,7 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                 fbest[f] = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, NEG_INF, scratch, cat_keys,
                                             cat_order, n_cat_pos, n_scan)[0]
             elif has_u:
-                pick = _random_bin(h[f], span[f], nb, u[f])
+                pick = random_bin_within(h[f], span[f, 0], span[f, 1], nb, u[f])
                 rec_bin[f, 1] = pick
                 if pick >= 0:
                     fbest[f] = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, pick, NEG_INF, scratch, n_scan)[0]
