@@ -302,7 +302,6 @@ def _route_kernel():
     return route
 
 
-@functools.cache
 @cuda.jit(device=True)
 def goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
     """Whether row ``i`` goes to the left child of internal node ``nd`` of tree ``t`` (prediction's rule)."""
@@ -318,6 +317,7 @@ def goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, a
     return go_left
 
 
+@functools.cache
 def _apply_kernel():
     @cuda.jit
     def apply(X, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, max_depth,
