@@ -109,13 +109,14 @@ def grid_blocks(work: int, threads: int, cap: int) -> int:
     return _blocks(work, threads, cap)
 
 
-def launch(kernel, blocks: int, threads: int, *args):
+def launch(kernel, blocks: int, threads: int, *args, shared_bytes: int = 0):
     """Launch ``kernel`` as :func:`_launch` does (the public name, for the kernel modules of :mod:`.gpu`)."""
-    _launch(kernel, blocks, threads, *args)
+    _launch(kernel, blocks, threads, *args, shared_bytes=shared_bytes)
 
 
-def _launch(kernel, blocks: int, threads: int, *args):
-    """Launch ``kernel`` on CuPy's current stream (GPU) or in the simulator (NumPy arrays).
+def _launch(kernel, blocks: int, threads: int, *args, shared_bytes: int = 0):
+    """Launch ``kernel`` on CuPy's current stream (GPU) or in the simulator (NumPy arrays), with
+    ``shared_bytes`` of dynamic shared memory a block.
 
     On a GPU every array argument is handed to numba as a view of its
     ``__cuda_array_interface__`` with ``sync=False``: by default numba
@@ -125,7 +126,7 @@ def _launch(kernel, blocks: int, threads: int, *args):
     that produced its inputs and before the CuPy work that reads its outputs.
     """
     if _simulated():
-        _run(kernel[blocks, threads], args)
+        _run(kernel[blocks, threads, 0, shared_bytes], args)
         return
     import cupy
 
@@ -136,7 +137,7 @@ def _launch(kernel, blocks: int, threads: int, *args):
     ]
     ptr = cupy.cuda.get_current_stream().ptr
     stream = cuda.external_stream(ptr) if ptr else cuda.default_stream()
-    _run(kernel[blocks, threads, stream], views)
+    _run(kernel[blocks, threads, stream, shared_bytes], views)
 
 
 def _run(configured, args) -> None:

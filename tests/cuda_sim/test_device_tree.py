@@ -123,6 +123,41 @@ def test_the_perfect_layout_predicts_as_the_laid_out_batch():
                                   np.take_along_axis(values, np.asarray(perfect.row_leaf), axis=1))
 
 
+# (budget in bytes, the build kernel of each of the 4 levels): 2 trees x 13 bins x 3 int64 = 624 bytes a
+# feature of a slot; 4 features
+SHARED_CASES = {
+    "all_features_a_block": (48 * 1024, ["_build_shared"] * 4),
+    "two_features_a_block": (2 * 624 + 100, ["_build_shared", "_build_shared", "_build_shared", "_build"]),
+    "one_feature_a_block": (624, ["_build_shared", "_build_shared", "_build", "_build"]),
+    "global_atomics": (0, ["_build"] * 4),
+}
+
+
+@pytest.mark.parametrize("case", list(SHARED_CASES))
+def test_histograms_summed_in_shared_memory_equal_global_atomics(case, monkeypatch):
+    """The histograms summed in blocks' shared memory (features split over blocks by the budget, levels
+    whose slots do not fit left to global atomics) give the level-wise grower's trees."""
+    budget, kernels = SHARED_CASES[case]
+    monkeypatch.setattr(tree, "SHARED_HISTOGRAM_BYTES", budget)
+    launched = _recording_launches(monkeypatch)
+    inputs, scale = _round(13, n=140, n_features=4, k=2)
+    params = _params(max_depth=4)
+    got = tree.grow_tree(NP, inputs, params, scale=scale)
+    builds = [k.__name__ if hasattr(k, "__name__") else k.fn.__name__ for k in launched
+              if k in (tree._build, tree._build_shared)]
+    assert builds == kernels
+    _assert_same_batch(got, grow(NP, _level_wise(inputs), params))
+
+
+def test_shared_group_width_balances_the_groups(monkeypatch):
+    monkeypatch.setattr(tree, "SHARED_HISTOGRAM_BYTES", 48 * 1024)
+    assert tree.shared_group_width(1, 257, 28) == 7  # 7 features of 6,168 bytes: 4 groups of 7
+    assert tree.shared_group_width(1, 257, 8) == 4  # 2 groups of 4, not 7 and 1
+    assert tree.shared_group_width(2, 257, 28) == 3  # 3 fit: 10 groups, of 3 (and one of 1)
+    assert tree.shared_group_width(8, 257, 28) == 0  # not one feature: global atomics
+    assert tree.shared_group_width(1, 13, 3) == 3
+
+
 def test_per_tree_feature_subsets():
     inputs, scale = _round(5, k=2, n_features=4)
     allowed = np.array([[True, False, True, True], [False, True, False, True]])
@@ -145,18 +180,29 @@ def test_uncovered_batches_decline():
     assert tree.grow_tree(NP, mono, _params(), scale=scale) is None
 
 
+def _recording_launches(monkeypatch):
+    """The kernels ``tree`` launches, in order, appended to the returned list."""
+    launched = []
+    real = tree.launch
+
+    def record(kernel, *args, **kw):
+        launched.append(kernel)
+        real(kernel, *args, **kw)
+
+    monkeypatch.setattr(tree, "launch", record)
+    return launched
+
+
 def test_a_level_is_a_fixed_number_of_launches(monkeypatch):
     """Six device operations a level whatever the data, and nothing read to the host until the layout."""
-    launched = []
-    real = tree._launch
-    monkeypatch.setattr(tree, "_launch", lambda kernel, *a: launched.append(kernel) or real(kernel, *a))
+    launched = _recording_launches(monkeypatch)
     inputs, scale = _round(7, k=2)
     params = _params(max_depth=4)
     tree.grow_tree(NP, inputs, params, scale=scale)
-    per_level = [tree._build, tree._siblings, tree._scan, tree._best, tree._route]
+    per_level = [tree._build_shared, tree._siblings, tree._scan, tree._best, tree._route]
     # the roots' check, then every level's kernels (no siblings at level 0)
     assert launched[0] is tree._roots
-    assert launched[1:5] == [tree._build, tree._scan, tree._best, tree._route]
+    assert launched[1:5] == [tree._build_shared, tree._scan, tree._best, tree._route]
     assert launched[5:] == per_level * (params.max_depth - 1)
     print(f"device step: {len(launched)} launches for {params.max_depth} levels "
           f"({tree.LAUNCHES_PER_LEVEL} device operations a level with the zeroing)")

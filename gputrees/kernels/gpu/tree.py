@@ -11,8 +11,12 @@ numbers as the CPU's float64 sums). A level is six operations on the
 device:
 
 1. the built children's histograms zeroed;
-2. ``_build``: the histograms of each split node's smaller child (of the
-   root at level 0), one thread per (tree, row), int64 atomics;
+2. ``_build_shared`` (or ``_build``): the histograms of each split node's
+   smaller child (of the root at level 0), one thread per (tree, row),
+   int64 atomics: into a block's shared memory where the level's
+   histograms of a few features fit there, then added to the global ones
+   once a block (the upper levels, whose rows all add to few addresses);
+   else straight into global memory;
 3. ``_siblings``: the larger child's as its parent's minus the smaller's;
 4. ``_scan``: one thread per (tree, node, feature): the running sums over
    the value bins, both sides for missing values, every candidate's proxy
@@ -56,15 +60,22 @@ from numba import cuda
 
 from ..._records import NEWTON, TreeBatch, criterion_code
 from .. import rules
-from .._cuda import _blocks, _launch, launch_config
+from .._cuda import grid_blocks, launch, launch_config
 from .rules import compile_rules
 
-__all__ = ["grow_tree", "covered", "MAX_DEPTH", "LAUNCHES_PER_LEVEL"]
+__all__ = [
+    "grow_tree", "covered", "shared_group_width", "MAX_DEPTH", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES",
+    "SHARED_BUILD_BLOCKS",
+]
 
 #: Deepest trees grown here: a level's histograms hold 2^(depth - 1) nodes.
 MAX_DEPTH = 12
 #: Device operations a level takes (zeroing, build, siblings, scan, best, route).
 LAUNCHES_PER_LEVEL = 6
+#: Dynamic shared memory a block of ``_build_shared`` may use: the limit without opting in to more.
+SHARED_HISTOGRAM_BYTES = 48 * 1024
+#: Most blocks of a ``_build_shared`` launch: each adds its shared histograms to the global ones once.
+SHARED_BUILD_BLOCKS = 1024
 _NEG_INF = -math.inf
 
 
@@ -152,6 +163,59 @@ def _build(codes, wts, node, small_right, level_first, n_pairs, nb, out):
             cuda.atomic.add(out, j, g0)
             cuda.atomic.add(out, j + 1, g1)
             cuda.atomic.add(out, j + 2, g2)
+
+
+@cuda.jit
+def _build_shared(codes, wts, node, small_right, level_first, n_pairs, nb, group_width, out):
+    """``_build``'s histograms, a block's rows summed in shared memory first (int64 atomics there), then
+    added to ``out`` once a block: at the upper levels every row of a launch would otherwise add to the
+    same few global addresses, and the atomics queue on them.
+
+    Block ``b`` sums features ``g * group_width ..`` (``g = b % n_groups``) over the rows
+    ``chunk, chunk + n_chunks, ..`` (blocks of threads); its dynamic shared memory holds the histograms of
+    every (tree, pair) slot for those features: ``n_trees * n_pairs * group_width * nb * 3`` int64.
+    """
+    hist = cuda.shared.array(0, dtype=numba.int64)
+    n_trees, n = node.shape
+    n_features = codes.shape[1]
+    n_groups = (n_features + group_width - 1) // group_width
+    g = cuda.blockIdx.x % n_groups
+    chunk = cuda.blockIdx.x // n_groups
+    n_chunks = cuda.gridDim.x // n_groups
+    f0 = g * group_width
+    fw = min(group_width, n_features - f0)
+    size = n_trees * n_pairs * fw * nb * 3
+    tid = cuda.threadIdx.x
+    threads = cuda.blockDim.x
+    for j in range(tid, size, threads):
+        hist[j] = 0
+    cuda.syncthreads()
+    for idx in range(chunk * threads + tid, n_trees * n, n_chunks * threads):
+        k = idx // n
+        r = idx - k * n
+        s = node[k, r] - level_first
+        if s < 0:
+            continue  # the row ended in a leaf of an earlier level
+        q = s // 2
+        if level_first > 0 and s - 2 * q != small_right[k, q]:
+            continue  # the larger child: by subtraction
+        if level_first == 0:
+            q = 0
+        g0, g1, g2 = wts[k, r, 0], wts[k, r, 1], wts[k, r, 2]
+        base = (k * n_pairs + q) * fw
+        for f in range(fw):
+            j = ((base + f) * nb + numba.int64(codes[r, f0 + f])) * 3
+            cuda.atomic.add(hist, j, g0)
+            cuda.atomic.add(hist, j + 1, g1)
+            cuda.atomic.add(hist, j + 2, g2)
+    cuda.syncthreads()
+    cell = fw * nb * 3
+    for j in range(tid, size, threads):
+        v = hist[j]
+        if v != 0:
+            slot = j // cell
+            x = j - slot * cell  # (feature of the group, bin, channel) within the slot
+            cuda.atomic.add(out, (slot * n_features + f0) * nb * 3 + x, v)
 
 
 @cuda.jit
@@ -399,8 +463,8 @@ def grow_tree(xp, inputs, params, *, scale=None):
     min_split, min_dec = float(params.min_samples_split), float(params.min_impurity_decrease)
     rtol = float(rules.TIE_RTOL)
     missing_bin = int(mapper.missing_bin)
-    _launch(_roots, 1, max(1, min(threads, n_trees)), stats, can, xp.empty((n_trees, 3), dtype=f8), inv, msl, mwl,
-            min_split, depth)
+    launch(_roots, 1, max(1, min(threads, n_trees)), stats, can, xp.empty((n_trees, 3), dtype=f8), inv, msl, mwl,
+           min_split, depth)
     prev = None
     for d in range(depth):
         first, width = 2 ** d - 1, 2 ** d
@@ -411,21 +475,39 @@ def grow_tree(xp, inputs, params, *, scale=None):
         else:
             built = built_buf[: n_trees * n_pairs * cell]
         built[...] = 0
-        _launch(_build, _blocks(n_trees * n, threads, cap_blocks), threads, codes, wts, node, small_right, first,
-                n_pairs, nb, built)
+        group = shared_group_width(n_trees * n_pairs, nb, n_features)
+        if group:
+            n_groups = -(-n_features // group)
+            chunks = min(SHARED_BUILD_BLOCKS // n_groups, grid_blocks(n_trees * n, threads, cap_blocks))
+            launch(_build_shared, n_groups * max(1, chunks), threads, codes, wts, node, small_right, first, n_pairs,
+                   nb, group, built, shared_bytes=n_trees * n_pairs * group * nb * 3 * 8)
+        else:
+            launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, codes, wts, node, small_right,
+                   first, n_pairs, nb, built)
         if d > 0:
-            _launch(_siblings, _blocks(n_trees * n_pairs * cell, threads, cap_blocks), threads, prev, built,
-                    small_right, n_pairs, cell, cur)
-        _launch(_scan, _blocks(n_trees * width * n_features, threads, cap_blocks), threads, cur, stats, can,
-                allowed, n_value_bins, inv, first, width, nb, l2, msl, mwl, proxies, fbest)
-        _launch(_best, _blocks(n_trees * width, threads, cap_blocks), threads, cur, proxies, fbest, stats, can,
-                n_value_bins, thresholds, bin_values, is_exact, inv, d, first, width, nb, l2, msl, mwl, min_split,
-                depth, min_dec, rtol, split, feature, bin_, missing_left, threshold, small_right, sf)
-        _launch(_route, _blocks(n_trees * n, threads, cap_blocks), threads, codes, node, split, feature, bin_,
-                missing_left, first, missing_bin)
+            launch(_siblings, grid_blocks(n_trees * n_pairs * cell, threads, cap_blocks), threads, prev, built,
+                   small_right, n_pairs, cell, cur)
+        launch(_scan, grid_blocks(n_trees * width * n_features, threads, cap_blocks), threads, cur, stats, can,
+               allowed, n_value_bins, inv, first, width, nb, l2, msl, mwl, proxies, fbest)
+        launch(_best, grid_blocks(n_trees * width, threads, cap_blocks), threads, cur, proxies, fbest, stats, can,
+               n_value_bins, thresholds, bin_values, is_exact, inv, d, first, width, nb, l2, msl, mwl, min_split,
+               depth, min_dec, rtol, split, feature, bin_, missing_left, threshold, small_right, sf)
+        launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, codes, node, split, feature, bin_,
+               missing_left, first, missing_bin)
         prev = cur
     return _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
                           inputs.record_leaves)
+
+
+def shared_group_width(n_slots: int, nb: int, n_features: int) -> int:
+    """Features a block of ``_build_shared`` sums (the histograms of all ``n_slots`` (tree, pair) slots for
+    them fit :data:`SHARED_HISTOGRAM_BYTES`), balanced over the blocks' groups; 0 where not one feature fits
+    (the level's histograms are then built with global atomics, ``_build``)."""
+    most = SHARED_HISTOGRAM_BYTES // (n_slots * nb * 3 * 8)
+    if most == 0:
+        return 0
+    n_groups = -(-n_features // most)
+    return -(-n_features // n_groups)
 
 
 def _on_device(xp, a, dtype):
