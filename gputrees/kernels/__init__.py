@@ -168,6 +168,7 @@ def _cuda_set(xp) -> Kernels:
     device_step = simulated or os.environ.get("GPUTREES_DEVICE_STEP") != "0"
     return assemble(
         "cuda", _cuda.build_histograms, _cuda.apply_trees, fixed_point=True, node_histograms=_cuda.node_histograms,
-        node_sums=_cuda.node_sums, route_rows=_cuda.route_rows, tree_shap=treeshap.tree_shap,
+        node_sums=_cuda.node_sums, route_rows=_cuda.route_rows, predict_raw=_cuda.predict_raw,
+        tree_shap=treeshap.tree_shap,
         fast=FastPaths(grow_tree=tree.grow_tree) if device_step else NO_FAST_PATHS, **scans,
     )

@@ -68,6 +68,7 @@ __all__ = [
     "launch_config",
     "node_histograms",
     "node_sums",
+    "predict_raw",
     "route_rows",
 ]
 
@@ -342,6 +343,33 @@ def _apply_kernel():
     return apply
 
 
+@functools.cache
+def _predict_raw_kernel():
+    @cuda.jit
+    def predict(X, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, max_depth,
+                missing_bin, values, raw):
+        n_trees = left.shape[0]
+        n, k = raw.shape
+        start = cuda.grid(1)
+        step = cuda.gridsize(1)
+        for idx in range(start, n * k, step):
+            i = idx // k
+            c = idx - i * k
+            acc = raw[i, c]
+            for t in range(c, n_trees, k):  # tree r * K + c adds to column c, round after round
+                nd = 0
+                for _ in range(max_depth):
+                    if feature[t, nd] < 0:
+                        break
+                    go_left = goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+                                        missing_bin)
+                    nd = left[t, nd] if go_left else right[t, nd]
+                acc += values[t, nd]
+            raw[i, c] = acc
+
+    return predict
+
+
 # -- host wrappers ----------------------------------------------------------------
 def _i64(xp, a):
     return xp.astype(a, xp.int64, copy=False)
@@ -390,8 +418,8 @@ def _accumulate(xp, codes, active, chan, slot_of_node, n_slots, n_features, n_bi
         if group == 0:
             # one feature's bins x channels exceed the shared array: global atomics
             _launch(
-                _global_kernel(integer), _blocks(m, threads, cap), threads, codes_dev, row, chan_index, node, mult, wmult, mode, chan, scale_dev, table,
-                n_features, n_bins, sums_only, out,
+                _global_kernel(integer), _blocks(m, threads, cap), threads, codes_dev, row, chan_index, node, mult,
+                wmult, mode, chan, scale_dev, table, n_features, n_bins, sums_only, out,
             )
         else:
             first = xp.full(n_slots, m, dtype=xp.int64)
@@ -404,8 +432,8 @@ def _accumulate(xp, codes, active, chan, slot_of_node, n_slots, n_features, n_bi
             chunks = max(1, -(-m // (n_slots * max(1, per_task))))
             n_tasks = n_slots * n_groups * chunks
             _launch(
-                _shared_kernel(integer), min(cap, n_tasks), threads, codes_dev, row, chan_index, node, mult, wmult, mode, chan, scale_dev, table, first, last,
-                n_features, n_bins, group, n_groups, chunks, sums_only, out,
+                _shared_kernel(integer), min(cap, n_tasks), threads, codes_dev, row, chan_index, node, mult, wmult,
+                mode, chan, scale_dev, table, first, last, n_features, n_bins, group, n_groups, chunks, sums_only, out,
             )
     if integer:
         inv = xp.asarray([1.0 / s for s in scale], dtype=xp.float64)
@@ -494,8 +522,9 @@ def route_rows(xp, codes, active, slot_of_node, split, first_child: int, missing
     if not any_cat:
         cat_left = xp.zeros((1, 1), dtype=xp.bool)
     _launch(
-        _route_kernel(), _blocks(m, threads, cap), threads, codes, _i64(xp, active.row), node, _i64(xp, slot_of_node), _i64(xp, split.feature), _i64(xp, split.bin),
-        split.missing_left, split.is_categorical, cat_left, any_cat, int(first_child), int(missing_bin), new,
+        _route_kernel(), _blocks(m, threads, cap), threads, codes, _i64(xp, active.row), node, _i64(xp, slot_of_node),
+        _i64(xp, split.feature), _i64(xp, split.bin), split.missing_left, split.is_categorical, cat_left, any_cat,
+        int(first_child), int(missing_bin), new,
     )
     order = xp.argsort(new, stable=True)
 
@@ -516,13 +545,31 @@ def apply_trees(xp, batch, X, missing_bin: int):
     if n == 0 or n_trees == 0:
         return out
     threads, cap = launch_config()
+    _launch(_apply_kernel(), _blocks(n * n_trees, threads, cap), threads, _f64(xp, X), *_walk_arrays(xp, batch),
+            int(missing_bin), out)
+    return out
+
+
+def predict_raw(xp, batch, values, X, missing_bin: int, base):
+    """Same contract as :func:`gputrees.kernels.reference.predict_raw`: one thread per (row, output) walks
+    its trees in round order and adds their leaf values as it goes (no (rows, trees) array of leaves), so
+    the sums equal the reference's bit for bit."""
+    raw = xp.asarray(base, dtype=xp.float64, copy=True)
+    n, k = int(raw.shape[0]), int(raw.shape[1])
+    if n == 0 or int(batch.left.shape[0]) == 0:
+        return raw
+    threads, cap = launch_config()
+    _launch(_predict_raw_kernel(), _blocks(n * k, threads, cap), threads, _f64(xp, X), *_walk_arrays(xp, batch),
+            int(missing_bin), _f64(xp, values), raw)
+    return raw
+
+
+def _walk_arrays(xp, batch):
+    """A padded batch's arrays as the walking kernels take them (a one-element ``cat_left`` without
+    categorical splits), then ``any_cat`` and the batch's depth."""
     cat_left = batch.cat_left
     any_cat = cat_left.ndim == 3 and int(cat_left.shape[-1]) > 0
     if not any_cat:
         cat_left = xp.zeros((1, 1, 1), dtype=xp.bool)
-    _launch(
-        _apply_kernel(), _blocks(n * n_trees, threads, cap), threads, _f64(xp, X), _i64(xp, batch.left), _i64(xp, batch.right), _i64(xp, batch.feature),
-        _f64(xp, batch.threshold), batch.missing_left, batch.is_categorical, cat_left, any_cat,
-        int(batch.max_depth), int(missing_bin), out,
-    )
-    return out
+    return (_i64(xp, batch.left), _i64(xp, batch.right), _i64(xp, batch.feature), _f64(xp, batch.threshold),
+            batch.missing_left, batch.is_categorical, cat_left, any_cat, int(batch.max_depth))
