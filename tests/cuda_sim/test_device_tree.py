@@ -19,13 +19,12 @@ import os
 import numpy as np
 import pytest
 
+from device_inputs import boosting_round, device_params
+
 from gputrees import GradientBoostingClassifier, GradientBoostingRegressor
 from gputrees._backend import namespace_of
-from gputrees._binning import fit_bin_mapper
-from gputrees._criteria import Newton
 from gputrees._grower import grow
-from gputrees._records import GrowerInputs, GrowerParams
-from gputrees.kernels import get_kernels, quantisation_scale, quantise, reference
+from gputrees.kernels import reference
 from gputrees.kernels.interface import declines
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded by tests/conftest.py
@@ -34,33 +33,6 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded 
 from gputrees.kernels.gpu import tree  # noqa: E402
 
 NP = namespace_of(np.empty(0))
-
-
-def _round(seed, n=120, n_features=3, k=1, missing=0.1, max_bins=12, subsample=None):
-    """A boosting round's inputs: binned rows, quantised [count, G, H] channels of K trees, the cuda set."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, n_features))
-    X[:, 0] = np.round(X[:, 0] * 2)  # few distinct values: exact bins
-    X[rng.random(X.shape) < missing] = np.nan
-    mapper = fit_bin_mapper(NP, X, np.zeros(n_features, dtype=bool), max_bins)
-    codes = mapper.transform(NP, X)
-    g = rng.normal(size=(k, n))
-    h = rng.uniform(0.1, 1.0, size=(k, n))
-    count = np.ones((k, n)) if subsample is None else (rng.random((k, n)) < subsample).astype(float)
-    chan = np.stack([count, g * count, h * count], axis=2)
-    scale = quantisation_scale(NP, chan, n)
-    chan = quantise(NP, chan, scale)
-    kernels = get_kernels(NP, "cuda").quantised(scale)
-    return GrowerInputs(codes=codes, channels=chan if k > 1 else chan[0], multiplicity=None, bin_mapper=mapper,
-                        criterion=Newton(1.0), kernels=kernels, rng=np.random.default_rng(seed),
-                        record_leaves=True, count_free_histograms=False), scale
-
-
-def _params(**kw):
-    base = dict(max_depth=3, min_samples_split=2, min_samples_leaf=1, min_weight_leaf=0.5,
-                sorted_small_nodes=False, local_thresholds=False)
-    base.update(kw)
-    return GrowerParams(**base)
 
 
 def _level_wise(inputs):
@@ -96,8 +68,8 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_device_trees_equal_the_level_wise_grower(case):
     kw = dict(CASES[case])
-    params = _params(**kw.pop("params", {}))
-    inputs, scale = _round(3, **kw)
+    params = device_params(**kw.pop("params", {}))
+    inputs, scale = boosting_round(3, **kw)
     got = tree.grow_tree(NP, inputs, params, scale=scale)
     assert got is not None
     want = grow(NP, _level_wise(inputs), params)
@@ -107,8 +79,8 @@ def test_device_trees_equal_the_level_wise_grower(case):
 
 def test_the_perfect_layout_predicts_as_the_laid_out_batch():
     """Every row reaches the same leaf in the device's batch as in its laid-out form (the padding is unreachable)."""
-    inputs, scale = _round(9, k=2)
-    perfect = tree.grow_tree(NP, inputs, _params(max_depth=4), scale=scale)
+    inputs, scale = boosting_round(9, k=2)
+    perfect = tree.grow_tree(NP, inputs, device_params(max_depth=4), scale=scale)
     values = np.asarray(perfect.stats)[:, :, 1]  # any per-node values
     laid_out, laid_values = reference.compact_batch(NP, perfect, values)
     X = np.random.default_rng(2).normal(size=(80, 3))
@@ -140,8 +112,8 @@ def test_histograms_summed_in_shared_memory_equal_global_atomics(case, monkeypat
     budget, kernels = SHARED_CASES[case]
     monkeypatch.setattr(tree, "SHARED_HISTOGRAM_BYTES", budget)
     launched = _recording_launches(monkeypatch)
-    inputs, scale = _round(13, n=140, n_features=4, k=2)
-    params = _params(max_depth=4)
+    inputs, scale = boosting_round(13, n=140, n_features=4, k=2)
+    params = device_params(max_depth=4)
     got = tree.grow_tree(NP, inputs, params, scale=scale)
     builds = [k.__name__ if hasattr(k, "__name__") else k.fn.__name__ for k in launched
               if k in (tree._build, tree._build_shared)]
@@ -159,10 +131,10 @@ def test_shared_group_width_balances_the_groups(monkeypatch):
 
 
 def test_per_tree_feature_subsets():
-    inputs, scale = _round(5, k=2, n_features=4)
+    inputs, scale = boosting_round(5, k=2, n_features=4)
     allowed = np.array([[True, False, True, True], [False, True, False, True]])
     inputs = dataclasses.replace(inputs, tree_features=allowed)
-    params = _params()
+    params = device_params()
     got = tree.grow_tree(NP, inputs, params, scale=scale)
     _assert_same_batch(got, grow(NP, _level_wise(inputs), params))
     feats = np.asarray(got.feature)
@@ -172,12 +144,12 @@ def test_per_tree_feature_subsets():
 
 
 def test_uncovered_batches_decline():
-    inputs, scale = _round(1)
-    assert tree.grow_tree(NP, inputs, _params(), scale=None) is None  # not quantised
-    assert tree.grow_tree(NP, inputs, _params(max_leaf_nodes=5), scale=scale) is None  # best-first
-    assert tree.grow_tree(NP, inputs, _params(local_thresholds=True), scale=scale) is None
+    inputs, scale = boosting_round(1)
+    assert tree.grow_tree(NP, inputs, device_params(), scale=None) is None  # not quantised
+    assert tree.grow_tree(NP, inputs, device_params(max_leaf_nodes=5), scale=scale) is None  # best-first
+    assert tree.grow_tree(NP, inputs, device_params(local_thresholds=True), scale=scale) is None
     mono = dataclasses.replace(inputs, monotonic_cst=np.array([1, 0, 0]))
-    assert tree.grow_tree(NP, mono, _params(), scale=scale) is None
+    assert tree.grow_tree(NP, mono, device_params(), scale=scale) is None
 
 
 def _recording_launches(monkeypatch):
@@ -194,16 +166,13 @@ def _recording_launches(monkeypatch):
 
 
 def test_a_level_is_a_fixed_number_of_launches(monkeypatch):
-    """Six device operations a level whatever the data, and nothing read to the host until the layout."""
+    """Two kernels a level (and the zeroing) whatever the data, the leaves' routing after the last, and
+    nothing read to the host until the layout."""
     launched = _recording_launches(monkeypatch)
-    inputs, scale = _round(7, k=2)
-    params = _params(max_depth=4)
+    inputs, scale = boosting_round(7, k=2)
+    params = device_params(max_depth=4)
     tree.grow_tree(NP, inputs, params, scale=scale)
-    per_level = [tree._build_shared, tree._siblings, tree._scan, tree._best, tree._route]
-    # the roots' check, then every level's kernels (no siblings at level 0)
-    assert launched[0] is tree._roots
-    assert launched[1:5] == [tree._build_shared, tree._scan, tree._best, tree._route]
-    assert launched[5:] == per_level * (params.max_depth - 1)
+    assert launched == [tree._build_shared, tree._split] * params.max_depth + [tree._route]
     print(f"device step: {len(launched)} launches for {params.max_depth} levels "
           f"({tree.LAUNCHES_PER_LEVEL} device operations a level with the zeroing)")
 

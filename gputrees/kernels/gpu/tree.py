@@ -7,25 +7,28 @@ whether they exist or not, so every array's shape is known before the tree
 starts. Each row keeps its node id (``node``, one per tree and row); each
 node its statistics as int64 fixed-point sums of the quantised channels
 (:mod:`gputrees.kernels._quantise`: exact, so in any order the same
-numbers as the CPU's float64 sums). A level is six operations on the
-device:
+numbers as the CPU's float64 sums). A level is three operations on the
+device (numba-cuda's launches cost far more host time than the kernels
+take at a million rows, so a level fuses its steps into two kernels):
 
 1. the built children's histograms zeroed;
-2. ``_build_shared`` (or ``_build``): the histograms of each split node's
-   smaller child (of the root at level 0), one thread per (tree, row),
-   int64 atomics: into a block's shared memory where the level's
+2. ``_build_shared`` (or ``_build``), one thread per (tree, row): the row
+   moved to its child where its node split at the level above, then the
+   histograms of each split node's smaller child (of the root at level
+   0), int64 atomics: into a block's shared memory where the level's
    histograms of a few features fit there, then added to the global ones
    once a block (the upper levels, whose rows all add to few addresses);
    else straight into global memory;
-3. ``_siblings``: the larger child's as its parent's minus the smaller's;
-4. ``_scan``: one thread per (tree, node, feature): the running sums over
-   the value bins, both sides for missing values, every candidate's proxy
-   (:mod:`gputrees.kernels.rules`), the feature's best;
-5. ``_best``: one thread per (tree, node): the node's best feature by the
-   tie rule, its first near-best candidate, the split's acceptance, the
-   children's statistics and whether they may split, and which child of
-   the pair is the smaller;
-6. ``_route``: one thread per (tree, row) of a split node: the row's child.
+3. ``_split``, one block per (tree, node of the level): the node's
+   histograms (the built child's, or its parent's minus them), one thread
+   a feature for the running sums over the value bins, both sides for
+   missing values, every candidate's proxy (:mod:`gputrees.kernels.rules`)
+   and the feature's best; then the tie rule (the first feature whose
+   best is near the best, its first near-best candidate), the split's
+   acceptance, the children's statistics and whether they may split, and
+   which child of the pair is the smaller.
+
+After the last level ``_route`` moves the rows to their leaves.
 
 The host loops over the levels (their count is ``max_depth``) and reads
 nothing: the trees come back in their perfect-tree layout (a
@@ -70,8 +73,8 @@ __all__ = [
 
 #: Deepest trees grown here: a level's histograms hold 2^(depth - 1) nodes.
 MAX_DEPTH = 12
-#: Device operations a level takes (zeroing, build, siblings, scan, best, route).
-LAUNCHES_PER_LEVEL = 6
+#: Device operations a level takes (zeroing, routing and build, split).
+LAUNCHES_PER_LEVEL = 3
 #: Dynamic shared memory a block of ``_build_shared`` may use: the limit without opting in to more.
 SHARED_HISTOGRAM_BYTES = 48 * 1024
 #: Most blocks of a ``_build_shared`` launch: each adds its shared histograms to the global ones once.
@@ -127,20 +130,24 @@ def _feature_scan(hist, base, nb, n_scan, P0, P1, P2, inv0, inv1, inv2, l2, msl,
     return best
 
 
+@cuda.jit(device=True)
+def _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin):
+    """Row ``r``'s node in tree ``k`` at the level starting at ``level_first``: moved to its child where its
+    node (of the level above) split, else where it is (a leaf of an earlier level: below ``level_first``)."""
+    nd = node[k, r]
+    if nd < level_first and split[k, nd]:
+        code = numba.int64(codes[r, feature[k, nd]])
+        left = missing_left[k, nd] if code == missing_bin else code <= bin_[k, nd]
+        nd = 2 * nd + (1 if left else 2)
+    return nd
+
+
 # -- kernels (compiled at first launch) -----------------------------------------------
 @cuda.jit
-def _roots(stats, can, sf, inv, msl, mwl, min_split, max_depth):
-    """Whether each tree's root may split (``sf`` (K, 3) float64: work space for its statistics)."""
-    k = cuda.grid(1)
-    if k < stats.shape[0]:
-        for c in range(3):
-            sf[k, c] = stats[k, 0, c] * inv[c]
-        can[k, 0] = rules.can_split(NEWTON, sf[k], 0, 1, msl, mwl, min_split, max_depth, sf[k])
-
-
-@cuda.jit
-def _build(codes, wts, node, small_right, level_first, n_pairs, nb, out):
-    """Histograms (K, n_pairs, F, nb, 3) of each pair's smaller child (level 0: of the roots), int64 atomics."""
+def _build(codes, wts, node, split, feature, bin_, missing_left, missing_bin, small_right, level_first, n_pairs,
+           nb, out):
+    """Each row routed to its node of this level (the splits of the level above), then the histograms
+    (K, n_pairs, F, nb, 3) of each pair's smaller child (level 0: of the roots), int64 atomics."""
     n_trees, n = node.shape
     n_features = codes.shape[1]
     start = cuda.grid(1)
@@ -148,7 +155,9 @@ def _build(codes, wts, node, small_right, level_first, n_pairs, nb, out):
     for idx in range(start, n_trees * n, step):
         k = idx // n
         r = idx - k * n
-        s = node[k, r] - level_first
+        nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
+        node[k, r] = nd
+        s = nd - level_first
         if s < 0:
             continue  # the row ended in a leaf of an earlier level
         q = s // 2
@@ -166,14 +175,17 @@ def _build(codes, wts, node, small_right, level_first, n_pairs, nb, out):
 
 
 @cuda.jit
-def _build_shared(codes, wts, node, small_right, level_first, n_pairs, nb, group_width, out):
-    """``_build``'s histograms, a block's rows summed in shared memory first (int64 atomics there), then
-    added to ``out`` once a block: at the upper levels every row of a launch would otherwise add to the
-    same few global addresses, and the atomics queue on them.
+def _build_shared(codes, wts, node, split, feature, bin_, missing_left, missing_bin, small_right, level_first,
+                  n_pairs, nb, group_width, out):
+    """``_build``, a block's rows summed in shared memory first (int64 atomics there), then added to ``out``
+    once a block: at the upper levels every row of a launch would otherwise add to the same few global
+    addresses, and the atomics queue on them.
 
     Block ``b`` sums features ``g * group_width ..`` (``g = b % n_groups``) over the rows
     ``chunk, chunk + n_chunks, ..`` (blocks of threads); its dynamic shared memory holds the histograms of
-    every (tree, pair) slot for those features: ``n_trees * n_pairs * group_width * nb * 3`` int64.
+    every (tree, pair) slot for those features: ``n_trees * n_pairs * group_width * nb * 3`` int64. Every
+    group's block finds a row's node (the same child whether it reads the node before or after the first
+    group's block writes it: a routed node is at this level, not above it); the first group's writes it.
     """
     hist = cuda.shared.array(0, dtype=numba.int64)
     n_trees, n = node.shape
@@ -193,7 +205,10 @@ def _build_shared(codes, wts, node, small_right, level_first, n_pairs, nb, group
     for idx in range(chunk * threads + tid, n_trees * n, n_chunks * threads):
         k = idx // n
         r = idx - k * n
-        s = node[k, r] - level_first
+        nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
+        if g == 0:
+            node[k, r] = nd
+        s = nd - level_first
         if s < 0:
             continue  # the row ended in a leaf of an earlier level
         q = s // 2
@@ -219,131 +234,125 @@ def _build_shared(codes, wts, node, small_right, level_first, n_pairs, nb, group
 
 
 @cuda.jit
-def _siblings(prev, built, small_right, n_pairs, cell, out):
-    """The level's histograms (K, 2 n_pairs, cell): each pair's built child, and its parent's minus it."""
-    n_trees = small_right.shape[0]
-    start = cuda.grid(1)
-    step = cuda.gridsize(1)
-    for idx in range(start, n_trees * n_pairs * cell, step):
-        kq = idx // cell
-        x = idx - kq * cell
-        k = kq // n_pairs
-        q = kq - k * n_pairs
-        side = small_right[k, q]
-        small = built[idx]
-        out[((k * n_pairs + q) * 2 + side) * cell + x] = small
-        out[((k * n_pairs + q) * 2 + 1 - side) * cell + x] = prev[idx] - small
+def _split(prev, built, hist, proxies, fbest, stats, can, allowed, n_value_bins, thresholds, bin_values, is_exact,
+           inv, level, level_first, width, nb, l2, msl, mwl, min_split, max_depth, min_decrease, tie_rtol, split,
+           feature, bin_, missing_left, threshold, small_right, small_next, sf):
+    """One block a (tree, node of the level): the node's histograms, its split and its children.
 
+    1. The node's histograms into ``hist`` (K, width, F, nb, 3): the built smaller child of its pair, or
+       its parent's (``prev``) minus that (level 0: built in place). Level 0's first thread decides
+       whether the root may split.
+    2. A thread a feature: every candidate's proxy (:func:`_feature_scan`, kept in ``proxies``: recomputing
+       them could round differently, the GPU compiler contracting multiply-adds kernel by kernel) and the
+       feature's best (``fbest``).
+    3. The tie rule over them: the first feature whose best is near the best, its first near-best candidate
+       (the block's threads search the candidates, a shared minimum), the left child's sums over the bins
+       up to it (shared int64 sums: exact), then the first thread's acceptance, the split and the
+       children's statistics, whether they may split, and which child of the pair is the smaller.
 
-@cuda.jit
-def _scan(hist, stats, can, allowed, n_value_bins, inv, level_first, width, nb, l2, msl, mwl, proxies, fbest):
-    """Each (tree, node of the level, feature)'s candidates' proxies and its best, -inf where it has none.
-
-    The proxies are kept for ``_best``: recomputing them there could round differently (the GPU compiler
-    contracts multiplications and additions into fused ones where it sees fit, kernel by kernel).
+    ``small_right`` (K, pairs): which child of each pair of this level was built; ``small_next``: the
+    same of the next level's pairs, written here (another array: the blocks of other nodes still read
+    theirs). ``sf`` (K * width, 3, 3) float64: work space (the node's, its left and right child's
+    statistics).
     """
-    n_trees = stats.shape[0]
-    n_features = allowed.shape[1]
-    start = cuda.grid(1)
-    step = cuda.gridsize(1)
-    for idx in range(start, n_trees * width * n_features, step):
-        ks = idx // n_features
-        f = idx - ks * n_features
-        k = ks // width
-        nd = level_first + ks - k * width
-        p = _NEG_INF
-        if can[k, nd] and allowed[k, f]:
-            p = _feature_scan(hist, idx * nb * 3, nb, n_value_bins[f],
-                              stats[k, nd, 0] * inv[0], stats[k, nd, 1] * inv[1], stats[k, nd, 2] * inv[2],
-                              inv[0], inv[1], inv[2], l2, msl, mwl, proxies, idx * 2 * (nb - 1))
-        fbest[idx] = p
-
-
-@cuda.jit
-def _best(hist, proxies, fbest, stats, can, n_value_bins, thresholds, bin_values, is_exact, inv, level, level_first,
-          width, nb, l2, msl, mwl, min_split, max_depth, min_decrease, tie_rtol, split, feature, bin_, missing_left,
-          threshold, small_right, sf):
-    """Each (tree, node of the level)'s split: the tie rule over ``_scan``'s proxies, the acceptance, the
-    children's statistics (the histogram's running sums up to the chosen bin: exact).
-
-    ``sf`` (K * width, 3, 3) float64: work space (the node's, its left and
-    right child's statistics).
-    """
-    n_trees = stats.shape[0]
+    chosen = cuda.shared.array(3, dtype=numba.int64)  # feature, first candidate, whether to go on
+    sums = cuda.shared.array(3, dtype=numba.int64)
+    ks = cuda.blockIdx.x
+    k = ks // width
+    s = ks - k * width
+    nd = level_first + s
+    tid = cuda.threadIdx.x
+    threads = cuda.blockDim.x
     n_features = n_value_bins.shape[0]
-    start = cuda.grid(1)
-    step = cuda.gridsize(1)
-    for ks in range(start, n_trees * width, step):
-        k = ks // width
-        s = ks - k * width
-        nd = level_first + s
-        if not can[k, nd]:
-            continue
-        best = _NEG_INF
-        for f in range(n_features):
-            best = max(best, fbest[ks * n_features + f])
-        if not best > _NEG_INF:
-            continue
-        target = rules.tie_target(best, tie_rtol)
-        P0, P1, P2 = stats[k, nd, 0] * inv[0], stats[k, nd, 1] * inv[1], stats[k, nd, 2] * inv[2]
-        col = -1
-        pos = -1
-        variant = -1
-        proxy = _NEG_INF
-        for f in range(n_features):
-            fb = fbest[ks * n_features + f]
-            if fb > _NEG_INF and fb >= target:
-                col = f  # the first feature whose best is near the best: one of its candidates is
-                break
-        if col < 0:
-            continue
-        out = (ks * n_features + col) * 2 * (nb - 1)
-        for j in range(2 * (nb - 1)):
-            p = proxies[out + j]
-            if p > _NEG_INF and p >= target:
-                proxy = p
-                variant = j // (nb - 1)
-                pos = j - variant * (nb - 1)
-                break
-        base = (ks * n_features + col) * nb * 3
-        a0 = numba.int64(0)
-        a1 = numba.int64(0)
-        a2 = numba.int64(0)
-        for b in range(pos + 1):
-            a0 += hist[base + b * 3]
-            a1 += hist[base + b * 3 + 1]
-            a2 += hist[base + b * 3 + 2]
-        if variant == 1:
-            a0 += hist[base + (nb - 1) * 3]
-            a1 += hist[base + (nb - 1) * 3 + 1]
-            a2 += hist[base + (nb - 1) * 3 + 2]
+    cell = n_features * nb * 3
+    if level == 0 and tid == 0:
         w = sf[ks]
-        w[0, 0], w[0, 1], w[0, 2] = P0, P1, P2
-        w[1, 0], w[1, 1], w[1, 2] = a0 * inv[0], a1 * inv[1], a2 * inv[2]
         for c in range(3):
-            w[2, c] = w[0, c] - w[1, c]
-        imp = rules.newton_improvement(P1, P2, w[1, 1], w[1, 2], w[2, 1], w[2, 2], l2)
-        if not rules.newton_accept(imp, proxy, min_decrease):
-            continue
-        split[k, nd] = True
-        feature[k, nd] = col
-        bin_[k, nd] = pos
-        m = (ks * n_features + col) * nb * 3 + (nb - 1) * 3
-        if hist[m] > 0:  # the node has missing values: the side the scan chose
-            missing_left[k, nd] = variant == 1
-        else:  # none: NaN goes to the child with more rows
-            missing_left[k, nd] = w[1, 0] > w[2, 0]
-        has_next = pos + 1 < n_value_bins[col]
-        threshold[k, nd] = rules.split_threshold(col, pos, pos + 1 if has_next else pos, has_next, thresholds,
-                                                 bin_values, is_exact)
-        lc = 2 * nd + 1
-        stats[k, lc, 0], stats[k, lc, 1], stats[k, lc, 2] = a0, a1, a2
-        for c in range(3):
-            stats[k, lc + 1, c] = stats[k, nd, c] - stats[k, lc, c]
-        can[k, lc] = rules.can_split(NEWTON, w[1], level + 1, 1, msl, mwl, min_split, max_depth, w[1])
-        can[k, lc + 1] = rules.can_split(NEWTON, w[2], level + 1, 1, msl, mwl, min_split, max_depth, w[2])
-        # the smaller child of the pair is built at the next level (the left on a tie)
-        small_right[k, s] = 1 if stats[k, lc + 1, 0] < stats[k, lc, 0] else 0
+            w[0, c] = stats[k, 0, c] * inv[c]
+        can[k, 0] = rules.can_split(NEWTON, w[0], 0, 1, msl, mwl, min_split, max_depth, w[1])
+    cuda.syncthreads()
+    if not can[k, nd]:
+        return  # the whole block: no barrier below is left waiting
+    if level > 0:
+        q = s // 2
+        small = s - 2 * q == small_right[k, q]
+        src = (k * (width // 2) + q) * cell
+        for x in range(tid, cell, threads):
+            b = built[src + x]
+            hist[ks * cell + x] = b if small else prev[src + x] - b
+    cuda.syncthreads()
+    P0, P1, P2 = stats[k, nd, 0] * inv[0], stats[k, nd, 1] * inv[1], stats[k, nd, 2] * inv[2]
+    for f in range(tid, n_features, threads):
+        p = _NEG_INF
+        if allowed[k, f]:
+            idx = ks * n_features + f
+            p = _feature_scan(hist, idx * nb * 3, nb, n_value_bins[f], P0, P1, P2, inv[0], inv[1], inv[2], l2,
+                              msl, mwl, proxies, idx * 2 * (nb - 1))
+        fbest[ks * n_features + f] = p
+    if tid == 0:
+        chosen[1] = 2 * (nb - 1)
+        sums[0] = 0
+        sums[1] = 0
+        sums[2] = 0
+    cuda.syncthreads()
+    best = _NEG_INF
+    for f in range(n_features):
+        best = max(best, fbest[ks * n_features + f])
+    if not best > _NEG_INF:
+        return  # every thread read the same features' bests: the whole block
+    target = rules.tie_target(best, tie_rtol)
+    col = -1
+    for f in range(n_features):
+        fb = fbest[ks * n_features + f]
+        if fb > _NEG_INF and fb >= target:
+            col = f  # the first feature whose best is near the best: one of its candidates is
+            break
+    out = (ks * n_features + col) * 2 * (nb - 1)
+    for j in range(tid, 2 * (nb - 1), threads):
+        p = proxies[out + j]
+        if p > _NEG_INF and p >= target:
+            cuda.atomic.min(chosen, 1, j)
+    cuda.syncthreads()
+    first = chosen[1]
+    variant = first // (nb - 1)
+    pos = first - variant * (nb - 1)
+    base = (ks * n_features + col) * nb * 3
+    for b in range(tid, pos + 1 + variant, threads):
+        j = base + (b if b <= pos else nb - 1) * 3  # the bins up to the candidate, and the missing bin
+        cuda.atomic.add(sums, 0, hist[j])
+        cuda.atomic.add(sums, 1, hist[j + 1])
+        cuda.atomic.add(sums, 2, hist[j + 2])
+    cuda.syncthreads()
+    if tid != 0:
+        return
+    proxy = proxies[out + first]
+    a0, a1, a2 = sums[0], sums[1], sums[2]
+    w = sf[ks]
+    w[0, 0], w[0, 1], w[0, 2] = P0, P1, P2
+    w[1, 0], w[1, 1], w[1, 2] = a0 * inv[0], a1 * inv[1], a2 * inv[2]
+    for c in range(3):
+        w[2, c] = w[0, c] - w[1, c]
+    imp = rules.newton_improvement(P1, P2, w[1, 1], w[1, 2], w[2, 1], w[2, 2], l2)
+    if not rules.newton_accept(imp, proxy, min_decrease):
+        return
+    split[k, nd] = True
+    feature[k, nd] = col
+    bin_[k, nd] = pos
+    if hist[base + (nb - 1) * 3] > 0:  # the node has missing values: the side the scan chose
+        missing_left[k, nd] = variant == 1
+    else:  # none: NaN goes to the child with more rows
+        missing_left[k, nd] = w[1, 0] > w[2, 0]
+    has_next = pos + 1 < n_value_bins[col]
+    threshold[k, nd] = rules.split_threshold(col, pos, pos + 1 if has_next else pos, has_next, thresholds,
+                                             bin_values, is_exact)
+    lc = 2 * nd + 1
+    stats[k, lc, 0], stats[k, lc, 1], stats[k, lc, 2] = a0, a1, a2
+    for c in range(3):
+        stats[k, lc + 1, c] = stats[k, nd, c] - stats[k, lc, c]
+    can[k, lc] = rules.can_split(NEWTON, w[1], level + 1, 1, msl, mwl, min_split, max_depth, w[1])
+    can[k, lc + 1] = rules.can_split(NEWTON, w[2], level + 1, 1, msl, mwl, min_split, max_depth, w[2])
+    # the smaller child of the pair is built at the next level (the left on a tie)
+    small_next[k, s] = 1 if stats[k, lc + 1, 0] < stats[k, lc, 0] else 0
 
 
 @cuda.jit
@@ -443,7 +452,7 @@ def grow_tree(xp, inputs, params, *, scale=None):
     missing_left = xp.zeros((n_trees, cap), dtype=xp.bool)
     threshold = xp.full((n_trees, cap), -2.0, dtype=f8)
     node = xp.zeros((n_trees, n), dtype=i8)
-    small_right = xp.zeros((n_trees, max(1, 2 ** (depth - 1))), dtype=i8)
+    small = xp.zeros((2, n_trees, max(1, 2 ** (depth - 1))), dtype=i8)  # level by level: read one, write one
     allowed = (xp.ones((n_trees, n_features), dtype=xp.bool) if inputs.tree_features is None
                else _on_device(xp, inputs.tree_features, xp.bool))
     # the bin mapper's tables, host or device arrays by where the fit bins: contiguous device copies
@@ -463,38 +472,31 @@ def grow_tree(xp, inputs, params, *, scale=None):
     min_split, min_dec = float(params.min_samples_split), float(params.min_impurity_decrease)
     rtol = float(rules.TIE_RTOL)
     missing_bin = int(mapper.missing_bin)
-    launch(_roots, 1, max(1, min(threads, n_trees)), stats, can, xp.empty((n_trees, 3), dtype=f8), inv, msl, mwl,
-           min_split, depth)
     prev = None
     for d in range(depth):
         first, width = 2 ** d - 1, 2 ** d
         n_pairs = max(1, width // 2)
         cur = levels[d % 2][: n_trees * width * cell]
-        if d == 0:
-            built = cur
-        else:
-            built = built_buf[: n_trees * n_pairs * cell]
+        built = cur if d == 0 else built_buf[: n_trees * n_pairs * cell]
         built[...] = 0
+        small_right, small_next = small[(d + 1) % 2], small[d % 2]
+        routing = (codes, wts, node, split, feature, bin_, missing_left, missing_bin, small_right, first, n_pairs, nb)
         group = shared_group_width(n_trees * n_pairs, nb, n_features)
         if group:
             n_groups = -(-n_features // group)
             chunks = min(SHARED_BUILD_BLOCKS // n_groups, grid_blocks(n_trees * n, threads, cap_blocks))
-            launch(_build_shared, n_groups * max(1, chunks), threads, codes, wts, node, small_right, first, n_pairs,
-                   nb, group, built, shared_bytes=n_trees * n_pairs * group * nb * 3 * 8)
+            launch(_build_shared, n_groups * max(1, chunks), threads, *routing, group, built,
+                   shared_bytes=n_trees * n_pairs * group * nb * 3 * 8)
         else:
-            launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, codes, wts, node, small_right,
-                   first, n_pairs, nb, built)
-        if d > 0:
-            launch(_siblings, grid_blocks(n_trees * n_pairs * cell, threads, cap_blocks), threads, prev, built,
-                   small_right, n_pairs, cell, cur)
-        launch(_scan, grid_blocks(n_trees * width * n_features, threads, cap_blocks), threads, cur, stats, can,
-               allowed, n_value_bins, inv, first, width, nb, l2, msl, mwl, proxies, fbest)
-        launch(_best, grid_blocks(n_trees * width, threads, cap_blocks), threads, cur, proxies, fbest, stats, can,
-               n_value_bins, thresholds, bin_values, is_exact, inv, d, first, width, nb, l2, msl, mwl, min_split,
-               depth, min_dec, rtol, split, feature, bin_, missing_left, threshold, small_right, sf)
-        launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, codes, node, split, feature, bin_,
-               missing_left, first, missing_bin)
+            launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, *routing, built)
+        launch(_split, n_trees * width, threads, prev if d > 0 else cur, built, cur, proxies, fbest, stats, can,
+               allowed, n_value_bins, thresholds, bin_values, is_exact, inv, d, first, width, nb, l2, msl, mwl,
+               min_split, depth, min_dec, rtol, split, feature, bin_, missing_left, threshold, small_right, small_next,
+               sf)
         prev = cur
+    # the last level's rows to their leaves
+    launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, codes, node, split, feature, bin_,
+           missing_left, 2 ** (depth - 1) - 1, missing_bin)
     return _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
                           inputs.record_leaves)
 
