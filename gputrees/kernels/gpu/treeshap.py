@@ -31,6 +31,9 @@ __all__ = ["MAX_PATH", "tree_shap"]
 
 #: Longest path (splits from the root to a leaf) a thread's local arrays hold.
 MAX_PATH = 32
+# local arrays' sizes: names of their own, as numba-cuda takes only a constant (not an expression) as a size
+_ONE_SIZE = MAX_PATH + 1
+_WEIGHTS_SIZE = MAX_PATH + 2
 
 
 @cuda.jit
@@ -39,9 +42,9 @@ def _shap_paths(X, feature, threshold, missing_left, is_cat, cat_left, any_cat, 
     n_paths, depth = step_node.shape
     k = value.shape[1]
     total = X.shape[0] * n_paths
-    one = cuda.local.array(MAX_PATH + 1, dtype=np.float64)
-    pw = cuda.local.array(MAX_PATH + 2, dtype=np.float64)
-    less = cuda.local.array(MAX_PATH + 2, dtype=np.float64)
+    one = cuda.local.array(_ONE_SIZE, dtype=np.float64)
+    pw = cuda.local.array(_WEIGHTS_SIZE, dtype=np.float64)
+    less = cuda.local.array(_WEIGHTS_SIZE, dtype=np.float64)
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for idx in range(start, total, stride):
