@@ -223,6 +223,21 @@ def test_score_takes_cupy_arrays(name):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_GPU, reason="CuPy with a CUDA GPU is not available")
+@pytest.mark.parametrize("name", ["gboost_clf", "forest_clf"])
+def test_shap_values_on_the_gpu_equal_the_cpus(name):
+    """The GPU TreeSHAP kernel, CuPy in and out: a row's values and bias add up to what the model predicts."""
+    make = _gpu_models()[name]
+    X, y = _gpu_data(name, n=2000)
+    model = make().fit(cupy.asarray(X), cupy.asarray(y))
+    Xd = cupy.asarray(X[:200])
+    values = model.shap_values(Xd)
+    assert isinstance(values, cupy.ndarray)
+    want = model.decision_function(Xd) if name.startswith("gboost") else model.predict_proba(Xd)
+    np.testing.assert_allclose(cupy.asnumpy(values.sum(axis=1)), cupy.asnumpy(want), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="CuPy with a CUDA GPU is not available")
 @pytest.mark.parametrize("name", ["gboost_reg", "gboost_clf", "forest_clf", "tree_clf"])
 def test_two_gpu_fits_are_bit_identical(name):
     make = _gpu_models()[name]
