@@ -50,7 +50,7 @@ from ._validation import (
 )
 from ._kernel_choice import chooses_kernels
 from ._sparse import dense_blocks, is_sparse
-from .metrics import EvalScoring, resolve_metrics
+from .metrics import EvalScoring, check_eval_sample_weight, check_eval_set, encode_eval_labels, resolve_metrics
 from .kernels import reference
 from .kernels.reference import gather_node_values
 from .kernels import get_kernels
@@ -256,8 +256,8 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         # validation rows
         val_sets = []
         if eval_set is not None:
-            pairs = self._check_eval_set(eval_set)
-            weights = self._check_eval_sample_weight(eval_sample_weight, len(pairs))
+            pairs = check_eval_set(eval_set)
+            weights = check_eval_sample_weight(eval_sample_weight, len(pairs))
             val_sets = [self._validation_pair(xp, Xv, yv, wv) for (Xv, yv), wv in zip(pairs, weights)]
         elif eval_sample_weight is not None:
             raise ValueError("eval_sample_weight is given without an eval_set")
@@ -388,25 +388,6 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         return copy.copy(self)._finish(xp, k, history.rounds[:n_rounds],
                                        history.train_scores[: len(history.train_scores) - later], scores,
                                        val_metrics=metrics)
-
-    def _check_eval_set(self, eval_set):
-        if not isinstance(eval_set, (list, tuple)) or not eval_set:
-            raise ValueError("eval_set must be a non-empty list of (X_val, y_val) pairs")
-        for pair in eval_set:
-            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-                raise ValueError("eval_set must be a list of (X_val, y_val) pairs")
-        return eval_set
-
-    @staticmethod
-    def _check_eval_sample_weight(eval_sample_weight, n_sets: int):
-        """``eval_sample_weight`` as a list of one weight vector (or None) per eval set."""
-        if eval_sample_weight is None:
-            return [None] * n_sets
-        if not isinstance(eval_sample_weight, (list, tuple)) or len(eval_sample_weight) != n_sets:
-            raise ValueError(
-                f"eval_sample_weight must be a list of one weight vector (or None) per eval_set pair ({n_sets})"
-            )
-        return list(eval_sample_weight)
 
     def _validation_pair(self, xp, Xv, yv, wv=None):
         Xvd, _, _ = to_numeric_2d(Xv, xp, None, self._categories)
@@ -763,13 +744,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         return y_enc.astype(np.float64), sw
 
     def _encode_eval_y(self, y):
-        classes = self.classes_
-        pos = np.clip(np.searchsorted(classes, y), 0, classes.shape[0] - 1)
-        known = classes[pos] == y
-        if not np.all(known):
-            bad = np.unique(y[~known]).tolist()[:5]
-            raise ValueError(f"eval_set y has labels {bad} not in the training classes {classes.tolist()}")
-        return pos.astype(np.float64)
+        return encode_eval_labels(self.classes_, y)
 
     def _make_loss(self, kernels, first_round=0):
         if callable(self.loss):

@@ -46,7 +46,10 @@ import numpy as np
 
 from . import _backend
 
-__all__ = ["Metric", "make_metric", "CLASSIFICATION_METRICS", "REGRESSION_METRICS", "EvalScoring", "resolve_metrics"]
+__all__ = [
+    "Metric", "make_metric", "CLASSIFICATION_METRICS", "REGRESSION_METRICS", "EvalScoring", "resolve_metrics",
+    "check_eval_set", "check_eval_sample_weight", "encode_eval_labels",
+]
 
 #: Metric names for the classifiers.
 CLASSIFICATION_METRICS = ("loss", "logloss", "error", "auc")
@@ -290,3 +293,36 @@ class EvalScoring:
         """The early-stopping score of ``evaluate``'s values: the last metric's, greater is better."""
         v = values[-1]
         return v if self.metrics[-1].greater_is_better else -v
+
+
+# -- validation sets ------------------------------------------------------------------
+def check_eval_set(eval_set) -> list:
+    """``eval_set`` as a list of (X_val, y_val) pairs (a ValueError saying what is wrong)."""
+    if not isinstance(eval_set, (list, tuple)) or not eval_set:
+        raise ValueError("eval_set must be a non-empty list of (X_val, y_val) pairs")
+    for pair in eval_set:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError("eval_set must be a list of (X_val, y_val) pairs")
+    return list(eval_set)
+
+
+def check_eval_sample_weight(eval_sample_weight, n_sets: int) -> list:
+    """``eval_sample_weight`` as a list of one weight vector (or None) per eval set."""
+    if eval_sample_weight is None:
+        return [None] * n_sets
+    if not isinstance(eval_sample_weight, (list, tuple)) or len(eval_sample_weight) != n_sets:
+        raise ValueError(
+            f"eval_sample_weight must be a list of one weight vector (or None) per eval_set pair ({n_sets})"
+        )
+    return list(eval_sample_weight)
+
+
+def encode_eval_labels(classes, y):
+    """A validation set's labels ``y`` (host) as float64 indices into the training ``classes`` (sorted); a
+    label the training rows did not have is a ValueError naming it."""
+    pos = np.clip(np.searchsorted(classes, y), 0, classes.shape[0] - 1)
+    known = classes[pos] == y
+    if not np.all(known):
+        bad = np.unique(y[~known]).tolist()[:5]
+        raise ValueError(f"eval_set y has labels {bad} not in the training classes {classes.tolist()}")
+    return pos.astype(np.float64)

@@ -17,7 +17,7 @@ from .._records import GrowerInputs
 from .._progress import Monitor
 from .._state import transactional_fit
 from ..kernels import get_kernels
-from ..metrics import EvalScoring, resolve_metrics
+from ..metrics import EvalScoring, check_eval_sample_weight, check_eval_set, resolve_metrics
 from ._cluster import DaskRows
 from ._common import DaskEstimator, dask_signature, fit_bins, scale_by_class, to_local
 from ._quantiles import dask_weighted_quantiles
@@ -132,8 +132,8 @@ class _DaskBoosting(DaskEstimator):
             if eval_sample_weight is not None:
                 raise ValueError("eval_sample_weight is given without an eval_set")
             return []
-        pairs = self._check_eval_set(eval_set)
-        weights = self._check_eval_sample_weight(eval_sample_weight, len(pairs))
+        pairs = check_eval_set(eval_set)
+        weights = check_eval_sample_weight(eval_sample_weight, len(pairs))
         evals = []
         for (Xv, yv), wv in zip(pairs, weights):
             Xvd, yv_dev, wv_dev = self._validation_pair(xp, to_local(Xv), to_local(yv), to_local(wv))
