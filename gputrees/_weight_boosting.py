@@ -71,7 +71,9 @@ from .kernels.reference import gather_node_values
 from ._progress import Monitor, Step
 from ._scoring import ClassifierMixin, RegressorMixin, to_host
 from ._state import transactional_fit
-from ._validation import encode_classes, sample_weight_to_host, y_to_host
+from ._validation import encode_classes, regression_target, sample_weight_to_host, y_to_host
+from ._weight_boosting_eval import AdaBoostEvals
+from .metrics import encode_eval_labels
 
 __all__ = ["AdaBoostClassifier", "AdaBoostRegressor"]
 
@@ -138,6 +140,10 @@ class _BaseWeightBoosting(ShapMixin, ModelFileMixin, BaseEstimator):
         "device": [StrOptions({"cpu", "cuda"}), None],
         "verbose": ["verbose"],
         "callbacks": [list, None],
+        "eval_metric": [str, callable, list, tuple, None],
+        "early_stopping": ["boolean"],
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
     }
 
     def _template(self):
@@ -241,13 +247,47 @@ class _BaseWeightBoosting(ShapMixin, ModelFileMixin, BaseEstimator):
         once, on the fit's device.
         """
         check_is_fitted(self, "estimators_")
-        ests = self.estimators_
+        xp, rows = self._learner_rows(X)
+        return xp, [self._learner_output(xp, est, rows) for est in self.estimators_]
+
+    def _learner_rows(self, X):
+        """``(xp, rows)``: ``X`` as the learners take it (gputrees learners: checked and encoded once, on the
+        fit's device; others: checked host rows), once a learner is fitted."""
         if self._binned_path(self.estimators_[0]):
-            xp, Xp = self._encoded_X(X)
-            return xp, [self._tree_output(xp, est, Xp) for est in ests]
-        X_host = self._check_host_X(X, self.estimator_, reset=False)
-        xp = _backend.namespace_for(np.empty(0), "cpu")
-        return xp, [self._host_output(est.predict(X_host)) for est in ests]
+            return self._encoded_X(X)
+        return _backend.namespace_for(np.empty(0), "cpu"), self._check_host_X(X, self.estimator_, reset=False)
+
+    def _learner_output(self, xp, est, rows):
+        """One learner's output on ``rows`` (:meth:`_learner_rows`): class codes or predictions, (n,)."""
+        if self._binned_path(est):
+            return self._tree_output(xp, est, rows)
+        return xp.asarray(self._host_output(est.predict(rows)))
+
+    def _evals(self, eval_set, eval_sample_weight):
+        """The fit's validation sets (None without), or a ValueError for early stopping or weights without."""
+        if eval_set is not None:
+            return AdaBoostEvals(self, eval_set, eval_sample_weight)
+        if eval_sample_weight is not None:
+            raise ValueError("eval_sample_weight is given without an eval_set")
+        if self.early_stopping:
+            raise ValueError("early_stopping=True watches an eval_set: pass fit(..., eval_set=[(X_val, y_val)])")
+        return None
+
+    def _kept(self, evals, weights) -> bool:
+        """Score the validation sets after the learner just kept (the last of ``estimators_``); True: stop."""
+        if evals is None:
+            return False
+        evals.add(self.estimators_[-1], weights)
+        return evals.should_stop()
+
+    def _finish(self, evals, weights, errors, monitor):
+        self.estimator_weights_ = np.asarray(weights, dtype=np.float64)
+        self.estimator_errors_ = np.asarray(errors, dtype=np.float64)
+        if evals is not None:
+            self.evals_result_ = evals.result()
+        elif hasattr(self, "evals_result_"):
+            del self.evals_result_
+        monitor.close()
 
     def _encoded_X(self, X):
         """``(xp, Xp)``: ``X`` checked and encoded once, on the fit's device, for gputrees learners."""
@@ -415,6 +455,18 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         with a :class:`gputrees.callbacks.IterationEnv` (``train_score`` is
         minus the round's weighted error); True stops the fit, keeping the
         learners fitted (see :mod:`gputrees.callbacks`).
+    eval_metric : str, callable or list of them, default=None
+        What ``fit(..., eval_set=...)`` scores its validation sets with after
+        every learner (:mod:`gputrees.metrics`: "error", "logloss", "auc" or a
+        callable ``f(y_true, proba, sample_weight)``); None: "error". The
+        metrics see the ensemble's probabilities so far (two classes: of
+        ``classes_[1]``), as ``staged_predict_proba``.
+    early_stopping : bool, default=False
+        Stop once the last ``eval_metric`` on the last ``eval_set`` has not
+        improved by ``tol`` in ``n_iter_no_change`` learners (scikit-learn's
+        rule), keeping the learners fitted; needs an ``eval_set``.
+    n_iter_no_change : int, default=10
+    tol : float, default=1e-7
 
     Attributes
     ----------
@@ -432,6 +484,9 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when X was a DataFrame with string column names.
     feature_importances_ : ndarray of shape (n_features_in_,), float64
+    evals_result_ : dict
+        With an ``eval_set``: ``{"validation_i": {metric: [value after each
+        learner]}}``, as gradient boosting's and XGBoost's.
 
     Notes
     -----
@@ -453,6 +508,10 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         device=None,
         verbose=0,
         callbacks=None,
+        eval_metric=None,
+        early_stopping=False,
+        n_iter_no_change=10,
+        tol=1e-7,
     ):
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -461,6 +520,10 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         self.device = device
         self.verbose = verbose
         self.callbacks = callbacks
+        self.eval_metric = eval_metric
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
 
     def _default_estimator(self):
         return DecisionTreeClassifier(max_depth=1)
@@ -477,7 +540,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
 
     @transactional_fit
     @chooses_kernels
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None):
         """Boost weak learners on (X, y).
 
         Parameters
@@ -490,12 +553,20 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         sample_weight : array-like of shape (n_samples,), optional
             Initial row weights (normalised to sum 1); None: ``1/m`` each.
             Rows of weight 0 take no part.
+        eval_set : list of (X_val, y_val) pairs, optional
+            Validation sets scored with ``eval_metric`` after every learner
+            (``evals_result_``); early stopping watches the last one.
+        eval_sample_weight : list of array-like or None, optional
+            One weight vector (or None: every row 1) per ``eval_set`` pair,
+            weighting its rows in the metrics: a row of weight 2 counts as
+            that row twice.
 
         Returns
         -------
         self
         """
         rs, data = self._start(X, y, sample_weight)
+        evals = self._evals(eval_set, eval_sample_weight)
         xp = data.xp
         if data.binned is not None:
             self.classes_ = data.binned.attrs["classes_"]
@@ -524,6 +595,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             if err <= 0.0:  # perfect learner: scikit-learn's weight 1 (1/2 here), stop
                 weights.append(0.5)
                 errors.append(0.0)
+                self._kept(evals, weights)
                 self._round_done(monitor, t, weights, errors)
                 break
             if err >= 1.0 - 1.0 / k:  # no better than chance: drop it and stop
@@ -537,16 +609,15 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             w_t = self.learning_rate * 0.5 * (math.log((1.0 - err) / err) + math.log(k - 1.0))
             weights.append(w_t)
             errors.append(err)
-            if self._round_done(monitor, t, weights, errors) or t == self.n_estimators - 1:
+            stop = self._kept(evals, weights)
+            if self._round_done(monitor, t, weights, errors) or stop or t == self.n_estimators - 1:
                 break
             # course: misclassified * e^{w_t}, correct * e^{-w_t}, normalise;
             # computed as misclassified * e^{2 w_t}, normalise (the same weights)
             w = _normalised(xp, w * xp.exp((2.0 * w_t) * incorrect), t)
             if w is None:
                 break
-        self.estimator_weights_ = np.asarray(weights, dtype=np.float64)
-        self.estimator_errors_ = np.asarray(errors, dtype=np.float64)
-        monitor.close()
+        self._finish(evals, weights, errors, monitor)
         return self
 
     # -- prediction ---------------------------------------------------------------
@@ -557,22 +628,37 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
         other = -w_t / (k - 1) if k > 1 else 0.0
         return xp.where(hit, xp.asarray(w_t, dtype=xp.float64), xp.asarray(other, dtype=xp.float64))
 
+    def _vote_step(self, xp, votes_so_far, codes, w_t):
+        """``(votes, norm, decision)`` after one more learner (``votes_so_far``: (votes, norm), or None)."""
+        w_t = float(w_t)
+        votes = self._votes(xp, codes, w_t)
+        acc, norm = (votes, w_t) if votes_so_far is None else (votes_so_far[0] + votes, votes_so_far[1] + w_t)
+        k = self.n_classes_
+        if k == 1:
+            return acc, norm, xp.zeros((codes.shape[0], 1), dtype=xp.float64)
+        if k == 2:
+            return acc, norm, (acc[:, 1] - acc[:, 0]) / norm
+        return acc, norm, acc / norm
+
     def _staged_decision(self, X):
         """Yields ``(xp, decision)`` after each learner, in the fit's namespace."""
         xp, outputs = self._learner_outputs(X)
-        k = self.n_classes_
-        acc, norm = None, 0.0
+        so_far = None
         for codes, w_t in zip(outputs, self.estimator_weights_):
-            w_t = float(w_t)
-            votes = self._votes(xp, codes, w_t)
-            acc = votes if acc is None else acc + votes
-            norm += w_t
-            if k == 1:
-                yield xp, xp.zeros((codes.shape[0], 1), dtype=xp.float64)
-            elif k == 2:
-                yield xp, (acc[:, 1] - acc[:, 0]) / norm
-            else:
-                yield xp, acc / norm
+            acc, norm, dec = self._vote_step(xp, so_far, codes, w_t)
+            so_far = (acc, norm)
+            yield xp, dec
+
+    def _eval_target(self, y, n):
+        """A validation set's labels as float64 class indices (host)."""
+        return encode_eval_labels(self.classes_, y_to_host(to_host(y), n, multi_output=False))
+
+    def _eval_stage(self, xp, so_far, codes, learner_weights):
+        """``(so_far, probabilities)`` after one more learner, as :meth:`staged_predict_proba` (two classes:
+        of ``classes_[1]``, shape (n,)); ``so_far`` the votes before it (None at the first)."""
+        acc, norm, dec = self._vote_step(xp, so_far, codes, learner_weights[-1])
+        proba = self._proba(xp, dec)
+        return (acc, norm), (proba[:, 1] if self.n_classes_ == 2 else proba)
 
     def _final_decision(self, X):
         """The last stage of :meth:`_staged_decision`: ``(xp, decision)``."""
@@ -810,6 +896,14 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         Seeds the bootstrap draws and the learners' ``random_state``.
     device, verbose, callbacks
         As for :class:`AdaBoostClassifier` (the error shown is ``err_t``).
+    eval_metric : str, callable or list of them, default=None
+        As for :class:`AdaBoostClassifier`, over the ensemble's predictions
+        so far (``staged_predict``): "rmse", "mse", "mae", "mape", "r2"...;
+        None: "rmse".
+    early_stopping : bool, default=False
+    n_iter_no_change : int, default=10
+    tol : float, default=1e-7
+        As for :class:`AdaBoostClassifier`.
 
     Attributes
     ----------
@@ -823,6 +917,8 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
     feature_importances_ : ndarray of shape (n_features_in_,), float64
+    evals_result_ : dict
+        With an ``eval_set`` (see :class:`AdaBoostClassifier`).
     """
 
     _metric = staticmethod(r2_score)
@@ -843,6 +939,10 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         device=None,
         verbose=0,
         callbacks=None,
+        eval_metric=None,
+        early_stopping=False,
+        n_iter_no_change=10,
+        tol=1e-7,
     ):
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -852,6 +952,10 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         self.device = device
         self.verbose = verbose
         self.callbacks = callbacks
+        self.eval_metric = eval_metric
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
 
     def _default_estimator(self):
         return DecisionTreeRegressor(max_depth=3)
@@ -864,7 +968,7 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
 
     @transactional_fit
     @chooses_kernels
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, eval_sample_weight=None):
         """Boost regressors on (X, y).
 
         Parameters
@@ -875,12 +979,15 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         sample_weight : array-like of shape (n_samples,), optional
             Initial row weights (normalised); None: ``1/m`` each. Rows of
             weight 0 are never drawn.
+        eval_set, eval_sample_weight
+            As for :meth:`AdaBoostClassifier.fit`.
 
         Returns
         -------
         self
         """
         rs, data = self._start(X, y, sample_weight)
+        evals = self._evals(eval_set, eval_sample_weight)
         xp = data.xp
         if data.binned is not None:
             y_t = data.y
@@ -922,6 +1029,7 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
             if err <= 0.0:  # perfect fit: scikit-learn's weight 1, stop
                 weights.append(1.0)
                 errors.append(0.0)
+                self._kept(evals, weights)
                 self._round_done(monitor, t, weights, errors)
                 break
             if err >= 0.5:  # drop it, unless it is the only one (then weight 0)
@@ -930,28 +1038,40 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
                 else:
                     weights.append(0.0)
                     errors.append(err)
+                    self._kept(evals, weights)
                     self._round_done(monitor, t, weights, errors)
                 break
             beta = err / (1.0 - err)
             weights.append(self.learning_rate * math.log(1.0 / beta))
             errors.append(err)
-            if self._round_done(monitor, t, weights, errors) or t == self.n_estimators - 1:
+            stop = self._kept(evals, weights)
+            if self._round_done(monitor, t, weights, errors) or stop or t == self.n_estimators - 1:
                 break
             w = _normalised(xp, xp.where(live, w * beta ** ((1.0 - loss) * self.learning_rate), w), t)
             if w is None:
                 break
-        self.estimator_weights_ = np.asarray(weights, dtype=np.float64)
-        self.estimator_errors_ = np.asarray(errors, dtype=np.float64)
-        monitor.close()
+        self._finish(evals, weights, errors, monitor)
         return self
 
-    def _weighted_median(self, xp, outputs):
-        """Weighted median over the learners of each row (scikit-learn's rule), (n,)."""
+    def _eval_target(self, y, n):
+        """A validation set's targets as float64 (host)."""
+        return regression_target(y_to_host(to_host(y), n, multi_output=False))
+
+    def _eval_stage(self, xp, so_far, pred, learner_weights):
+        """``(outputs, prediction)`` after one more learner, as :meth:`staged_predict`; ``so_far`` the
+        learners' outputs before it (None at the first)."""
+        outputs = [pred] if so_far is None else so_far + [pred]
+        return outputs, self._weighted_median(xp, outputs, np.asarray(learner_weights, dtype=np.float64))
+
+    @staticmethod
+    def _weighted_median(xp, outputs, learner_weights):
+        """Weighted median over the learners of each row (scikit-learn's rule), (n,); ``learner_weights`` (host)
+        the learners' weights, the first ``len(outputs)`` used."""
         preds = xp.stack(outputs, axis=1)  # (n, T)
         n, n_learners = preds.shape
         order = xp.argsort(preds, axis=1, stable=True)
         flat = xp.reshape(order, (-1,))
-        weights = _backend.from_numpy(xp, self.estimator_weights_[:n_learners])
+        weights = _backend.from_numpy(xp, learner_weights[:n_learners])
         sorted_w = xp.reshape(xp.take(weights, flat), (n, n_learners))
         rows = xp.arange(n, dtype=xp.int64)[:, None] * n_learners
         sorted_p = xp.reshape(xp.take(xp.reshape(preds, (-1,)), xp.reshape(order + rows, (-1,))), (n, n_learners))
@@ -973,7 +1093,7 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
             In the namespace of ``X`` (NumPy for NumPy/pandas input).
         """
         xp, outputs = self._learner_outputs(X)
-        return _backend.output_like(X, self._weighted_median(xp, outputs))
+        return _backend.output_like(X, self._weighted_median(xp, outputs, self.estimator_weights_))
 
     def staged_predict(self, X):
         """Weighted median of the first t learners, for t = 1, 2, ...
@@ -989,5 +1109,5 @@ class AdaBoostRegressor(RegressorMixin, _BaseWeightBoosting):
         """
         xp, outputs = self._learner_outputs(X)
         for t in range(1, len(outputs) + 1):
-            yield _backend.output_like(X, self._weighted_median(xp, outputs[:t]))
+            yield _backend.output_like(X, self._weighted_median(xp, outputs[:t], self.estimator_weights_))
 
