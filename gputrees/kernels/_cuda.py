@@ -62,6 +62,7 @@ from .._records import ActiveRows
 __all__ = [
     "SHARED_WORDS",
     "apply_trees",
+    "device_views",
     "goes_left",
     "grid_blocks",
     "launch",
@@ -131,14 +132,28 @@ def _launch(kernel, blocks: int, threads: int, *args, shared_bytes: int = 0):
         return
     import cupy
 
-    views = [
-        cuda.from_cuda_array_interface(a.__cuda_array_interface__, owner=a, sync=False)
-        if hasattr(a, "__cuda_array_interface__") else a
-        for a in args
-    ]
     ptr = cupy.cuda.get_current_stream().ptr
     stream = cuda.external_stream(ptr) if ptr else cuda.default_stream()
-    _run(kernel[blocks, threads, stream, shared_bytes], views)
+    _run(kernel[blocks, threads, stream, shared_bytes], device_views(*args))
+
+
+def device_views(*args) -> tuple:
+    """``args`` as a launch hands them to numba-cuda: each device array (CuPy's) as a view of its
+    ``__cuda_array_interface__`` made without a host synchronisation (see :func:`_launch`), views already
+    made and anything else as they are; in the simulator everything as it is.
+
+    A caller launching kernels on the same arrays again and again (a tree's levels) makes their views
+    once: a view costs tens of microseconds of host time, and a launch of many arrays would pay it for each.
+    """
+    if _simulated():
+        return args
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    return tuple(
+        a if isinstance(a, DeviceNDArray) or not hasattr(a, "__cuda_array_interface__")
+        else cuda.from_cuda_array_interface(a.__cuda_array_interface__, owner=a, sync=False)
+        for a in args
+    )
 
 
 def _run(configured, args) -> None:

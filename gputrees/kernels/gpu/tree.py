@@ -56,6 +56,7 @@ or random splits.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numba
 import numpy as np
@@ -63,7 +64,7 @@ from numba import cuda
 
 from ..._records import NEWTON, TreeBatch, criterion_code
 from .. import rules
-from .._cuda import grid_blocks, launch, launch_config
+from .._cuda import device_views, grid_blocks, launch, launch_config
 from .rules import compile_rules
 
 __all__ = [
@@ -80,6 +81,9 @@ SHARED_HISTOGRAM_BYTES = 48 * 1024
 #: Most blocks of a ``_build_shared`` launch: each adds its shared histograms to the global ones once.
 SHARED_BUILD_BLOCKS = 1024
 _NEG_INF = -math.inf
+#: The names of a tree's arrays that every level's launches take (their views made once a tree).
+_TREE_ARRAYS = ("codes", "wts", "node", "split", "feature", "bin", "missing_left", "threshold", "stats", "can",
+                "allowed", "n_value_bins", "thresholds", "bin_values", "is_exact", "inv", "proxies", "fbest", "sf")
 
 
 # -- device functions ---------------------------------------------------------------
@@ -472,6 +476,11 @@ def grow_tree(xp, inputs, params, *, scale=None):
     min_split, min_dec = float(params.min_samples_split), float(params.min_impurity_decrease)
     rtol = float(rules.TIE_RTOL)
     missing_bin = int(mapper.missing_bin)
+    # the arrays every level's launches take, as numba-cuda's views once for the tree (the launches then
+    # convert only each level's slices)
+    v = SimpleNamespace(**dict(zip(_TREE_ARRAYS, device_views(
+        codes, wts, node, split, feature, bin_, missing_left, threshold, stats, can, allowed, n_value_bins,
+        thresholds, bin_values, is_exact, inv, proxies, fbest, sf))))
     prev = None
     for d in range(depth):
         first, width = 2 ** d - 1, 2 ** d
@@ -479,8 +488,9 @@ def grow_tree(xp, inputs, params, *, scale=None):
         cur = levels[d % 2][: n_trees * width * cell]
         built = cur if d == 0 else built_buf[: n_trees * n_pairs * cell]
         built[...] = 0
-        small_right, small_next = small[(d + 1) % 2], small[d % 2]
-        routing = (codes, wts, node, split, feature, bin_, missing_left, missing_bin, small_right, first, n_pairs, nb)
+        cur, built, small_right, small_next = device_views(cur, built, small[(d + 1) % 2], small[d % 2])
+        routing = (v.codes, v.wts, v.node, v.split, v.feature, v.bin, v.missing_left, missing_bin, small_right,
+                   first, n_pairs, nb)
         group = shared_group_width(n_trees * n_pairs, nb, n_features)
         if group:
             n_groups = -(-n_features // group)
@@ -489,14 +499,14 @@ def grow_tree(xp, inputs, params, *, scale=None):
                    shared_bytes=n_trees * n_pairs * group * nb * 3 * 8)
         else:
             launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, *routing, built)
-        launch(_split, n_trees * width, threads, prev if d > 0 else cur, built, cur, proxies, fbest, stats, can,
-               allowed, n_value_bins, thresholds, bin_values, is_exact, inv, d, first, width, nb, l2, msl, mwl,
-               min_split, depth, min_dec, rtol, split, feature, bin_, missing_left, threshold, small_right, small_next,
-               sf)
+        launch(_split, n_trees * width, threads, prev if d > 0 else cur, built, cur, v.proxies, v.fbest, v.stats,
+               v.can, v.allowed, v.n_value_bins, v.thresholds, v.bin_values, v.is_exact, v.inv, d, first, width, nb,
+               l2, msl, mwl, min_split, depth, min_dec, rtol, v.split, v.feature, v.bin, v.missing_left, v.threshold,
+               small_right, small_next, v.sf)
         prev = cur
     # the last level's rows to their leaves
-    launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, codes, node, split, feature, bin_,
-           missing_left, 2 ** (depth - 1) - 1, missing_bin)
+    launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, v.codes, v.node, v.split, v.feature,
+           v.bin, v.missing_left, 2 ** (depth - 1) - 1, missing_bin)
     return _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
                           inputs.record_leaves)
 
