@@ -28,8 +28,10 @@ Kernels:
   device (the pairs come back grouped by node, each node's pairs in their
   previous order, as the Numba set does).
 * :func:`apply_trees`: one thread per (row, tree) of a padded forest, a loop
-  over depth; its split rule is the device function :func:`goes_left`
-  (the GPU TreeSHAP kernel's too).
+  over depth (the device function :func:`leaf_of`); its split rule is the
+  device function :func:`goes_left` (the GPU TreeSHAP kernel's too).
+* :func:`predict_raw`: one thread per (row, output) walks its trees in round
+  order and adds their leaf values.
 
 Sums. With ``scale`` (the quantised mode, :mod:`gputrees.kernels._quantise`),
 every pair's channel value times ``scale[c]`` is an integer (the caller
@@ -67,6 +69,7 @@ __all__ = [
     "grid_blocks",
     "launch",
     "launch_config",
+    "leaf_of",
     "node_histograms",
     "node_sums",
     "predict_raw",
@@ -334,6 +337,19 @@ def goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, a
     return go_left
 
 
+@cuda.jit(device=True)
+def leaf_of(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, max_depth,
+            missing_bin):
+    """The leaf row ``i`` reaches in tree ``t`` of a padded batch (at most ``max_depth`` steps)."""
+    nd = 0
+    for _ in range(max_depth):
+        if feature[t, nd] < 0:
+            break
+        go_left = goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin)
+        nd = left[t, nd] if go_left else right[t, nd]
+    return nd
+
+
 @functools.cache
 def _apply_kernel():
     @cuda.jit
@@ -346,14 +362,8 @@ def _apply_kernel():
         for idx in range(start, total, step):
             i = idx // n_trees
             t = idx % n_trees
-            nd = 0
-            for _ in range(max_depth):
-                if feature[t, nd] < 0:
-                    break
-                go_left = goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat,
-                                    missing_bin)
-                nd = left[t, nd] if go_left else right[t, nd]
-            out[i, t] = nd
+            out[i, t] = leaf_of(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+                                max_depth, missing_bin)
 
     return apply
 
@@ -372,14 +382,8 @@ def _predict_raw_kernel():
             c = idx - i * k
             acc = raw[i, c]
             for t in range(c, n_trees, k):  # tree r * K + c adds to column c, round after round
-                nd = 0
-                for _ in range(max_depth):
-                    if feature[t, nd] < 0:
-                        break
-                    go_left = goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat,
-                                        missing_bin)
-                    nd = left[t, nd] if go_left else right[t, nd]
-                acc += values[t, nd]
+                acc += values[t, leaf_of(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left,
+                                         any_cat, max_depth, missing_bin)]
             raw[i, c] = acc
 
     return predict

@@ -146,6 +146,24 @@ def _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_fir
     return nd
 
 
+@cuda.jit(device=True)
+def _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
+                write):
+    """Row ``r``'s node of this level (written back to ``node`` where ``write``), and the pair of that level
+    whose built histogram takes the row: -1 where none does (a leaf of an earlier level, or the larger child
+    of its pair, which comes by subtraction); 0 at level 0 (the root)."""
+    nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
+    if write:
+        node[k, r] = nd
+    s = nd - level_first
+    if s < 0:
+        return -1
+    if level_first == 0:
+        return 0
+    q = s // 2
+    return q if s - 2 * q == small_right[k, q] else -1
+
+
 # -- kernels (compiled at first launch) -----------------------------------------------
 @cuda.jit
 def _build(codes, wts, node, split, feature, bin_, missing_left, missing_bin, small_right, level_first, n_pairs,
@@ -159,16 +177,10 @@ def _build(codes, wts, node, split, feature, bin_, missing_left, missing_bin, sm
     for idx in range(start, n_trees * n, step):
         k = idx // n
         r = idx - k * n
-        nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
-        node[k, r] = nd
-        s = nd - level_first
-        if s < 0:
-            continue  # the row ended in a leaf of an earlier level
-        q = s // 2
-        if level_first > 0 and s - 2 * q != small_right[k, q]:
-            continue  # the larger child: by subtraction
-        if level_first == 0:
-            q = 0
+        q = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
+                        True)
+        if q < 0:
+            continue
         g0, g1, g2 = wts[k, r, 0], wts[k, r, 1], wts[k, r, 2]
         base = (k * n_pairs + q) * n_features
         for f in range(n_features):
@@ -209,17 +221,10 @@ def _build_shared(codes, wts, node, split, feature, bin_, missing_left, missing_
     for idx in range(chunk * threads + tid, n_trees * n, n_chunks * threads):
         k = idx // n
         r = idx - k * n
-        nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
-        if g == 0:
-            node[k, r] = nd
-        s = nd - level_first
-        if s < 0:
-            continue  # the row ended in a leaf of an earlier level
-        q = s // 2
-        if level_first > 0 and s - 2 * q != small_right[k, q]:
-            continue  # the larger child: by subtraction
-        if level_first == 0:
-            q = 0
+        q = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
+                        g == 0)
+        if q < 0:
+            continue
         g0, g1, g2 = wts[k, r, 0], wts[k, r, 1], wts[k, r, 2]
         base = (k * n_pairs + q) * fw
         for f in range(fw):
@@ -361,18 +366,15 @@ def _split(prev, built, hist, proxies, fbest, stats, can, allowed, n_value_bins,
 
 @cuda.jit
 def _route(codes, node, split, feature, bin_, missing_left, level_first, missing_bin):
-    """Each (tree, row) of a node split at this level moved to its child."""
+    """Each (tree, row) moved to its child where its node (above ``level_first``) split: the last level's rows
+    to their leaves, ``level_first`` the first node below the last level."""
     n_trees, n = node.shape
     start = cuda.grid(1)
     step = cuda.gridsize(1)
     for idx in range(start, n_trees * n, step):
         k = idx // n
         r = idx - k * n
-        nd = node[k, r]
-        if nd >= level_first and split[k, nd]:
-            code = numba.int64(codes[r, feature[k, nd]])
-            left = missing_left[k, nd] if code == missing_bin else code <= bin_[k, nd]
-            node[k, r] = 2 * nd + (1 if left else 2)
+        node[k, r] = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
 
 
 # -- the host side ---------------------------------------------------------------------
@@ -506,7 +508,7 @@ def grow_tree(xp, inputs, params, *, scale=None):
         prev = cur
     # the last level's rows to their leaves
     launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, v.codes, v.node, v.split, v.feature,
-           v.bin, v.missing_left, 2 ** (depth - 1) - 1, missing_bin)
+           v.bin, v.missing_left, 2 ** depth - 1, missing_bin)
     return _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
                           inputs.record_leaves)
 
