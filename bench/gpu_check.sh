@@ -7,8 +7,8 @@
 # Steps, each under its own time limit so that the whole stays under 8 minutes: the wheels of
 # bench/gpu_wheels.txt installed (made here by bench/gpu_wheels.sh), the device and the versions, a kernel
 # smoke test (the device step against the CPU's kernels), bench/bench_gpu.py at 1M and 10M rows with
-# XGBoost and LightGBM on the CPU beside it, then `pytest -m gpu`. Files in OUT: device.txt, smoke.txt,
-# bench_gpu.txt, pytest_gpu.txt and bench_gpu's gpu-*.json and gpu-*.md.
+# XGBoost and LightGBM on the CPU beside it, then `pytest -m gpu`, then bench/gpu_profile.py. Files in OUT:
+# device.txt, smoke.txt, bench_gpu.txt, pytest_gpu.txt, profile.txt and bench_gpu's gpu-*.json and gpu-*.md.
 set -uo pipefail
 OUT=${1:?usage: bench/gpu_check.sh OUT [WHEELS | --dry-run]}
 ARG=${2:-.whl}
@@ -58,5 +58,9 @@ echo "bench_gpu: exit $? after $(( $(date +%s) - start )) s" >> "$OUT/bench_gpu.
 if [ $DRY = 0 ]; then
   timeout 170 $PY -m pytest -q -n 8 -m gpu tests -p no:cacheprovider > "$OUT/pytest_gpu.txt" 2>&1
   echo "pytest -m gpu: exit $? after $(( $(date +%s) - start )) s" >> "$OUT/pytest_gpu.txt"
+  # where a fit's time goes: the device step's builds compared, a blocking-launch profile (bench/gpu_profile.py)
+  timeout 100 $PY bench/gpu_profile.py --repeats 1 2>&1 | grep -v "NumbaPerformanceWarning\|warn(errors" \
+    > "$OUT/profile.txt"
+  echo "gpu_profile: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s" >> "$OUT/profile.txt"
 fi
 ls -l "$OUT"
