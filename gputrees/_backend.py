@@ -20,6 +20,8 @@ from array_api_compat import array_namespace
 
 __all__ = [
     "DEVICES",
+    "is_dataframe",
+    "is_series",
     "namespace_for",
     "namespace_of",
     "is_numpy_namespace",
@@ -85,11 +87,14 @@ def check_device_memory(xp, needed: int, what: str) -> None:
         )
 
 
-def _is_dataframe(X) -> bool:
-    return hasattr(X, "dtypes") and hasattr(X, "columns") and hasattr(X, "iloc")
+def is_dataframe(X) -> bool:
+    """Whether ``X`` is a pandas-like DataFrame (``columns`` and ``iloc``; not ``dtypes``, which pandas builds
+    as a Series on every access)."""
+    return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
-def _is_series(X) -> bool:
+def is_series(X) -> bool:
+    """Whether ``X`` is a pandas-like Series."""
     return hasattr(X, "dtype") and hasattr(X, "iloc") and not hasattr(X, "columns")
 
 
@@ -129,8 +134,8 @@ def is_array_api_array(X) -> bool:
         array_api_compat.is_array_api_obj(X)
         and not isinstance(X, np.ndarray)
         and not np.isscalar(X)
-        and not _is_dataframe(X)
-        and not _is_series(X)
+        and not is_dataframe(X)
+        and not is_series(X)
     )
 
 

@@ -29,6 +29,8 @@ MAX_TARGET_SCALE = 2.0**400
 
 
 def _is_sparse(X) -> bool:
+    if _backend.is_dataframe(X):
+        return False  # (asking a DataFrame for ``sparse`` makes pandas check every column's dtype)
     return hasattr(X, "tocsr") or hasattr(X, "sparse") and hasattr(X, "format")
 
 
@@ -132,7 +134,7 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         raise TypeError(f"{type(X).__name__} is not a scipy.sparse matrix; convert it to one or to a dense array")
     if fit:
         _check_fit_memory(X, xp)
-    if _backend._is_dataframe(X):
+    if _backend.is_dataframe(X):
         names = [str(c) for c in X.columns]
         n_features = X.shape[1]
         declared = resolve_categorical(categorical_features, n_features, names) if fit else set()
@@ -308,7 +310,7 @@ def y_to_host(y, n_samples: int, multi_output: bool):
     """y as a NumPy array of shape (n,) or (n, k), with length and NaN checks."""
     if y is None:
         raise ValueError("requires y to be passed, but the target y is None")
-    if _backend._is_dataframe(y) or _backend._is_series(y):
+    if _backend.is_dataframe(y) or _backend.is_series(y):
         y = y.to_numpy()
     elif _backend.is_array_api_array(y):
         y = _backend.to_numpy(y)
