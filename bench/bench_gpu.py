@@ -62,7 +62,7 @@ sys.path.insert(0, str(HERE.parent))
 PEAK_GBPS = {"H100 SXM": 3350.0, "H100 PCIe": 2000.0, "H100 NVL": 3900.0, "H200": 4800.0}
 #: Rows of the warm-up fit that compiles the cuda kernels before timing.
 WARMUP_ROWS = 10_000
-PEERS = ("numba", "xgboost", "lightgbm", "sklearn")
+PEERS = ("numba", "xgboost", "lightgbm", "sklearn", "xgboost-gpu")
 DRY = dict(rows=[300, 600], features=4, rounds=3, depth=3, max_bins=15, forest_trees=3, forest_depth=4,
            forest_rows=300, warmup_rows=100, hist_repeats=2)
 
@@ -81,8 +81,9 @@ def parse_args(argv=None):
     p.add_argument("--skip-peers", action="store_true", help="GPU only (no XGBoost, LightGBM, scikit-learn, Numba)")
     p.add_argument("--level-wise", action="store_true",
                    help="also time the GPU fit with GPUTREES_DEVICE_STEP=0 (every tree level by level)")
-    p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
-                   help="the CPU runs beside the GPU's (numba: gputrees' own CPU kernels)")
+    p.add_argument("--peers", nargs="*", choices=PEERS, default=[p for p in PEERS if p != "xgboost-gpu"],
+                   help="the runs beside gputrees' GPU fit (numba: gputrees' own CPU kernels; xgboost-gpu: "
+                        "XGBoost's CUDA build on the same GPU, where installed)")
     p.add_argument("--out", type=Path, default=HERE / "results")
     p.add_argument("--dry-run", action="store_true", help="tiny sizes in numba-cuda's simulator (no GPU)")
     args = p.parse_args(argv)
@@ -155,6 +156,7 @@ def gbdt(library, args, threads=None, gpu=False):
         return xgboost.XGBClassifier(
             n_estimators=args.rounds, max_depth=args.depth, learning_rate=lr, max_bin=args.max_bins + 1,
             reg_lambda=l2, min_child_weight=mch, tree_method="hist", n_jobs=threads, random_state=0,
+            device="cuda" if gpu else "cpu",
         )
     if library == "lightgbm":
         import lightgbm
@@ -167,6 +169,20 @@ def gbdt(library, args, threads=None, gpu=False):
     raise ValueError(library)
 
 
+def xgboost_has_cuda() -> bool:
+    """Whether the installed XGBoost is a CUDA build (the xgboost-cpu wheel is not); says so when not."""
+    try:
+        import xgboost
+
+        ok = bool(xgboost.build_info().get("USE_CUDA"))
+    except Exception as exc:  # not installed, or an older build_info
+        print(f"XGBoost GPU: not available ({type(exc).__name__}: {exc})", flush=True)
+        return False
+    if not ok:
+        print(f"XGBoost GPU: the installed XGBoost {xgboost.__version__} is not a CUDA build", flush=True)
+    return ok
+
+
 def run_gbdt(args, dev, n_rows, results):
     from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import train_test_split
@@ -177,11 +193,13 @@ def run_gbdt(args, dev, n_rows, results):
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0)
     Xw, yw = Xtr[: args.warmup_rows], ytr[: args.warmup_rows]
     peers = {"numba": ("gputrees CPU (Numba)", "gputrees", False), "xgboost": ("XGBoost CPU", "xgboost", False),
+             "xgboost-gpu": ("XGBoost GPU", "xgboost", True),
              "lightgbm": ("LightGBM CPU", "lightgbm", False)}
     gpu = [("gputrees GPU", "gputrees", True)]
     if args.level_wise and not args.dry_run:  # the simulator always takes the device step
         gpu.append(("gputrees GPU, level by level", "gputrees", True))
-    entries = gpu + [peers[p] for p in PEERS if p in args.peers and p in peers]
+    entries = gpu + [peers[p] for p in PEERS if p in args.peers and p in peers
+                     and not (p == "xgboost-gpu" and (args.dry_run or not xgboost_has_cuda()))]
     for label, library, on_gpu in entries:
         env_kernels = os.environ.pop("GPUTREES_KERNELS", None)
         os.environ["GPUTREES_DEVICE_STEP"] = "0" if label.endswith("level by level") else "1"
@@ -287,12 +305,15 @@ def markdown(meta, results):
                                                    f" ({100 * r['share_of_peak']:.0f}%)")
         lines.append(f"| {r['task']} | {r['rows']} | {r['model']} | {num(r.get('fit_s', r.get('time_s')), '.3f')} | "
                      f"{num(r.get('predict_rows_per_s'), '.0f')} | {num(r.get('auc'), '.4f')} | {bw} |")
-    lines += ["", "Speed-ups of gputrees GPU over the best CPU peer (fit):", ""]
+    lines += ["", "Speed-ups of gputrees GPU over the best CPU peer (fit; over XGBoost GPU where it ran):", ""]
     for rows in sorted({r["rows"] for r in results if r["task"] == "gbdt"}):
         fits = {r["model"]: r["fit_s"] for r in results if r["task"] == "gbdt" and r["rows"] == rows}
-        peers = [v for k, v in fits.items() if not k.startswith("gputrees GPU")]
+        peers = [v for k, v in fits.items() if "CPU" in k]
         if peers and "gputrees GPU" in fits:
-            lines.append(f"- GBDT {rows} rows: {min(peers) / fits['gputrees GPU']:.1f}x")
+            line = f"- GBDT {rows} rows: {min(peers) / fits['gputrees GPU']:.1f}x"
+            if "XGBoost GPU" in fits:
+                line += f"; XGBoost GPU {fits['XGBoost GPU'] / fits['gputrees GPU']:.2f}x"
+            lines.append(line)
     return "\n".join(lines) + "\n"
 
 

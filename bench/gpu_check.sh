@@ -24,6 +24,19 @@ elif [ -d "$ARG" ] && ls "$ARG"/*.whl > /dev/null 2>&1; then
     "$ARG"/*.whl || exit 1
   export PYTHONPATH=/tmp/gputrees-site
 fi
+# XGBoost's CUDA build, carried in parts over earlier calls (bench/gpu_stash.sh): joined, checked, installed
+# over the CPU build, and timed by bench_gpu.py as the xgboost-gpu peer
+XGB_GPU=""
+if [ $DRY = 0 ] && [ -f /tmp/gputrees-parts/MANIFEST ]; then
+  read -r name sum total < /tmp/gputrees-parts/MANIFEST
+  if [ "$(ls /tmp/gputrees-parts/part.* | wc -l)" = "$total" ]; then
+    cat /tmp/gputrees-parts/part.* > "/tmp/$name"
+    if echo "$sum  /tmp/$name" | sha256sum -c --quiet - && $PY -m pip install -q --no-index --no-deps \
+        --no-compile --no-cache-dir --upgrade --target /tmp/gputrees-site "/tmp/$name"; then
+      XGB_GPU="xgboost-gpu"
+    fi
+  fi
+fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 start=$(date +%s)
@@ -49,7 +62,7 @@ echo "smoke: exit $? after $(( $(date +%s) - start )) s" >> "$OUT/smoke.txt"
 
 if [ $DRY = 0 ]; then
   # the CPU peers that finish in seconds; gputrees' own CPU kernels would spend the first minute compiling
-  timeout 230 $PY bench/bench_gpu.py --rows 1000000 10000000 --peers xgboost lightgbm --out "$OUT" \
+  timeout 230 $PY bench/bench_gpu.py --rows 1000000 10000000 --peers xgboost lightgbm $XGB_GPU --out "$OUT" \
     > "$OUT/bench_gpu.txt" 2>&1
 else
   timeout 300 $PY bench/bench_gpu.py --dry-run --out "$OUT" > "$OUT/bench_gpu.txt" 2>&1
