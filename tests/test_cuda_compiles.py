@@ -53,12 +53,17 @@ def _nvvm_missing():
     return None
 
 
-MISSING = _nvvm_missing()
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"numba-cuda cannot compile PTX here: {MISSING}")
+@pytest.fixture(scope="module")
+def nvvm():
+    """Skips the module's tests, saying why, where numba-cuda cannot compile PTX (checked once, when run:
+    not at collection, which every test worker does)."""
+    missing = _nvvm_missing()
+    if missing is not None:
+        pytest.skip(f"numba-cuda cannot compile PTX here: {missing}")
 
 
 @pytest.fixture()
-def compiled(monkeypatch):
+def compiled(monkeypatch, nvvm):
     """Launches compile their kernel to PTX instead of running it; returns {(kernel name, types): PTX}."""
     # a device function compiles for the current device's capability, which needs a GPU: give it one
     monkeypatch.setattr(numba.cuda.dispatcher, "get_current_device",
