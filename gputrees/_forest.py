@@ -33,7 +33,7 @@ from ._classes import DecisionTreeClassifier, DecisionTreeRegressor, _BaseTree
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import grow
 from ._records import DEFAULT_MEMORY_LIMIT, GrowerInputs, stack_batches, stack_node_arrays
-from ._predictor import apply_trees
+from ._predictor import apply_trees, tree_value_sums
 from .kernels.reference import gather_node_values
 from ._progress import Monitor, Step
 from ._scoring import ClassifierMixin, RegressorMixin
@@ -358,13 +358,14 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
             acc = None
             t0 = 0
             for batch, values in zip(self._batches, self._values):
-                leaves = apply_trees(xp, batch, Xc, self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
-                v = gather_node_values(xp, values, leaves)  # (rows, trees, out, k)
                 tb = int(batch.left.shape[0])
-                if weights is not None:
+                if weights is None:
+                    s = tree_value_sums(xp, batch, values, Xc, self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
+                else:
+                    leaves = apply_trees(xp, batch, Xc, self._bin_mapper.missing_bin, n_jobs=self.n_jobs)
+                    v = gather_node_values(xp, values, leaves)  # (rows, trees, out, k)
                     w = weights[t0 : t0 + tb, r0:r1, ...]  # (trees, rows)
-                    v = v * xp.permute_dims(w, (1, 0))[:, :, None, None]
-                s = xp.sum(v, axis=1)
+                    s = xp.sum(v * xp.permute_dims(w, (1, 0))[:, :, None, None], axis=1)
                 acc = s if acc is None else acc + s
                 t0 += tb
             out.append(acc)

@@ -19,3 +19,15 @@ def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
     return apply(xp, batch, X, missing_bin)
 
 
+def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None = None):
+    """The sum over the trees of every row's leaf values, with the fit's kernel set.
+
+    Same contract as :func:`gputrees.kernels.reference.tree_value_sums`; the
+    Numba kernel set walks the trees and adds the values in one compiled pass.
+    """
+    from .kernels import get_kernels
+
+    sums = get_kernels(xp, n_jobs=n_jobs, prediction=True).tree_value_sums
+    if is_sparse(X):
+        return xp.concat([sums(xp, batch, values, block, missing_bin) for _, _, block in dense_blocks(X)], axis=0)
+    return sums(xp, batch, values, X, missing_bin)

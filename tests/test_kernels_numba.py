@@ -331,6 +331,31 @@ def test_apply_trees_equals_reference(categorical):
                           apply_trees_reference(NP, batch, x32.astype(np.float64), n_bins - 1))
 
 
+@pytest.mark.parametrize("passes", ["blocks", "passes"])
+@pytest.mark.parametrize("n_trees", [1, 7, 9, 100, 300])
+@pytest.mark.parametrize("rest", [(), (1, 1), (1, 3), (2, 1)], ids=["2d", "one", "classes", "outputs"])
+def test_tree_value_sums_equal_numpys_sum_bit_for_bit(rest, n_trees, passes, monkeypatch):
+    """A forest's sums over its trees: NumPy adds a row's trees one after the other where each gives
+    several values and pairwise where each gives one (blocks of 128, halves above): the compiled pass
+    matches both, for any number of trees, a block of rows through every tree at a time or (trees too
+    large to stay in cache) every tree through a pass of blocks."""
+    if passes == "passes":
+        monkeypatch.setattr(cpu.predict, "TREES_IN_CACHE_BYTES", 0)
+    n_features, n_bins = 4, 6
+    batch = _random_batch(11, n_trees, 4, n_features, n_trees % 2 == 1, n_bins)
+    rng = np.random.default_rng(12)
+    X = rng.standard_normal((700, n_features))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    if n_trees % 2 == 1:
+        X = np.where(np.isnan(X), np.nan, rng.integers(0, n_bins, X.shape).astype(np.float64))
+    values = rng.standard_normal((n_trees, int(batch.left.shape[1])) + rest) / 3.0
+    want = _reference.tree_value_sums(NP, batch, values, X, n_bins - 1)
+    for threads in (1, 2):
+        got = cpu.predict.tree_value_sums(NP, batch, values, X, n_bins - 1, n_threads=threads)
+        assert got.shape == want.shape == (700,) + rest
+        assert np.array_equal(got, want)
+
+
 @pytest.mark.parametrize("max_len", [1, 3, 50])
 def test_segmented_scans_equal_reference(max_len):
     rng = np.random.default_rng(9)

@@ -161,6 +161,10 @@ class Kernels:
     predict_raw : callable
         ``predict_raw(xp, batch, values, X, missing_bin, base)``: boosting's
         raw predictions; see :func:`gputrees.kernels.reference.predict_raw`.
+    tree_value_sums : callable
+        ``tree_value_sums(xp, batch, values, X, missing_bin)``: the sum over
+        the trees of each row's leaf values (a forest's prediction); see
+        :func:`gputrees.kernels.reference.tree_value_sums`.
     tree_shap : callable
         ``tree_shap(xp, batch, values, cover, X, missing_bin, *,
         interactions=False)``: exact path-dependent SHAP values (or
@@ -199,6 +203,7 @@ class Kernels:
     round_end: Callable
     apply_trees: Callable
     predict_raw: Callable
+    tree_value_sums: Callable
     tree_shap: Callable
     workspace: Callable
     fast: FastPaths
@@ -254,8 +259,8 @@ def assemble(name: str, build_histograms, apply_trees, *, fixed_point: bool = Fa
     ``build_histograms`` and ``apply_trees`` are the set's own; the node
     passes default to the reference compositions around ``build_histograms``,
     ``route_and_sum`` and ``drawn_histograms`` to the reference compositions
-    of the set's routing, sums and histograms, ``predict_raw`` to the
-    reference's around ``apply_trees``.
+    of the set's routing, sums and histograms, ``predict_raw`` and
+    ``tree_value_sums`` to the reference's around ``apply_trees``.
     """
     slots = dict(
         segmented_cumsum=reference.segmented_cumsum,
@@ -285,5 +290,6 @@ def assemble(name: str, build_histograms, apply_trees, *, fixed_point: bool = Fa
     slots.setdefault("drawn_histograms", functools.partial(reference.drawn_histograms,
                                                            node_histograms=slots["node_histograms"]))
     slots.setdefault("predict_raw", functools.partial(reference.predict_raw, walk=apply_trees))
+    slots.setdefault("tree_value_sums", functools.partial(reference.tree_value_sums, walk=apply_trees))
     return Kernels(name=name, fixed_point=fixed_point, build_histograms=build_histograms, apply_trees=apply_trees,
                    **slots)

@@ -561,6 +561,31 @@ def gather_node_values(xp, values, leaves):
     return xp.reshape(out, tuple(leaves.shape) + rest)
 
 
+def tree_value_sums(xp, batch, values, X, missing_bin: int, *, walk=None):
+    """The sum over a batch's trees of each row's leaf values (a forest's prediction before its mean).
+
+    Parameters
+    ----------
+    batch : TreeBatch
+    values : array of shape (n_trees, n_nodes, ...), float64
+    X : array of shape (n_samples, n_features), float64
+        As :func:`apply_trees` takes it.
+    missing_bin : int
+    walk : callable or None
+        The leaf walk to use (a kernel set's ``apply_trees``); None: :func:`apply_trees`.
+
+    Returns
+    -------
+    array of shape (n_samples, ...), float64
+        ``xp.sum`` over the trees of the gathered values: NumPy adds the
+        trees one after the other where a row's values are several, and
+        pairwise where each is one number; kernels that sum another way
+        say how they match it.
+    """
+    leaves = (walk or apply_trees)(xp, batch, X, missing_bin)
+    return xp.sum(gather_node_values(xp, values, leaves), axis=1)
+
+
 def predict_raw(xp, batch, values, X, missing_bin: int, base, *, walk=None):
     """Raw predictions: ``base`` plus the value of every row's leaf in every tree.
 

@@ -69,6 +69,7 @@ def _kernel_set(threads: int):
         sorted_splits=on(sorted_scan.sorted_splits),
         round_end=on(loss.round_end),
         predict_raw=on(predict.predict_raw),
+        tree_value_sums=on(predict.tree_value_sums),
         tree_shap=on(treeshap.tree_shap),
         workspace=buffers.workspace,
         fast=FastPaths(

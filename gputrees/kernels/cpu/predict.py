@@ -46,6 +46,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from ..rules import PAIRWISE_BLOCK, pairwise_sum
 from .jit import JIT, Threads, threads_for
 from .memory import as_int64, at, at3, float_rows
 
@@ -195,6 +196,109 @@ def padded_predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_thread
             float_rows(X), *tree_arrays(batch), int(missing_bin), np.ascontiguousarray(values, dtype=np.float64),
             np.array(base, dtype=np.float64, order="C"), threads, _blocks_per_pass(batch),
         )
+
+
+@numba.njit(**JIT)
+def _numpy_sum(a, n):
+    """``numpy.sum`` of ``a[:n]``: pairwise in blocks of at most ``PAIRWISE_BLOCK``, a longer run split in
+    halves (rounded down to eights) as NumPy splits it, the halves' sums added as its recursion adds them.
+
+    The recursion walked with a stack of its own: a cached kernel calling a recursive Numba function
+    crashes in the next process (the call goes through an address of the process that compiled it).
+    """
+    if n <= PAIRWISE_BLOCK:
+        return pairwise_sum(a, 0, n, False)
+    depth = 2
+    while (n >> depth) > PAIRWISE_BLOCK // 4:
+        depth += 1
+    first = np.empty(depth + 2, dtype=np.int64)
+    size = np.empty(depth + 2, dtype=np.int64)
+    stage = np.empty(depth + 2, dtype=np.int64)
+    sums = np.empty(depth + 2)
+    top, n_sums = 0, 0
+    first[0], size[0], stage[0] = 0, n, 0
+    while top >= 0:
+        m = size[top]
+        if m <= PAIRWISE_BLOCK:
+            sums[n_sums] = pairwise_sum(a, first[top], m, False)
+            n_sums += 1
+            top -= 1
+            continue
+        half = m // 2
+        half -= half % 8
+        if stage[top] < 2:  # its first half, then its second, each a run of its own
+            offset = half if stage[top] == 1 else 0
+            stage[top] += 1
+            first[top + 1], size[top + 1], stage[top + 1] = first[top] + offset, half if offset == 0 else m - half, 0
+            top += 1
+        else:  # both halves summed: their sum replaces them
+            n_sums -= 1
+            sums[n_sums - 1] = sums[n_sums - 1] + sums[n_sums]
+            top -= 1
+    return sums[0]
+
+
+@numba.njit(parallel=True, **JIT)
+def _tree_value_sums(X, left, right, feature, threshold, missing_left, is_cat, cat_left, max_depth, missing_bin,
+                     values, out, n_chunks, per_pass):
+    """``out`` (n, m) = the sum over the trees of each row's leaf values (``values`` (n_trees, n_nodes, m)),
+    as ``numpy.sum`` over the trees' axis adds them: one tree after the other for m > 1, pairwise for m = 1
+    (each row's values then collected over a pass and summed at its end).
+
+    Blocks of :data:`ROWS_PER_BLOCK` rows, a thread's share in passes of ``per_pass`` blocks, each tree in
+    turn walking every block of a pass, as ``_walk_trees``.
+    """
+    n = X.shape[0]
+    n_trees = left.shape[0]
+    m = values.shape[2]
+    any_cat = cat_left.shape[2] > 0
+    n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
+    for c in prange(n_chunks):
+        nd = np.empty(ROWS_PER_BLOCK, dtype=np.int64)
+        row_values = np.empty((per_pass * ROWS_PER_BLOCK, n_trees if m == 1 else 0))
+        end = (c + 1) * n_blocks // n_chunks
+        for p0 in range(c * n_blocks // n_chunks, end, per_pass):
+            p1 = min(end, p0 + per_pass)
+            for t in range(n_trees):
+                for blk in range(p0, p1):
+                    i0 = blk * ROWS_PER_BLOCK
+                    i1 = min(n, i0 + ROWS_PER_BLOCK)
+                    _padded_walk_block(X, i0, i1, t, nd, left, right, feature, threshold, missing_left, is_cat,
+                                       cat_left, any_cat, max_depth, missing_bin)
+                    for j in range(i1 - i0):
+                        if m == 1:
+                            row_values[i0 + j - p0 * ROWS_PER_BLOCK, t] = values[t, nd[j], 0]
+                        else:
+                            for q in range(m):
+                                out[i0 + j, q] += values[t, nd[j], q]
+            if m == 1:
+                for i in range(p0 * ROWS_PER_BLOCK, min(n, p1 * ROWS_PER_BLOCK)):
+                    out[i, 0] = _numpy_sum(row_values[i - p0 * ROWS_PER_BLOCK], n_trees)
+    return out
+
+
+#: Most bytes a thread's pass keeps of its rows' leaf values (one value a tree, summed pairwise at the end).
+PASS_VALUE_BYTES = 1 << 23
+
+
+def tree_value_sums(xp, batch, values, X, missing_bin: int, *, n_threads: int = 1):
+    """Same contract as :func:`gputrees.kernels.reference.tree_value_sums`, in one compiled pass: blocks of
+    :data:`ROWS_PER_BLOCK` rows in parallel walk every tree in turn and add their leaves' values as NumPy's
+    sum over the trees would (no (rows, trees) arrays of leaves and values), bit for bit."""
+    values = np.asarray(values, dtype=np.float64)
+    rest = values.shape[2:]
+    n = int(X.shape[0])
+    n_trees = int(batch.left.shape[0])
+    flat = np.ascontiguousarray(values.reshape(n_trees, values.shape[1], -1))
+    work = n * n_trees * max(1, int(batch.max_depth))
+    threads = threads_for(n_threads, work)
+    per_pass = _blocks_per_pass(batch)
+    if flat.shape[2] == 1:
+        per_pass = max(1, min(per_pass, PASS_VALUE_BYTES // (8 * n_trees * ROWS_PER_BLOCK)))
+    with Threads(threads):
+        out = _tree_value_sums(float_rows(X), *tree_arrays(batch), int(missing_bin), flat,
+                               np.zeros((n, flat.shape[2])), threads, per_pass)
+    return out.reshape((n,) + rest)
 
 
 #: Deepest trees laid out as complete trees: a tree takes 2**depth bottom
