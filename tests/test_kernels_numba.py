@@ -130,6 +130,15 @@ def test_no_active_rows():
     assert np.array_equal(cpu.pairs.node_sums(NP, active, chan, table, 2), np.zeros((2, 3)))
 
 
+def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers, row_bytes):
+    """``cpu.histograms._run_histograms`` with every optional argument given, as the estimators call it (an output,
+    every bin ``used``): the kernel's one compiled signature rather than one of its own for the tests."""
+    out = np.empty((start.shape[0], codes.shape[1], n_bins, chan.shape[1]))
+    every_bin = np.full(codes.shape[1], n_bins - 1, dtype=np.int64)
+    return cpu.histograms._run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins,
+                                          n_workers, row_bytes, out, 0, every_bin)
+
+
 def _split(seed, k, n_features, n_bins, categorical):
     rng = np.random.default_rng(seed)
     is_cat = rng.random(k) < 0.5 if categorical else np.zeros(k, dtype=bool)
@@ -434,8 +443,8 @@ def test_histogram_prefetching_pass_equals_plain_pass(mult):
     assert ok
     mu, wmu, mode = cpu.pairs.pair_multiplicities(grouped)
     args = (codes, grouped.row, grouped.chan_index, mu, wmu, mode, chan, start, end, n_bins, 2)
-    never = cpu.histograms._run_histograms(*args, 0)  # a row takes no bytes: never sparse
-    always = cpu.histograms._run_histograms(*args, 10**9)  # always sparse
+    never = _run_histograms(*args, 0)  # a row takes no bytes: never sparse
+    always = _run_histograms(*args, 10**9)  # always sparse
     assert np.array_equal(never, always)
     want = _reference.node_histograms(NP, codes, active, chan, table, 4, n_bins, build=_bincount.build_histograms)
     assert np.array_equal(always, want)
@@ -874,8 +883,8 @@ def test_histogram_plan_covers_every_slot_feature_once(n_workers):
     chan = _chan(72, 1000, "float")
     row = np.arange(1000, dtype=np.int64)
     e = np.empty(0)
-    one = cpu.histograms._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, 1, 0)
-    got = cpu.histograms._run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, n_workers, 0)
+    one = _run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, 1, 0)
+    got = _run_histograms(codes, row, row, e, e, 0, chan, start, end, 9, n_workers, 0)
     assert np.array_equal(one, got)
 
 

@@ -391,8 +391,9 @@ def test_used_bins_histograms_equal_the_full_ones():
     row = np.sort(rng.choice(n, 300, replace=False)).astype(np.int64)
     start, end = np.array([0, 120, -1]), np.array([120, 300, 0])
     empty = np.empty(0)
+    # the full histograms: every bin used (the signature the estimators compile, not one for the test)
     full = cpu.histograms._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, np.empty((3, p, nb, 2)),
-                                  1)
+                                  1, np.full(p, nb - 1, dtype=np.int64))
     out = np.full((3, p, nb, 2), np.nan)
     got = cpu.histograms._run_histograms(codes, row, row, empty, empty, 0, chan, start, end, nb, 2, p, out, 1, used)
     for f in range(p):
@@ -485,7 +486,7 @@ def test_serial_twins_equal_their_parallel_kernels():
     both("histograms._run_histograms", codes, order, order, empty, empty, 0, chan, hist_start, seg_b, nb, 2, p,
          np.full((4, p, nb, 2), np.nan), 1, used)
     small = cpu.histograms._run_histograms(codes, order, order, empty, empty, 0, chan, hist_start[:2], seg_b[:2], nb, 2, p,
-                                   np.zeros((2, p, nb, 2)), 1, None)
+                                   np.zeros((2, p, nb, 2)), 1, np.full(p, nb - 1, dtype=np.int64))
     parent = small[:1] + small[1:]
     both("grow._siblings", parent, np.zeros(1, dtype=np.int64), small[:1], np.array([False]),
          np.array([0, 1], dtype=np.int64), np.full((2, p, nb, 2), np.nan), used)

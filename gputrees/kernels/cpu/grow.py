@@ -388,8 +388,10 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
             parent[i, c] = node_stats[cand[i], first + c]
     d1 = np.zeros((1, 1))
     n_blocks = _scan_blocks(m, F, m * filled * Ch * SCAN_WORK_PER_BIN, n_threads)
-    args = (hist, parent, crit, np.ones((1, 1), dtype=np.bool_), False, d1, False, np.zeros((1, 1), dtype=np.int64),
-            False, d1, d1, False, thresholds, bin_values, is_exact, n_value_bins, True, False, tie_rtol, n_blocks,
+    # np.bool_ flags, not literals: the signature of :func:`scan.best_splits`' call (one compilation for both)
+    no, yes = np.bool_(False), np.bool_(True)
+    args = (hist, parent, crit, np.ones((1, 1), dtype=np.bool_), no, d1, no, np.zeros((1, 1), dtype=np.int64),
+            no, d1, d1, no, thresholds, bin_values, is_exact, n_value_bins, yes, no, tie_rtol, n_blocks,
             is_cat, n_cat_pos)
     if n_blocks > 1:
         found, proxy, feature, bin_, missing_left, left, threshold, split_cat, cat_left = scan_nodes_kernel(*args)
@@ -477,7 +479,9 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     # are written (and read by the scan) there only
     n_value_bins = mapper[3]
     used = np.empty(F, dtype=np.int64)
-    filled = 0  # the bins a node's histograms hold over all features
+    # (int64 counters, not literals: Numba's typing would also compile the kernels they reach for the
+    # literal first value, a signature of its own)
+    filled = np.int64(0)  # the bins a node's histograms hold over all features
     for f in range(F):
         used[f] = min(n_bins - 1, n_value_bins[f])
         filled += used[f] + 1
@@ -490,7 +494,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         rs = run_sums_serial(order, empty, empty, 0, chan, seg_a[:1], seg_b[:1])
         for c in range(C):
             stats[0, c] = rs[0, c]
-    n_nodes = 1
+    n_nodes = np.int64(1)
     if not can_split(NEWTON, stats[0], 0, 1, msl, mwl, min_split, max_depth, empty):
         row_leaf[:] = 0
         right, deepest = _right_children(first_child, depth, n_nodes)
@@ -522,7 +526,7 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
                                 f_cat, f_cat_left, row_leaf, base, n_threads)
         elif last:
             n_left = leaf_pass_serial(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
-                                       missing_bin, f_cat, f_cat_left, row_leaf, base, 1)
+                                       missing_bin, f_cat, f_cat_left, row_leaf, base, np.int64(1))
         else:
             if threaded:
                 n_left = partition_rows(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,

@@ -217,8 +217,22 @@ def row_bytes(codes) -> int:
 
 
 def float_rows(X):
-    """``X`` C-contiguous, float32 kept as it is (it compares with float64 thresholds as its float64 copy would)."""
-    return np.ascontiguousarray(X, dtype=X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+    """``X`` C-contiguous, float32 kept as it is (it compares with float64 thresholds as its float64 copy would),
+    as a read-only view (:func:`read_only`)."""
+    return read_only(np.ascontiguousarray(X, dtype=X.dtype if X.dtype in (np.float32, np.float64) else np.float64))
+
+
+def read_only(a):
+    """A read-only view of ``a`` (no copy), for a kernel that only reads it.
+
+    Numba compiles a kernel once per argument type, and a read-only array
+    (a memmap, scikit-learn's read-only checks, a loaded model's arrays) is
+    another type than a writable one: passing every input read-only gives
+    one compilation for both.
+    """
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def as_int64(a):

@@ -48,7 +48,7 @@ from numba import prange
 
 from ..rules import PAIRWISE_BLOCK, pairwise_sum
 from .jit import JIT, Threads, threads_for
-from .memory import as_int64, at, at3, float_rows
+from .memory import as_int64, at, at3, float_rows, read_only
 
 # -- prediction -----------------------------------------------------------------
 #: Rows one task walks through every tree in turn: 128 rows of 28 float64
@@ -161,12 +161,13 @@ def tree_arrays(batch):
     cat_left = np.ascontiguousarray(batch.cat_left, dtype=np.bool_)
     if cat_left.ndim != 3 or cat_left.shape[-1] == 0:
         cat_left = np.zeros((n_trees, 1, 0), dtype=np.bool_)
+    # read-only, whether the batch's own arrays are or not (a loaded model's may be): one compilation for both
     return (
-        as_int64(batch.left), as_int64(batch.right), as_int64(batch.feature),
-        np.ascontiguousarray(batch.threshold, dtype=np.float64),
-        np.ascontiguousarray(batch.missing_left, dtype=np.bool_),
-        np.ascontiguousarray(batch.is_categorical, dtype=np.bool_),
-        cat_left, int(batch.max_depth),
+        read_only(as_int64(batch.left)), read_only(as_int64(batch.right)), read_only(as_int64(batch.feature)),
+        read_only(np.ascontiguousarray(batch.threshold, dtype=np.float64)),
+        read_only(np.ascontiguousarray(batch.missing_left, dtype=np.bool_)),
+        read_only(np.ascontiguousarray(batch.is_categorical, dtype=np.bool_)),
+        read_only(cat_left), int(batch.max_depth),
     )
 
 
@@ -193,8 +194,9 @@ def padded_predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_thread
     threads = threads_for(n_threads, work)
     with Threads(threads):
         return _walk_trees(
-            float_rows(X), *tree_arrays(batch), int(missing_bin), np.ascontiguousarray(values, dtype=np.float64),
-            np.array(base, dtype=np.float64, order="C"), threads, _blocks_per_pass(batch),
+            float_rows(X), *tree_arrays(batch), int(missing_bin),
+            read_only(np.ascontiguousarray(values, dtype=np.float64)), np.array(base, dtype=np.float64, order="C"),
+            threads, _blocks_per_pass(batch),
         )
 
 

@@ -922,7 +922,8 @@ def best_splits(xp, hist, parent, criterion, cons, is_categorical, feature_mask=
     if mono:
         cst = np.asarray(monotonic_cst, dtype=f8)
         direction = cst[feature_ids] if feature_ids is not None else np.broadcast_to(cst[None, :], (m, n_cols))
-        direction = np.ascontiguousarray(direction, dtype=f8)
+        # a writable copy (m x features): a broadcast view is read-only, for Numba another signature to compile
+        direction = np.array(direction, dtype=f8, order="C")
     threads = threads_for(n_threads, m * n_cols * nb * c)
     n_blocks = min(m * n_cols, threads * BLOCKS_PER_THREAD) if threads > 1 else 1
     with Threads(threads):

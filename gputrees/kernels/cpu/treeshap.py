@@ -26,7 +26,7 @@ from numba import prange
 from ..rules import shap_extend, shap_unwind, shap_unwound_sum
 from ..treeshap import expected_value, interaction_diagonal, reciprocals, tree_paths
 from .jit import JIT, Threads, threads_for
-from .memory import float_rows
+from .memory import read_only
 from .predict import step, tree_arrays
 
 __all__ = ["tree_shap"]
@@ -185,7 +185,9 @@ def tree_shap(xp, batch, values, cover, X, missing_bin: int, *, interactions: bo
               n_threads: int = 1):
     """Same contract as :func:`gputrees.kernels.treeshap.tree_shap`, compiled, rows over ``n_threads`` threads."""
     paths = tree_paths(batch, values, cover) if paths is None else paths
-    Xc = float_rows(X)
+    # float64 rows whatever the input's float type (float32 values compare with the float64 thresholds as their
+    # float64 copies do): one compilation of the kernel, and the copy is smaller than the values it returns
+    Xc = read_only(np.ascontiguousarray(X, dtype=np.float64))
     n, n_features = int(Xc.shape[0]), int(Xc.shape[1])
     k = int(paths.value.shape[1])
     f1 = n_features + 1
