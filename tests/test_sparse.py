@@ -72,6 +72,30 @@ def test_sparse_binning_equals_the_dense_one(monkeypatch):
             np.testing.assert_array_equal(sparse.transform(NP, csr), dense.transform(NP, X))
 
 
+@pytest.mark.parametrize("values,zeros", [
+    ([-2.0, -1.0, -1.0, 0.5, 3.0], 4),  # zeros among negatives and positives
+    ([-0.0, 0.0, 1.0], 2),  # stored zeros of either sign after the implicit ones
+    ([1.0, 2.0], 3), ([-3.0, -1.0], 1), ([4.0], 0), ([], 5), ([], 0),
+])
+def test_sorted_column_stands_for_the_array_with_its_zeros(values, zeros):
+    """A sparse column's SortedColumn reads as its dense twin's sorted values: every position, the last one,
+    the distinct values (the zeros' run starting with +0.0, as the dense binning's sorted column has it)."""
+    from gputrees._sparse import SortedColumn
+
+    v = np.asarray(values, dtype=np.float64)
+    at = int(np.searchsorted(v, 0.0, side="left"))
+    dense = np.concatenate([v[:at], np.zeros(zeros), v[at:]])
+    col = SortedColumn(v, zeros)
+    assert col.shape == dense.shape
+    np.testing.assert_array_equal(col.take(np.arange(dense.shape[0])), dense)
+    if dense.shape[0]:
+        assert col[-1] == dense[-1] and col[0] == dense[0]
+    want = binning._distinct(NP, dense)
+    got = col.distinct()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("name,params", ESTIMATORS, ids=[e[0] for e in ESTIMATORS])
 @pytest.mark.parametrize("fmt", ["csr", "csc"])
 def test_fit_on_sparse_equals_fit_on_dense(name, params, fmt):
