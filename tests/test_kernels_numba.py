@@ -527,6 +527,25 @@ def test_codes_by_feature_is_the_transpose(shape, dtype, threads):
         assert np.array_equal(got, codes.T)
 
 
+def test_codes_by_feature_view_is_read_as_it_is():
+    """``copy=False`` gives ``codes.T`` (no copy), which the kernels' feature_major_codes keep as it is; a copy is
+    kept too; None, another shape or a strided view get a C-contiguous copy."""
+    codes = np.random.default_rng(7).integers(0, 255, (50, 6)).astype(np.uint8)
+    view = cpu.binning.codes_by_feature(NP, codes, copy=False)
+    assert view.flags.f_contiguous and np.shares_memory(view, codes) and np.array_equal(view, codes.T)
+    assert cpu.binning.feature_major_codes(codes, view) is view
+    copy = cpu.binning.codes_by_feature(NP, codes)
+    assert cpu.binning.feature_major_codes(codes, copy) is copy
+    for given in (None, codes, np.asfortranarray(codes.T)):  # none, the wrong shape, an F-contiguous copy
+        got = cpu.binning.feature_major_codes(codes, given)
+        assert np.array_equal(got, codes.T)
+    strided = np.empty((6, 100), dtype=np.uint8)[:, ::2]
+    strided[...] = codes.T
+    got = cpu.binning.feature_major_codes(codes, strided)
+    assert got.flags.c_contiguous and np.array_equal(got, codes.T)
+    assert cpu.binning.feature_major_codes(codes, None).flags.c_contiguous
+
+
 def test_bin_codes_lookup_grid_edge_cases():
     """The lookup grid's answers equal a binary search's: values at, just below and just above every edge,
     heavy tails (many edges per cell), infinities, a range too wide for finite cells, one edge, float32 input."""

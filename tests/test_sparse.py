@@ -117,6 +117,45 @@ def test_fit_on_sparse_equals_fit_on_dense(name, params, fmt):
         assert sparse.oob_score_ == dense.oob_score_
 
 
+NUMBA_CASES = [
+    ("DecisionTreeRegressor", dict(random_state=0, max_depth=6)),
+    ("RandomForestClassifier", dict(n_estimators=4, random_state=0)),
+    ("ExtraTreesRegressor", dict(n_estimators=3, random_state=0, max_depth=5)),
+    ("GradientBoostingClassifier", dict(n_estimators=5, early_stopping=False)),
+    ("AdaBoostClassifier", dict(n_estimators=3, random_state=0)),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,params", NUMBA_CASES, ids=[e[0] for e in NUMBA_CASES])
+def test_numba_fit_on_sparse_keeps_no_feature_major_copy(monkeypatch, name, params):
+    """On the Numba kernels a sparse X's fit asks for the codes feature-major without a copy (the kernels read
+    ``codes.T``, F-contiguous), a dense fit for the copy, and both grow the same trees."""
+    from gputrees.kernels.interface import Kernels
+
+    monkeypatch.setenv("GPUTREES_KERNELS", "numba")
+    asked = []
+    real = Kernels.feature_major
+
+    def spy(self, xp, codes, copy=True):
+        asked.append(copy)
+        return real(self, xp, codes, copy)
+
+    monkeypatch.setattr(Kernels, "feature_major", spy)
+    X, csr, y_reg, y_clf = _sparse_data()
+    y = y_clf if "Classifier" in name else y_reg
+    cls = getattr(gputrees, name)
+    dense = cls(**params).fit(X, y)
+    assert all(asked)
+    asked.clear()
+    sparse = cls(**params).fit(csr, y)
+    assert asked and not any(asked)
+    for a, b in zip(_trees(dense), _trees(sparse), strict=True):
+        for k in a:
+            np.testing.assert_array_equal(b[k], a[k], err_msg=k)
+    np.testing.assert_array_equal(sparse.predict(csr), dense.predict(X))
+
+
 def test_prediction_in_dense_blocks(monkeypatch):
     import gputrees._sparse as sparse_mod
 
