@@ -6,9 +6,13 @@ reads each column's stored values and counts its implicit zeros
 a missing value (as XGBoost's and scikit-learn's trees read it); a stored
 NaN is missing. The binned matrix is dense uint8/uint16, as for dense input,
 and everything after the binning is the dense fit's, so a fit on a CSR
-matrix grows the trees of the fit on its dense twin. Prediction walks the
-trees over dense blocks of at most :data:`DENSE_BLOCK_BYTES` of rows
-(:func:`dense_blocks`).
+matrix grows the trees of the fit on its dense twin. The binning gives each
+column as a :class:`SortedColumn` (its stored values sorted and its zeros'
+count, the zeros not written out), and the fit keeps no feature-major copy
+of the codes (``Kernels.feature_major(..., copy=False)``: the CPU kernels
+read ``codes.T``), so its memory is the CSR's and the codes' and the
+histograms'. Prediction walks the trees over dense blocks of at most
+:data:`DENSE_BLOCK_BYTES` of rows (:func:`dense_blocks`).
 
 Sparse input trains on the CPU (NumPy); categorical features are not
 taken from sparse matrices.
