@@ -6,7 +6,7 @@ mark (``PeakRSS`` of bench_forest.py) after receiving the data, so the figure
 is the extra resident memory of that fit alone. Run from the repository root::
 
     python bench/bench_memory.py --rows 200000 --features 20
-    python bench/bench_memory.py --rows 1000000 --features 10000 --density 0.001 --families gboost,xgboost
+    python bench/bench_memory.py --rows 1000000 --features 10000 --density 0.001 --families gboost,xgboost --rounds 3
 
 ``--density`` makes X a scipy.sparse CSR matrix with that share of nonzeros
 (the same matrix for every library), and the table says the CSR's own size.
@@ -50,7 +50,7 @@ def formula(family: str, n: int, f: int, n_bins: int, depth: int, k: int = 2, tr
     raise ValueError(family)
 
 
-def _make(family, depth, trees):
+def _make(family, depth, trees, rounds=20):
     import gputrees
 
     if family == "tree":
@@ -58,27 +58,27 @@ def _make(family, depth, trees):
     if family == "forest":
         return gputrees.RandomForestClassifier(n_estimators=trees, max_depth=depth, random_state=0)
     if family == "gboost":
-        return gputrees.GradientBoostingClassifier(n_estimators=20, max_depth=depth, early_stopping=False)
+        return gputrees.GradientBoostingClassifier(n_estimators=rounds, max_depth=depth, early_stopping=False)
     if family == "adaboost":
-        return gputrees.AdaBoostClassifier(n_estimators=20, random_state=0)
+        return gputrees.AdaBoostClassifier(n_estimators=rounds, random_state=0)
     if family == "xgboost":
         import xgboost
 
-        return xgboost.XGBClassifier(n_estimators=20, max_depth=depth, tree_method="hist", n_jobs=2)
+        return xgboost.XGBClassifier(n_estimators=rounds, max_depth=depth, tree_method="hist", n_jobs=2)
     if family == "lightgbm":
         import lightgbm
 
-        return lightgbm.LGBMClassifier(n_estimators=20, max_depth=depth, num_leaves=2**depth, verbose=-1, n_jobs=2)
+        return lightgbm.LGBMClassifier(n_estimators=rounds, max_depth=depth, num_leaves=2**depth, verbose=-1, n_jobs=2)
     raise ValueError(family)
 
 
-def _child(family, X, y, depth, trees, queue):
+def _child(family, X, y, depth, trees, rounds, queue):
     from bench_forest import PeakRSS
 
     # a small fit first: imports, Numba's compiled-code loading (llvmlite,
     # a one-off per process) and library start-up are not the fit's memory
-    _make(family, depth, trees).fit(X[:500], y[:500])
-    est = _make(family, depth, trees)
+    _make(family, depth, trees, rounds).fit(X[:500], y[:500])
+    est = _make(family, depth, trees, rounds)
     peak = PeakRSS()
     t0 = time.perf_counter()
     est.fit(X, y)
@@ -86,10 +86,10 @@ def _child(family, X, y, depth, trees, queue):
     queue.put((peak.delta(), seconds))
 
 
-def measure(family, X, y, depth, trees):
+def measure(family, X, y, depth, trees, rounds=20):
     ctx = mp.get_context("forkserver")
     q = ctx.Queue()
-    p = ctx.Process(target=_child, args=(family, X, y, depth, trees, q))
+    p = ctx.Process(target=_child, args=(family, X, y, depth, trees, rounds, q))
     p.start()
     out = q.get()
     p.join()
@@ -102,6 +102,7 @@ def main():
     ap.add_argument("--features", type=int, default=20)
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--trees", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=20, help="boosting rounds (AdaBoost: stumps) of every library")
     ap.add_argument("--density", type=float, default=None, help="a CSR X with this share of nonzeros")
     ap.add_argument("--families", default="tree,forest,gboost,adaboost,xgboost,lightgbm")
     a = ap.parse_args()
@@ -113,7 +114,10 @@ def main():
     else:
         import scipy.sparse as sp
 
-        X = sp.random(a.rows, a.features, density=a.density, format="csr", random_state=0,
+        # (seed 0's legacy draw permutes every cell: 75 GiB at 1,000,000 x 10,000;
+        # a Generator draws the nonzeros' cells from a hash set)
+        cells = 0 if a.rows * a.features <= 10**9 else np.random.default_rng(0)
+        X = sp.random(a.rows, a.features, density=a.density, format="csr", random_state=cells,
                       data_rvs=lambda k: rng.normal(size=k))
         score = np.asarray(X[:, : min(50, a.features)].sum(axis=1)).ravel()
         y = (score + 0.1 * rng.normal(size=a.rows) > 0).astype(int)
@@ -123,13 +127,14 @@ def main():
     print(f"{'fit':<26}{'peak RSS MiB':>14}{'formula MiB':>13}{'ratio':>8}{'fit s':>9}")
     for family in a.families.split(","):
         try:
-            got, seconds = measure(family, X, y, a.depth, a.trees)
+            got, seconds = measure(family, X, y, a.depth, a.trees, a.rounds)
         except ImportError as exc:
             print(f"{family:<26}{'skipped: ' + str(exc)}")
             continue
-        label = {"forest": f"forest ({a.trees} trees)", "gboost": "gboost (20 rounds)",
-                 "adaboost": "adaboost (20 stumps)", "xgboost": "XGBoost hist (20 rounds)",
-                 "lightgbm": "LightGBM (20 rounds)"}.get(family, family)
+        r = a.rounds
+        label = {"forest": f"forest ({a.trees} trees)", "gboost": f"gboost ({r} rounds)",
+                 "adaboost": f"adaboost ({r} stumps)", "xgboost": f"XGBoost hist ({r} rounds)",
+                 "lightgbm": f"LightGBM ({r} rounds)"}.get(family, family)
         if family in ("xgboost", "lightgbm"):
             print(f"{label:<26}{got / MiB:>14.0f}{'':>13}{'':>8}{seconds:>9.1f}")
             continue

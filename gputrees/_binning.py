@@ -28,6 +28,7 @@ not rows).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,7 +162,10 @@ def _midpoints(xp, u):
 
 
 def _distinct(xp, s):
-    """The distinct values of ``s`` (sorted, float64, no NaN), in order."""
+    """The distinct values of ``s`` (sorted, float64, no NaN, or a sparse column's
+    :class:`~gputrees._sparse.SortedColumn`), in order."""
+    if isinstance(s, _sparse.SortedColumn):
+        return s.distinct()
     if s.shape[0] == 0:
         return s
     is_new = xp.concat([xp.ones(1, dtype=xp.bool), s[1:] != s[:-1]])
@@ -277,7 +281,8 @@ def bin_mapper_from_summaries(xp, distinct, sample, is_categorical, max_bins: in
 def _feature_bins(xp, f, s, distinct, is_categorical: bool, max_bins: int):
     """Edges of feature ``f``: (edges, bin values, exact, category values, n value bins).
 
-    ``s`` holds the feature's sorted non-missing values (or a sample of them),
+    ``s`` holds the feature's sorted non-missing values (or a sample of them;
+    a sparse column's :class:`~gputrees._sparse.SortedColumn`),
     ``distinct`` its sorted distinct values, or None to force quantile bins.
     """
     n_valid = s.shape[0]
@@ -299,7 +304,8 @@ def _feature_bins(xp, f, s, distinct, is_categorical: bool, max_bins: int):
     pos = k * (n_valid - 1) / max_bins
     lo = from_numpy(xp, np.floor(pos).astype(np.int64))
     hi = from_numpy(xp, np.ceil(pos).astype(np.int64))
-    cand = midpoint(xp.take(s, lo), xp.take(s, hi))
+    take = s.take if isinstance(s, _sparse.SortedColumn) else functools.partial(xp.take, s)
+    cand = midpoint(take(lo), take(hi))
     cand = xp.sort(cand, stable=False)
     keep = xp.concat([xp.ones(1, dtype=xp.bool), cand[1:] != cand[:-1]])
     edges = cand[keep]

@@ -322,16 +322,19 @@ class LocalRounds:
     compiled_rounds : bool
         Whether the fit may run its rounds as the kernel set's compiled rounds
         (no row or column subsample, one tree a round, not quantised).
+    codes_by_feature : array of shape (n_features, n) or None
+        ``codes`` feature-major for the routing (``Kernels.feature_major``);
+        made here when None.
     """
 
     def __init__(self, xp, kernels, loss, criterion: Newton, params, codes, bin_mapper, y, w, raw, learning_rate: float,
-                 monotonic_cst=None, quantised: bool = False, compiled_rounds: bool = False):
+                 monotonic_cst=None, quantised: bool = False, compiled_rounds: bool = False, codes_by_feature=None):
         self.xp, self.kernels, self.loss, self.criterion, self.params = xp, kernels, loss, criterion, params
         self.codes, self.bin_mapper, self.y, self.w, self.raw = codes, bin_mapper, y, w, raw
         self.learning_rate, self.monotonic_cst, self.quantised = float(learning_rate), monotonic_cst, quantised
         self.compiled_rounds = compiled_rounds
         # the routing's feature-major copy, once per fit (not per round)
-        self.codes_by_feature = kernels.feature_major(xp, codes)
+        self.codes_by_feature = kernels.feature_major(xp, codes) if codes_by_feature is None else codes_by_feature
         # two-channel histograms ([G, H], see gputrees._grower.Grower) where no
         # training value is missing; quantised kernels scale every channel
         self.count_free = not quantised and not _has_code(xp, codes, bin_mapper.missing_bin)

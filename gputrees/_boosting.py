@@ -318,6 +318,8 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
             xp, kernels, loss, Newton(self.l2_regularization), self._grower_params(n_features), codes, bin_mapper,
             y_dev, w_dev, raw, self.learning_rate, monotonic_cst=mono, quantised=quantised,
             compiled_rounds=plan.n_sub >= n and plan.n_col >= n_features and not quantised and k == 1,
+            # (no copy for a sparse X: its fit's memory is the CSR's and the codes')
+            codes_by_feature=kernels.feature_major(xp, codes, copy=not is_sparse(Xd)),
         )
         stopped_at = boost(
             rows, loss, plan, history, evals,

@@ -25,6 +25,7 @@ from ._predictor import apply_trees
 from .kernels.reference import gather_node_values
 from ._pruning import ccp_path, prune_ccp, prune_reduced_error
 from ._scoring import ClassifierMixin, RegressorMixin
+from ._sparse import is_sparse
 from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import (
@@ -159,6 +160,8 @@ class _BaseTree(ShapMixin, ModelFileMixin, BaseEstimator):
             criterion=criterion,
             kernels=kernels,
             rng=rng,
+            # a view for a sparse X (its fit's memory is the CSR's and the codes'); else made where read
+            codes_by_feature=kernels.feature_major(xp, codes, copy=False) if is_sparse(Xd) else None,
         )
         batch = grow(xp, inputs, params)
         if apply_pruning and self.ccp_alpha > 0.0:
@@ -198,7 +201,7 @@ class _BaseTree(ShapMixin, ModelFileMixin, BaseEstimator):
         -------
         data : Bunch
             ``xp`` (namespace); ``codes`` (n, n_features), uint8/uint16, and
-            ``codes_by_feature`` (its feature-major copy for the kernels' routing, or None);
+            ``codes_by_feature`` (its feature-major copy for the kernels' routing, a view for a sparse X, or None);
             ``X_predict`` (n, n_features), float64, the rows as
             :func:`apply_trees` reads them; ``y_dev`` the encoded targets on
             the device ((n,) int64 class codes or (n, n_outputs) float64);
@@ -227,7 +230,8 @@ class _BaseTree(ShapMixin, ModelFileMixin, BaseEstimator):
         return Bunch(
             xp=xp,
             codes=codes,
-            codes_by_feature=kernels.feature_major(xp, codes),
+            # (no copy for a sparse X: its fit's memory is the CSR's and the codes')
+            codes_by_feature=kernels.feature_major(xp, codes, copy=not is_sparse(Xd)),
             X_predict=bin_mapper.encode_for_predict(xp, Xd),
             y_dev=_backend.from_numpy(xp, y_enc),
             sample_weight=sw[kept],

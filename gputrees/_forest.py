@@ -37,6 +37,7 @@ from ._predictor import apply_trees, tree_value_sums
 from .kernels.reference import gather_node_values
 from ._progress import Monitor, Step
 from ._scoring import ClassifierMixin, RegressorMixin
+from ._sparse import is_sparse
 from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import drop_zero_weight_rows, sample_weight_to_host, y_to_host
@@ -232,8 +233,9 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
             if hasattr(tmpl, attr):
                 setattr(self, attr, getattr(tmpl, attr))
         codes = bin_mapper.transform(xp, Xd, kernels)
-        # the routing's feature-major copy, once for every batch of trees
-        codes_by_feature = kernels.feature_major(xp, codes)
+        # the routing's feature-major copy, once for every batch of trees (a
+        # view for a sparse X: its fit's memory is the CSR's and the codes')
+        codes_by_feature = kernels.feature_major(xp, codes, copy=not is_sparse(Xd))
         y_dev = _backend.from_numpy(xp, y_enc)
         channels = criterion.row_channels(xp, y_dev, _backend.from_numpy(xp, sw))
         params = tmpl._grower_params(n_samples, n_features, float(sw.sum()))

@@ -6,9 +6,13 @@ reads each column's stored values and counts its implicit zeros
 a missing value (as XGBoost's and scikit-learn's trees read it); a stored
 NaN is missing. The binned matrix is dense uint8/uint16, as for dense input,
 and everything after the binning is the dense fit's, so a fit on a CSR
-matrix grows the trees of the fit on its dense twin. Prediction walks the
-trees over dense blocks of at most :data:`DENSE_BLOCK_BYTES` of rows
-(:func:`dense_blocks`).
+matrix grows the trees of the fit on its dense twin. The binning gives each
+column as a :class:`SortedColumn` (its stored values sorted and its zeros'
+count, the zeros not written out), and the fit keeps no feature-major copy
+of the codes (``Kernels.feature_major(..., copy=False)``: the CPU kernels
+read ``codes.T``), so its memory is the CSR's and the codes' and the
+histograms'. Prediction walks the trees over dense blocks of at most
+:data:`DENSE_BLOCK_BYTES` of rows (:func:`dense_blocks`).
 
 Sparse input trains on the CPU (NumPy); categorical features are not
 taken from sparse matrices.
@@ -21,8 +25,8 @@ import numpy as np
 from . import _backend
 
 __all__ = [
-    "DENSE_BLOCK_BYTES", "SparseColumns", "as_csr", "check_finite_sparse", "covered_values", "dense_blocks",
-    "is_sparse", "sorted_columns", "sparse_codes", "take_rows",
+    "DENSE_BLOCK_BYTES", "SortedColumn", "SparseColumns", "as_csr", "check_finite_sparse", "covered_values",
+    "dense_blocks", "is_sparse", "sorted_columns", "sparse_codes", "take_rows",
 ]
 
 #: Largest dense float64 block of rows made from a sparse matrix at prediction
@@ -106,9 +110,55 @@ class SparseColumns:
         return values, int(np.count_nonzero(row_mask)) - values.shape[0]
 
 
+class SortedColumn:
+    """A sparse column's sorted non-missing values, implicit zeros included, without writing the zeros out.
+
+    What :func:`sorted_columns` gives the binning for a column of a sparse
+    matrix: ``values`` (its stored non-NaN values, ascending) and ``zeros``
+    (its implicit zeros' count) stand for the ascending array with the
+    zeros placed among the stored values, the zeros' run starting with an
+    implicit (positive) zero. The binning reads it through ``shape``,
+    :meth:`distinct`, :meth:`take` and an integer index: a column of a
+    million rows with a thousand stored values costs its thousand values,
+    not a million.
+    """
+
+    def __init__(self, values, zeros: int):
+        self.values, self.zeros = values, int(zeros)
+        # values below zero: those before the zeros' run
+        self._at = int(np.searchsorted(values, 0.0, side="left"))
+        self.shape = (values.shape[0] + self.zeros,)
+
+    def distinct(self):
+        """The distinct values, ascending (float64; the zeros' first: +0.0)."""
+        v = self.values
+        d = v[np.concatenate([np.ones(min(1, v.shape[0]), dtype=bool), v[1:] != v[:-1]])]
+        if self.zeros:
+            at = int(np.searchsorted(d, 0.0, side="left"))
+            if at < d.shape[0] and d[at] == 0.0:
+                d[at] = 0.0  # (a stored -0.0 follows an implicit +0.0)
+            else:
+                d = np.concatenate([d[:at], np.zeros(1), d[at:]])
+        return d
+
+    def take(self, idx):
+        """The values at positions ``idx`` (int array) of the array it stands for."""
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.zeros(idx.shape, dtype=np.float64)
+        below = idx < self._at
+        out[below] = self.values[idx[below]]
+        above = idx >= self._at + self.zeros
+        out[above] = self.values[idx[above] - self.zeros]
+        return out
+
+    def __getitem__(self, i: int):
+        i = int(i)
+        return float(self.take(np.array([i if i >= 0 else self.shape[0] + i]))[0])
+
+
 def sorted_columns(xp, cols: SparseColumns, f0: int, f1: int, rows=None):
     """:func:`gputrees.kernels.reference.sorted_columns` of a sparse matrix: each column's non-NaN values of
-    ``rows`` (all when None), implicit zeros included, ascending."""
+    ``rows`` (all when None), implicit zeros included, ascending, as a :class:`SortedColumn` each."""
     mask = None
     if rows is not None:
         mask = np.zeros(cols.shape[0], dtype=bool)
@@ -116,9 +166,7 @@ def sorted_columns(xp, cols: SparseColumns, f0: int, f1: int, rows=None):
     out = []
     for j in range(f0, f1):
         values, zeros = cols.column(j, mask)
-        values = np.sort(values[~np.isnan(values)])
-        at = int(np.searchsorted(values, 0.0, side="left"))
-        out.append(np.concatenate([values[:at], np.zeros(zeros, dtype=np.float64), values[at:]]))
+        out.append(SortedColumn(np.sort(values[~np.isnan(values)]), zeros))
     return out
 
 

@@ -495,6 +495,32 @@ def test_large_nodes_are_summed_by_row_blocks(mult, n_features, n_bins, small):
     np.testing.assert_allclose(outs[0], one, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("wave", [1, 3])
+def test_row_blocks_summed_in_waves_equal_all_at_once(monkeypatch, wave):
+    """Wide histograms sum their row blocks in waves (PARTIAL_BYTES of partials at a time), each wave merged in
+    block order: bit for bit the histograms of every block summed at once. (The kernel's Python body, with the
+    wave size forced; the passes it calls compiled.)"""
+    rb = cpu.histograms.ROW_BLOCK
+    n = 5 * rb + 11
+    active, n_chan = _active(45, n=n, m=n + 300, n_nodes=2)
+    u = np.random.default_rng(46).random(n + 300)
+    active = dataclasses.replace(active, node=np.where(u < 0.9, 0, 1).astype(np.int64))
+    grouped = _grouped(active)
+    codes = _codes(47, n, n_features=6, n_bins=40)
+    chan = _chan(48, n_chan, "float")
+    start, end, ok = cpu.pairs.slot_runs(grouped.node, np.array([0, 1], dtype=np.int64), 2)
+    assert ok and (end - start).max() >= 4 * rb  # several blocks in one slot
+    mu, wmu, mode = cpu.pairs.pair_multiplicities(grouped)
+    args = (codes, grouped.row, grouped.chan_index, mu, wmu, mode, chan, start, end, 40, 1, 6)
+    at_once = cpu.histograms._run_histograms(*args)
+    blocks_at_once = cpu.histograms._blocks_at_once
+    monkeypatch.setattr(cpu.histograms, "_blocks_at_once", lambda n_blocks, width, n_workers: min(n_blocks, wave))
+    in_waves = cpu.histograms._run_histograms.py_func(*args)
+    assert np.array_equal(in_waves, at_once)
+    assert blocks_at_once(8, 1 << 10, 2) == 8
+    assert blocks_at_once(8, 1 << 20, 2) == 4  # 8 MiB a block: four in 32 MiB
+
+
 @pytest.mark.parametrize("max_bins", [8, 255, 400])
 def test_bin_codes_equal_reference(max_bins):
     """Numerical (exact and quantile), categorical (with unseen and no categories), NaN; uint8 and uint16."""
@@ -533,6 +559,25 @@ def test_codes_by_feature_is_the_transpose(shape, dtype, threads):
         got = cpu.binning.codes_by_feature(NP, given, n_threads=threads)
         assert got.dtype == dtype and got.flags.c_contiguous
         assert np.array_equal(got, codes.T)
+
+
+def test_codes_by_feature_view_is_read_as_it_is():
+    """``copy=False`` gives ``codes.T`` (no copy), which the kernels' feature_major_codes keep as it is; a copy is
+    kept too; None, another shape or a strided view get a C-contiguous copy."""
+    codes = np.random.default_rng(7).integers(0, 255, (50, 6)).astype(np.uint8)
+    view = cpu.binning.codes_by_feature(NP, codes, copy=False)
+    assert view.flags.f_contiguous and np.shares_memory(view, codes) and np.array_equal(view, codes.T)
+    assert cpu.binning.feature_major_codes(codes, view) is view
+    copy = cpu.binning.codes_by_feature(NP, codes)
+    assert cpu.binning.feature_major_codes(codes, copy) is copy
+    for given in (None, codes, np.asfortranarray(codes.T)):  # none, the wrong shape, an F-contiguous copy
+        got = cpu.binning.feature_major_codes(codes, given)
+        assert np.array_equal(got, codes.T)
+    strided = np.empty((6, 100), dtype=np.uint8)[:, ::2]
+    strided[...] = codes.T
+    got = cpu.binning.feature_major_codes(codes, strided)
+    assert got.flags.c_contiguous and np.array_equal(got, codes.T)
+    assert cpu.binning.feature_major_codes(codes, None).flags.c_contiguous
 
 
 def test_bin_codes_lookup_grid_edge_cases():

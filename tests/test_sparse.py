@@ -72,6 +72,30 @@ def test_sparse_binning_equals_the_dense_one(monkeypatch):
             np.testing.assert_array_equal(sparse.transform(NP, csr), dense.transform(NP, X))
 
 
+@pytest.mark.parametrize("values,zeros", [
+    ([-2.0, -1.0, -1.0, 0.5, 3.0], 4),  # zeros among negatives and positives
+    ([-0.0, 0.0, 1.0], 2),  # stored zeros of either sign after the implicit ones
+    ([1.0, 2.0], 3), ([-3.0, -1.0], 1), ([4.0], 0), ([], 5), ([], 0),
+])
+def test_sorted_column_stands_for_the_array_with_its_zeros(values, zeros):
+    """A sparse column's SortedColumn reads as its dense twin's sorted values: every position, the last one,
+    the distinct values (the zeros' run starting with +0.0, as the dense binning's sorted column has it)."""
+    from gputrees._sparse import SortedColumn
+
+    v = np.asarray(values, dtype=np.float64)
+    at = int(np.searchsorted(v, 0.0, side="left"))
+    dense = np.concatenate([v[:at], np.zeros(zeros), v[at:]])
+    col = SortedColumn(v, zeros)
+    assert col.shape == dense.shape
+    np.testing.assert_array_equal(col.take(np.arange(dense.shape[0])), dense)
+    if dense.shape[0]:
+        assert col[-1] == dense[-1] and col[0] == dense[0]
+    want = binning._distinct(NP, dense)
+    got = col.distinct()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("name,params", ESTIMATORS, ids=[e[0] for e in ESTIMATORS])
 @pytest.mark.parametrize("fmt", ["csr", "csc"])
 def test_fit_on_sparse_equals_fit_on_dense(name, params, fmt):
@@ -91,6 +115,45 @@ def test_fit_on_sparse_equals_fit_on_dense(name, params, fmt):
         np.testing.assert_array_equal(getattr(dense, m)(csr), expected)
     if hasattr(dense, "oob_score_"):
         assert sparse.oob_score_ == dense.oob_score_
+
+
+NUMBA_CASES = [
+    ("DecisionTreeRegressor", dict(random_state=0, max_depth=6)),
+    ("RandomForestClassifier", dict(n_estimators=4, random_state=0)),
+    ("ExtraTreesRegressor", dict(n_estimators=3, random_state=0, max_depth=5)),
+    ("GradientBoostingClassifier", dict(n_estimators=5, early_stopping=False)),
+    ("AdaBoostClassifier", dict(n_estimators=3, random_state=0)),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,params", NUMBA_CASES, ids=[e[0] for e in NUMBA_CASES])
+def test_numba_fit_on_sparse_keeps_no_feature_major_copy(monkeypatch, name, params):
+    """On the Numba kernels a sparse X's fit asks for the codes feature-major without a copy (the kernels read
+    ``codes.T``, F-contiguous), a dense fit for the copy, and both grow the same trees."""
+    from gputrees.kernels.interface import Kernels
+
+    monkeypatch.setenv("GPUTREES_KERNELS", "numba")
+    asked = []
+    real = Kernels.feature_major
+
+    def spy(self, xp, codes, copy=True):
+        asked.append(copy)
+        return real(self, xp, codes, copy)
+
+    monkeypatch.setattr(Kernels, "feature_major", spy)
+    X, csr, y_reg, y_clf = _sparse_data()
+    y = y_clf if "Classifier" in name else y_reg
+    cls = getattr(gputrees, name)
+    dense = cls(**params).fit(X, y)
+    assert all(asked)
+    asked.clear()
+    sparse = cls(**params).fit(csr, y)
+    assert asked and not any(asked)
+    for a, b in zip(_trees(dense), _trees(sparse), strict=True):
+        for k in a:
+            np.testing.assert_array_equal(b[k], a[k], err_msg=k)
+    np.testing.assert_array_equal(sparse.predict(csr), dense.predict(X))
 
 
 def test_prediction_in_dense_blocks(monkeypatch):

@@ -128,9 +128,10 @@ class Kernels:
         positions ``index`` (a permutation); see
         :func:`gputrees.kernels.reference.scatter_rows`.
     codes_by_feature : callable
-        ``codes_by_feature(xp, codes)``: the binned matrix feature-major,
-        (n_features, n_samples), which this set's ``route_rows`` and
-        ``route_and_sum`` then take as their ``codes_by_feature`` keyword;
+        ``codes_by_feature(xp, codes, copy=True)``: the binned matrix
+        feature-major, (n_features, n_samples), which this set's
+        ``route_rows`` and ``route_and_sum`` then take as their
+        ``codes_by_feature`` keyword (``copy=False``: ``codes.T``, a view);
         None (the reference's) for sets whose routing reads no such copy.
     bin_codes : callable
         ``bin_codes(xp, X, mapper)``: the binned matrix of ``X``; see
@@ -208,18 +209,23 @@ class Kernels:
     workspace: Callable
     fast: FastPaths
 
-    def feature_major(self, xp, codes):
+    def feature_major(self, xp, codes, copy: bool = True):
         """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.
 
         Parameters
         ----------
         codes : array of shape (n_samples, n_features), uint8/uint16
+        copy : bool, default=True
+            False: the transposed view of ``codes`` instead of a copy, where
+            the fit's memory matters more than the routing's reads (a
+            scipy.sparse X: its fit keeps the CSR and the codes, no copy of
+            the codes).
 
         Returns
         -------
         array of shape (n_features, n_samples), the dtype of ``codes``, or None
         """
-        return self.codes_by_feature(xp, codes)
+        return self.codes_by_feature(xp, codes, copy=copy)
 
     def quantised(self, scale) -> "Kernels":
         """The set to use on channels quantised with ``scale`` (see :mod:`gputrees.kernels._quantise`).

@@ -342,14 +342,36 @@ def _transpose(src, rows, has_rows, f0, out):
                 out[f, i] = src[rows[i] if has_rows else i, f0 + f]
 
 
-def codes_by_feature(xp, codes, *, n_threads: int = 1):
-    """The binned matrix feature-major: (n_features, n_samples), C-contiguous, the dtype of ``codes``.
+def codes_by_feature(xp, codes, *, copy: bool = True, n_threads: int = 1):
+    """The binned matrix feature-major: (n_features, n_samples), the dtype of ``codes``.
 
-    A blocked transpose in parallel: NumPy's copy of ``codes.T`` walks the
-    strided side a value at a time.
+    ``copy``: a C-contiguous copy, made by a blocked transpose in parallel
+    (NumPy's copy of ``codes.T`` walks the strided side a value at a time);
+    else ``codes.T``, a view (F-contiguous) that the kernels read as it is:
+    no second matrix as large as the codes, each routed row's code a read
+    of its own cache line (a sparse X's fit, whose memory is the CSR's and
+    the codes').
     """
     codes = np.ascontiguousarray(codes)
+    if not copy:
+        return codes.T
     out = np.empty(codes.shape[::-1], dtype=codes.dtype)
     with Threads(threads_for(n_threads, int(codes.size))):
         _transpose(codes, _NO_ROWS, False, 0, out)
     return out
+
+
+
+def feature_major_codes(codes, codes_by_feature):
+    """The feature-major codes (F, n) the kernels read, from the fit's ``codes_by_feature``.
+
+    Given as a C-contiguous copy, or as ``codes.T`` (F-contiguous: :func:`codes_by_feature` without a copy), it
+    is read as it is; any other array of that shape is copied C-contiguous; None (or a device array): a
+    C-contiguous copy of ``codes.T``. ``codes``: (n, F), C-contiguous.
+    """
+    codes_t = codes_by_feature
+    if not isinstance(codes_t, np.ndarray) or codes_t.shape != codes.shape[::-1]:
+        return np.ascontiguousarray(codes.T)
+    if codes_t.flags.f_contiguous and not codes_t.flags.c_contiguous:
+        return codes_t
+    return np.ascontiguousarray(codes_t)

@@ -60,7 +60,7 @@ from ..rules import (
     newton_gradient_channel,
     newton_improvement,
 )
-from .binning import search_range
+from .binning import feature_major_codes, search_range
 from .buffers import kept
 from .histograms import grouped_histograms
 from .jit import JIT, MIN_WORK_PER_THREAD, Threads, serial_twin
@@ -761,7 +761,7 @@ class _Fixed:
     covered : bool
         :func:`_fixed_covered`.
     codes : (n, F) uint8/uint16, C-contiguous
-    codes_t : (F, n), the same dtype, C-contiguous
+    codes_t : (F, n), the same dtype, C-contiguous (or ``codes.T``: :func:`~.binning.feature_major_codes`)
     mapper_arrays : tuple
         ``mapper_arrays(mapper)``.
     count_free : bool
@@ -785,13 +785,11 @@ class _Fixed:
         if not _fixed_covered(inputs, params):
             return cls(source, False, None, None, (), False, ())
         codes = np.ascontiguousarray(inputs.codes)
-        codes_t = inputs.codes_by_feature
-        if codes_t is None or not isinstance(codes_t, np.ndarray) or codes_t.shape != codes.shape[::-1]:
-            codes_t = codes.T
+        codes_t = feature_major_codes(codes, inputs.codes_by_feature)
         mapper = inputs.bin_mapper
         is_cat = np.ascontiguousarray(mapper.is_categorical, dtype=np.bool_)
         n_cat_pos = category_positions(is_cat, int(mapper.n_bins), mapper) if is_cat.any() else 0
-        return cls(source, True, codes, np.ascontiguousarray(codes_t), tuple(mapper_arrays(mapper)),
+        return cls(source, True, codes, codes_t, tuple(mapper_arrays(mapper)),
                    _count_free(inputs, params), (is_cat, n_cat_pos))
 
 

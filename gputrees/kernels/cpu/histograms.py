@@ -417,18 +417,24 @@ def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end,
     # (see _block_rows), the others by pieces of features below
     block = _block_rows(start, end, n_features * nb_s * n_channels)
     b_slot, b_i0, b_i1, plan_start = _row_blocks(start, end, block)
-    if b_slot.shape[0] > 0:
-        partial = np.empty((b_slot.shape[0], n_features, nb_s, n_channels))
-        for k in prange(b_slot.shape[0]):
-            i0 = b_i0[k]
-            i1 = b_i1[k]
-            sparse = sparse_rows(row, i0, i1, row_bytes, codes.shape[0])
-            _zero_bins(partial, k, 0, n_features, n_bins, used)
-            # int64 slot and feature bounds in every call (a prange index is unsigned, a constant a literal):
-            # one signature of _add_rows to compile, not three
-            _add_rows(partial, np.int64(k), codes, row, chan_index, i0, i1, np.int64(0), n_features, chan, mult,
-                      wmult, mode, sparse, c_first)
-        _merge_blocks(out, partial, b_slot, n_bins, used)
+    n_blk = b_slot.shape[0]
+    if n_blk > 0:
+        # the blocks in waves whose partials fit PARTIAL_BYTES, each merged
+        # into the slots in block order as the whole set would be
+        wave = _blocks_at_once(n_blk, n_features * nb_s * n_channels, n_workers)
+        partial = np.empty((wave, n_features, nb_s, n_channels))
+        for w0 in range(0, n_blk, wave):
+            w1 = min(n_blk, w0 + wave)
+            for k in prange(w1 - w0):
+                i0 = b_i0[w0 + k]
+                i1 = b_i1[w0 + k]
+                sparse = sparse_rows(row, i0, i1, row_bytes, codes.shape[0])
+                _zero_bins(partial, k, 0, n_features, n_bins, used)
+                # int64 slot and feature bounds in every call (a prange index is unsigned, a constant a literal):
+                # one signature of _add_rows to compile, not three
+                _add_rows(partial, np.int64(k), codes, row, chan_index, i0, i1, np.int64(0), n_features, chan, mult,
+                          wmult, mode, sparse, c_first)
+            _merge_blocks(out, partial, b_slot, w0, w1, n_bins, used)
     # each worker a share of the (row, feature) updates, as pieces (slot,
     # features f0:f1) (see _histogram_plan): each output is summed by one
     # thread, in row order
@@ -590,7 +596,8 @@ def _row_blocks(start, end, block):
     ``plan_start``: ``start`` with these slots marked empty (-2), for
     :func:`_histogram_plan`. The partial histograms take one histogram's
     memory per block: 115 KB each for 28 features, 256 bins and two
-    channels, about 3.6 MB for a slot of a million rows.
+    channels, about 3.6 MB for a slot of a million rows (wider ones are
+    summed in waves of blocks, :data:`PARTIAL_BYTES`).
     """
     plan_start = start.copy()
     n = 0
@@ -614,22 +621,35 @@ def _row_blocks(start, end, block):
     return b_slot, b_i0, b_i1, plan_start
 
 
+#: Most bytes of partial histograms of :func:`_row_blocks`' blocks summed at
+#: once: a wide matrix's root (a sparse X's 10,000 features, 256 bins, two
+#: channels: 41 MB a block, 32 blocks for a million rows) is summed in waves
+#: of blocks instead of holding every block's partial.
+PARTIAL_BYTES = 32 << 20
+
+
+@numba.njit(**JIT)
+def _blocks_at_once(n_blocks, width, n_workers):
+    """Blocks whose partial histograms (``width`` floats each) are summed at once: all of them within
+    :data:`PARTIAL_BYTES`, else as many as fit it, and at least one per worker (two: the blocks' even count)."""
+    if n_blocks * width * 8 <= PARTIAL_BYTES:
+        return n_blocks
+    return min(n_blocks, max(n_workers, 2, PARTIAL_BYTES // (width * 8)))
+
+
 @numba.njit(parallel=True, **JIT)
-def _merge_blocks(out, partial, b_slot, n_bins, used):
-    """Each slot's histogram: its first block's partial, plus the others in block order (features in parallel)."""
+def _merge_blocks(out, partial, b_slot, w0, w1, n_bins, used):
+    """Blocks ``w0:w1`` (partials ``0 : w1 - w0``) into their slots' histograms, in block order: a slot's first
+    block's partial copied, the others added (features in parallel). Merged wave by wave in block order, a
+    slot's histogram gets the same additions as all its blocks merged at once."""
     n_features = out.shape[1]
-    n_items = b_slot.shape[0] * n_features
-    for item in prange(n_items):
-        k0 = item // n_features
-        f = item % n_features
-        s = b_slot[k0]
-        if k0 > 0 and b_slot[k0 - 1] == s:
-            continue  # one item per (slot, feature): the slot's first block's
-        _copy_bins(out, s, partial, k0, f, f + 1, n_bins, used)
-        k = k0 + 1
-        while k < b_slot.shape[0] and b_slot[k] == s:
-            _add_bins(out, s, partial, k, f, n_bins, used)
-            k += 1
+    for f in prange(n_features):
+        for k in range(w0, w1):
+            s = b_slot[k]
+            if k > 0 and b_slot[k - 1] == s:
+                _add_bins(out, s, partial, k - w0, f, n_bins, used)
+            else:
+                _copy_bins(out, s, partial, k - w0, f, f + 1, n_bins, used)
 
 
 @numba.njit(inline="always")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from .binning import feature_major_codes
 from .grow import (
     leaf_pass, leaf_pass_serial, mark_leaves, mark_leaves_serial, partition_rows, partition_rows_serial,
     threaded_rows,
@@ -141,10 +142,7 @@ class SegmentRows:
         chan = channels if channels.ndim == 3 else channels[None]
         self.n_trees, self.n, self.n_channels = (int(d) for d in chan.shape)
         self.codes = np.ascontiguousarray(codes)
-        codes_t = codes_by_feature
-        if codes_t is None or not isinstance(codes_t, np.ndarray) or codes_t.shape != self.codes.shape[::-1]:
-            codes_t = self.codes.T
-        self.codes_t = np.ascontiguousarray(codes_t)
+        self.codes_t = feature_major_codes(self.codes, codes_by_feature)
         self.chan = [np.ascontiguousarray(chan[t]) for t in range(self.n_trees)]
         self.n_threads = int(n_threads)
         self.unit_count = bool(unit_count)
