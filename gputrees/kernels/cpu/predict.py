@@ -298,7 +298,7 @@ def tree_value_sums(xp, batch, values, X, missing_bin: int, *, n_threads: int = 
     if flat.shape[2] == 1:
         per_pass = max(1, min(per_pass, PASS_VALUE_BYTES // (8 * n_trees * ROWS_PER_BLOCK)))
     with Threads(threads):
-        out = _tree_value_sums(float_rows(X), *tree_arrays(batch), int(missing_bin), flat,
+        out = _tree_value_sums(float_rows(X), *tree_arrays(batch), int(missing_bin), read_only(flat),
                                np.zeros((n, flat.shape[2])), threads, per_pass)
     return out.reshape((n,) + rest)
 
