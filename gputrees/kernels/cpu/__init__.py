@@ -32,15 +32,10 @@ __all__ = [
 
 def make_kernels(n_jobs: int | None):
     """The Numba kernel set on ``n_jobs`` threads (None or -1 every core, -2 all but one, k)."""
-    return _kernel_set(jit.thread_count(n_jobs))
-
-
-@functools.lru_cache(maxsize=None)
-def _kernel_set(threads: int):
-    """The set on ``threads`` threads, made once a process: it is immutable and its functions hold no
-    state, and assembling it is a noticeable share of a small fit (about 0.3 ms of a 1,000-row tree's)."""
     from .. import _bincount
     from ..interface import FastPaths, assemble
+
+    threads = jit.thread_count(n_jobs)
 
     def on(f):
         return functools.partial(f, n_threads=threads)
