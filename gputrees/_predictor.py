@@ -14,9 +14,7 @@ def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
     from .kernels import get_kernels
 
     apply = get_kernels(xp, n_jobs=n_jobs, prediction=True).apply_trees
-    if is_sparse(X):  # walked in dense blocks of rows (gputrees._sparse)
-        return xp.concat([apply(xp, batch, block, missing_bin) for _, _, block in dense_blocks(X)], axis=0)
-    return apply(xp, batch, X, missing_bin)
+    return _by_row_blocks(xp, X, lambda rows: apply(xp, batch, rows, missing_bin))
 
 
 def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None = None):
@@ -28,6 +26,11 @@ def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None =
     from .kernels import get_kernels
 
     sums = get_kernels(xp, n_jobs=n_jobs, prediction=True).tree_value_sums
+    return _by_row_blocks(xp, X, lambda rows: sums(xp, batch, values, rows, missing_bin))
+
+
+def _by_row_blocks(xp, X, walk):
+    """``walk(X)``; a sparse ``X`` walked in dense blocks of rows (gputrees._sparse), the results stacked."""
     if is_sparse(X):
-        return xp.concat([sums(xp, batch, values, block, missing_bin) for _, _, block in dense_blocks(X)], axis=0)
-    return sums(xp, batch, values, X, missing_bin)
+        return xp.concat([walk(block) for _, _, block in dense_blocks(X)], axis=0)
+    return walk(X)
