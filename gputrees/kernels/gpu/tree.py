@@ -1,15 +1,17 @@
-"""A round's boosting trees grown on the GPU, a fixed number of launches a level, no host read inside a tree.
+"""A batch of trees grown on the GPU, a fixed number of launches a level, no host read inside a tree.
 
-The trees of a batch (the K trees of a boosting round) grow depth-wise to
-``max_depth`` in a perfect-tree layout: node ``i``'s children are ``2 i +
-1`` and ``2 i + 2``, level ``d`` holds nodes ``2^d - 1 .. 2^(d+1) - 2``
-whether they exist or not, so every array's shape is known before the tree
-starts. Each row keeps its node id (``node``, one per tree and row); each
-node its statistics as int64 fixed-point sums of the quantised channels
-(:mod:`gputrees.kernels._quantise`: exact, so in any order the same
-numbers as the CPU's float64 sums). A level is three operations on the
-device (numba-cuda's launches cost far more host time than the kernels
-take at a million rows, so a level fuses its steps into two kernels):
+The trees of a batch (the K trees of a boosting round, or a forest's batch)
+grow depth-wise to ``max_depth`` in a perfect-tree layout: node ``i``'s
+children are ``2 i + 1`` and ``2 i + 2``, level ``d`` holds nodes ``2^d - 1
+.. 2^(d+1) - 2`` whether they exist or not, so every array's shape is known
+before the tree starts. Each row keeps its node id (``node``, one per tree
+and row); each node its statistics as int64 fixed-point sums of the
+quantised channels (:mod:`gputrees.kernels._quantise`: exact, so in any
+order the same numbers as the CPU's float64 sums), a row's channels times
+its multiplicities (a forest's bootstrap counts) rounded as the level-wise
+cuda histograms round them. A level is three operations on the device
+(numba-cuda's launches cost far more host time than the kernels take at a
+million rows, so a level fuses its steps into two kernels):
 
 1. the built children's histograms zeroed;
 2. ``_build_shared`` (or ``_build``), one thread per (tree, row): the row
@@ -20,37 +22,53 @@ take at a million rows, so a level fuses its steps into two kernels):
    once a block (the upper levels, whose rows all add to few addresses);
    else straight into global memory;
 3. ``_split``, one block per (tree, node of the level): the node's
-   histograms (the built child's, or its parent's minus them), one thread
-   a feature for the running sums over the value bins, both sides for
-   missing values, every candidate's proxy (:mod:`gputrees.kernels.rules`)
-   and the feature's best; then the tie rule (the first feature whose
-   best is near the best, its first near-best candidate), the split's
-   acceptance, the children's statistics and whether they may split, and
-   which child of the pair is the smaller.
+   histograms (the built child's, or its parent's minus them), its
+   features drawn from its key where ``max_features`` draws some
+   (:func:`gputrees.kernels.rules.draw_features`; the keys of
+   :mod:`gputrees._node_draws`, each child's made from its parent's here),
+   one thread a feature for the running sums over the value bins, both
+   sides for missing values, every candidate's proxy
+   (:func:`gputrees.kernels.rules.candidate_score`, the CPU kernels'
+   rule) and the feature's best; then the tie rule (the first feature
+   whose best is near the best, its first near-best candidate), the
+   split's acceptance (the criterion's improvement), the threshold, the
+   children's statistics and keys and whether they may split, and which
+   child of the pair is the smaller.
 
-After the last level ``_route`` moves the rows to their leaves.
+After the last level ``_route`` moves the rows to their leaves. A batch whose
+deepest level's histograms do not fit ``memory_limit`` at once is grown
+:func:`trees_per_pass` trees at a time, three launches a level a pass.
 
 The host loops over the levels (their count is ``max_depth``) and reads
 nothing: the trees come back in their perfect-tree layout (a
 :class:`~gputrees._records.TreeBatch` whose ``node_count`` is None), which
 predicts as it is, and which the fit lays out in the level-wise grower's
 numbering once it is done (:func:`gputrees.kernels.reference.compact_batch`,
-one host read for all of its rounds). The same
-candidates, proxies, tie rule, thresholds and acceptance as the level-wise
-grower with the cuda set's quantised kernels: the same trees, statistics
-equal in fixed point (tested in numba-cuda's simulator against the CPU).
+one host read for all of a booster's rounds, or for a forest's batch). The
+same candidates, proxies, tie rule, thresholds and acceptance as the
+level-wise grower with the cuda set's quantised kernels: the same trees,
+statistics equal in fixed point (tested in numba-cuda's simulator against
+the CPU).
 
-``GPUTREES_DEVICE_STEP=0`` turns the step off on a GPU (every batch level
-by level, to compare the two); the simulator always takes it.
+``GPUTREES_DEVICE_STEP=0`` turns the step off on a GPU (every batch level by
+level, to compare the two); the simulator always takes it.
 
 Covered (:func:`covered`; else the grower grows the batch level by level):
-boosting's batches of one or K trees with the Newton criterion over
-``[count, G, H]`` channels quantised with ``scale``, every row once, depth-wise
-to a ``max_depth`` within :data:`MAX_DEPTH` and the memory bound, numerical
-features with missing values, ``min_samples_leaf``, ``min_child_weight``,
-``min_split_gain``, per-tree feature subsets, thresholds at the next value
-bin; no categorical features, monotonic constraints, per-node feature draws
-or random splits.
+channels quantised with ``scale``; the Newton criterion over ``[count, G,
+H]`` (boosting's batches of one or K trees, every row once) or Gini, entropy
+and squared error over up to :data:`MAX_CHANNELS` channels (trees of a
+forest's batch with bootstrap multiplicities);
+depth-wise to a ``max_depth`` within :data:`MAX_DEPTH`, one tree's deepest
+level within the memory bound; numerical features with missing values,
+``min_samples_leaf``, ``min_weight_leaf`` / ``min_child_weight``,
+``min_samples_split``, ``min_impurity_decrease`` / ``min_split_gain``,
+per-tree feature subsets, per-node feature draws (``max_features``),
+thresholds at the next value bin of the feature or of the node
+(``local_thresholds``; the level-wise grower's sort-based search of small
+nodes finds the same splits there). Not covered: categorical features,
+monotonic constraints, ``max_depth=None``, best-first growth
+(``max_leaf_nodes``), extremely randomised splits (extra trees), the
+misclassification, Friedman and Poisson criteria.
 """
 
 from __future__ import annotations
