@@ -52,6 +52,7 @@ CASES = {
 def test_forest_batches_equal_the_level_wise_grower(case):
     kw = dict(CASES[case])
     params = device_params(**{"max_depth": 4, "local_thresholds": True, "sorted_small_nodes": True, **kw.pop("params")})
+    kw.update(n=100, k=2)  # (seconds: the simulator runs a CUDA thread as a Python thread)
     inputs, scale = forest_batch(3, **kw)
     got = tree.grow_tree(NP, inputs, params, scale=scale)
     assert got is not None
@@ -65,14 +66,14 @@ def test_forest_batches_equal_the_level_wise_grower(case):
 
 def test_forests_too_large_for_one_pass_are_grown_a_few_trees_at_a_time():
     """The batch's trees in passes of what the memory bound holds: the same trees."""
-    inputs, scale = forest_batch(5, k=5)
+    inputs, scale = forest_batch(5, k=3, n=100)
     params = device_params(max_depth=3, max_features=2, local_thresholds=True, sorted_small_nodes=True)
     per_tree = tree.trees_per_pass(inputs, params)
     small = device_params(max_depth=3, max_features=2, local_thresholds=True, sorted_small_nodes=True,
                           memory_limit=params.memory_limit // per_tree * 2)
     assert tree.trees_per_pass(inputs, small) == 2
     assert_same_batch(tree.grow_tree(NP, inputs, small, scale=scale),
-                      grow(NP, level_wise(forest_batch(5, k=5)[0]), params))
+                      grow(NP, level_wise(forest_batch(5, k=3, n=100)[0]), params))
 
 
 def test_uncovered_forest_batches_decline():
