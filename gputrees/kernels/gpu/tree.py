@@ -446,9 +446,10 @@ def _route(codes, node, split, feature, bin_, missing_left, level_first, missing
 
 
 # -- the host side ---------------------------------------------------------------------
-#: Bytes a (tree, node of the deepest level, feature, bin) takes, per channel and besides: two levels' int64
-#: histograms and the built half of one, and the proxies of two variants.
-_BYTES_PER_BIN_CHANNEL = 20
+#: Bytes a (tree, node of the deepest level, feature, bin) takes, per channel and besides: the int64 histograms
+#: of the deepest level, of the level above (half as many nodes) and of the built children (half), and the
+#: proxies of two variants.
+_BYTES_PER_BIN_CHANNEL = 16
 _BYTES_PER_BIN = 16
 
 
@@ -558,7 +559,9 @@ def grow_tree(xp, inputs, params, *, scale=None):
     widest = 2 ** (depth - 1)  # the deepest level with histograms
     cell = n_features * nb * C
     buffers = SimpleNamespace(
-        levels=(xp.empty(per_pass * widest * cell, dtype=i8), xp.empty(per_pass * widest * cell, dtype=i8)),
+        # level d's histograms in buffer d % 2: the deepest level's the widest, the other's half as wide
+        levels=tuple(xp.empty(per_pass * (widest if p == (depth - 1) % 2 else max(1, widest // 2)) * cell, dtype=i8)
+                     for p in range(2)),
         built=xp.empty(per_pass * max(1, widest // 2) * cell, dtype=i8),
         fbest=xp.empty(per_pass * widest * n_features, dtype=f8),
         proxies=xp.empty(per_pass * widest * n_features * 2 * (nb - 1), dtype=f8),
