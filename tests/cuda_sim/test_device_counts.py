@@ -226,10 +226,11 @@ def test_forest_batches_are_a_few_operations_a_level_and_read_nothing(counted, m
     assert reads3 == reads5 == 0, (reads3, reads5)
     per_level = (ops5 - ops3) / 2
     assert per_level == tree.LAUNCHES_PER_LEVEL, per_level
-    # the benchmark's forest (bench/bench_gpu.py: 1,000,000 rows, 28 features, 255 bins, binary, depth 10):
-    # batches of 7 trees (memory_limit), grown trees_per_pass at a time
+    # the benchmark's forest (bench/bench_gpu.py: 1,000,000 rows, 28 features, 255 bins, binary, depth 10,
+    # max_features="sqrt": 5) in batches of 7 trees (memory_limit), grown trees_per_pass at a time
     bench = tree.trees_per_pass(SimpleNamespace(codes=np.empty((0, 28)), bin_mapper=SimpleNamespace(n_bins=256),
-                                                channels=np.empty((0, 3))), GrowerParams(max_depth=10))
+                                                channels=np.empty((0, 3)), tree_features=None),
+                                GrowerParams(max_depth=10, max_features=5))
     print(f"device forest: {per_level:.0f} device operations a level for a batch of 4 trees, {ops5} a depth-5 "
           f"batch ({ops5 - 5 * per_level:.0f} outside the levels), 0 host reads while it grows; the benchmark's "
           f"depth-10 trees: {bench} a pass")

@@ -35,9 +35,15 @@ million rows, so a level fuses its steps into two kernels):
    children's statistics and keys and whether they may split, and which
    child of the pair is the smaller.
 
-After the last level ``_route`` moves the rows to their leaves. A batch whose
-deepest level's histograms do not fit ``memory_limit`` at once is grown
-:func:`trees_per_pass` trees at a time, three launches a level a pass.
+After the last level ``_route`` moves the rows to their leaves. With per-node
+feature draws of at most half the features (random forests' ``sqrt``), every
+node's histograms are its ``k`` drawn features' (:func:`histogram_features`,
+as the level-wise grower builds them): the parent's block draws its
+children's features, the build adds each row to its own node's histograms
+over them (both children, no subtraction, one level's buffer), and the scan
+reads them. A batch whose deepest level's histograms do not fit
+``memory_limit`` at once is grown :func:`trees_per_pass` trees at a time,
+three launches a level a pass.
 
 The host loops over the levels (their count is ``max_depth``) and reads
 nothing: the trees come back in their perfect-tree layout (a
@@ -81,14 +87,15 @@ import numpy as np
 from numba import cuda
 
 from ... import _node_draws
+from ..._grower import DRAWN_BUILD_SHARE
 from ..._records import ENTROPY, GINI, NEWTON, SQUARED_ERROR, TreeBatch, criterion_code
 from .. import rules
 from .._cuda import device_views, fixed_point, grid_blocks, launch, launch_config, pair_weight
 from .rules import compile_rules
 
 __all__ = [
-    "grow_tree", "covered", "shared_group_width", "trees_per_pass", "MAX_DEPTH", "MAX_CHANNELS", "CRITERIA",
-    "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
+    "grow_tree", "covered", "shared_group_width", "trees_per_pass", "histogram_features", "MAX_DEPTH",
+    "MAX_CHANNELS", "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
 ]
 
 #: Deepest trees grown here: a level's histograms hold 2^(depth - 1) nodes.
@@ -109,7 +116,7 @@ _NEG_INF = -math.inf
 #: pass).
 _TREE_ARRAYS = ("codes", "chan", "mult", "wmult", "scale", "node", "split", "feature", "bin", "missing_left",
                 "threshold", "stats", "can", "key", "allowed", "tw", "n_value_bins", "thresholds", "bin_values",
-                "is_exact", "inv", "proxies", "fbest", "drawn", "u")
+                "is_exact", "inv", "proxies", "fbest", "drawn", "u", "fids")
 
 
 # -- device functions ---------------------------------------------------------------
@@ -169,10 +176,11 @@ def _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_fir
 
 @cuda.jit(device=True)
 def _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
-                write):
-    """Row ``r``'s node of this level (written back to ``node`` where ``write``), and the pair of that level
-    whose built histogram takes the row: -1 where none does (a leaf of an earlier level, or the larger child
-    of its pair, which comes by subtraction); 0 at level 0 (the root)."""
+                by_drawn, can, write):
+    """Row ``r``'s node of this level (written back to ``node`` where ``write``), and the histogram slot of
+    that level that takes the row: -1 where none does (a leaf of an earlier level, or the larger child of its
+    pair, which comes by subtraction); the node's position in the level where every node is built
+    (``by_drawn``, over its drawn features; -1 for a node that may not split) and at level 0 (the root)."""
     nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
     if write:
         node[k, r] = nd
@@ -180,7 +188,9 @@ def _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_fir
     if s < 0:
         return -1
     if level_first == 0:
-        return 0
+        return s
+    if by_drawn:
+        return s if can[k, nd] else -1
     q = s // 2
     return q if s - 2 * q == small_right[k, q] else -1
 
@@ -201,11 +211,12 @@ def _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
 # -- kernels (compiled at first launch) -----------------------------------------------
 @cuda.jit
 def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left, missing_bin,
-           small_right, level_first, n_pairs, nb, out):
+           small_right, by_drawn, fids, can, level_first, n_pairs, nb, out):
     """Each row routed to its node of this level (the splits of the level above), then the histograms
-    (K, n_pairs, F, nb, C) of each pair's smaller child (level 0: of the roots), int64 atomics."""
+    (K, n_pairs, F, nb, C) of each pair's smaller child (level 0: of the roots), int64 atomics; ``by_drawn``:
+    of every node (K, width, k, nb, C) over its ``k`` drawn features (``fids`` (K, nodes, k))."""
     n_trees, n = node.shape
-    n_features = codes.shape[1]
+    n_features = fids.shape[2] if by_drawn else codes.shape[1]
     C = scale.shape[0]
     w = cuda.local.array(MAX_CHANNELS, numba.int64)
     start = cuda.grid(1)
@@ -214,19 +225,20 @@ def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, featu
         k = idx // n
         r = idx - k * n
         q = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
-                        True)
+                        by_drawn, can, True)
         if q < 0 or not _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
             continue
         base = (k * n_pairs + q) * n_features
         for f in range(n_features):
-            j = ((base + f) * nb + numba.int64(codes[r, f])) * C
+            col = fids[k, level_first + q, f] if by_drawn else f
+            j = ((base + f) * nb + numba.int64(codes[r, col])) * C
             for c in range(C):
                 cuda.atomic.add(out, j + c, w[c])
 
 
 @cuda.jit
 def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left,
-                  missing_bin, small_right, level_first, n_pairs, nb, group_width, out):
+                  missing_bin, small_right, by_drawn, fids, can, level_first, n_pairs, nb, group_width, out):
     """``_build``, a block's rows summed in shared memory first (int64 atomics there), then added to ``out``
     once a block: at the upper levels every row of a launch would otherwise add to the same few global
     addresses, and the atomics queue on them.
@@ -239,7 +251,7 @@ def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split
     """
     hist = cuda.shared.array(0, dtype=numba.int64)
     n_trees, n = node.shape
-    n_features = codes.shape[1]
+    n_features = fids.shape[2] if by_drawn else codes.shape[1]
     C = scale.shape[0]
     w = cuda.local.array(MAX_CHANNELS, numba.int64)
     n_groups = (n_features + group_width - 1) // group_width
@@ -258,12 +270,13 @@ def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split
         k = idx // n
         r = idx - k * n
         q = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
-                        g == 0)
+                        by_drawn, can, g == 0)
         if q < 0 or not _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
             continue
         base = (k * n_pairs + q) * fw
         for f in range(fw):
-            j = ((base + f) * nb + numba.int64(codes[r, f0 + f])) * C
+            col = fids[k, level_first + q, f0 + f] if by_drawn else f0 + f
+            j = ((base + f) * nb + numba.int64(codes[r, col])) * C
             for c in range(C):
                 cuda.atomic.add(hist, j + c, w[c])
     cuda.syncthreads()
@@ -279,8 +292,8 @@ def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split
 @cuda.jit
 def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed, n_value_bins, thresholds,
            bin_values, is_exact, inv, tw, kind, n_out, level, level_first, width, nb, l2, msl, mwl, min_split,
-           max_depth, min_decrease, tie_rtol, k_draw, has_allowed, local_thr, split, feature, bin_, missing_left,
-           threshold, small_right, small_next):
+           max_depth, min_decrease, tie_rtol, k_draw, has_allowed, by_drawn, fids, local_thr, split, feature, bin_,
+           missing_left, threshold, small_right, small_next):
     """One block a (tree, node of the level): the node's histograms, its split and its children.
 
     0. Level 0: the root's statistics (its histogram of feature 0 summed over the bins: every row is in one),
@@ -289,7 +302,10 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
        its parent's (``prev``) minus that (level 0: built in place).
     2. With per-node feature draws (``k_draw`` >= 0, ``max_features``): the first thread draws the node's
        features from its key (:func:`gputrees.kernels.rules.draw_features`, into ``drawn``; ``u``: its work
-       space), as the level-wise grower and the CPU's subtree kernel draw them.
+       space), as the level-wise grower and the CPU's subtree kernel draw them. ``by_drawn``: the node's
+       histograms are its drawn features' (``fids``, drawn by its parent's block, or the host for a root),
+       built for every node (no subtraction), as the level-wise grower builds them for ``k`` of at most half
+       the features.
     3. A thread a feature: every candidate's proxy (:func:`_feature_scan`, kept in ``proxies``: recomputing
        them could round differently, the GPU compiler contracting multiply-adds kernel by kernel) and the
        feature's best (``fbest``).
@@ -316,7 +332,7 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     nd = level_first + s
     tid = cuda.threadIdx.x
     threads = cuda.blockDim.x
-    n_features = n_value_bins.shape[0]
+    n_features = fids.shape[2] if by_drawn else n_value_bins.shape[0]  # the histograms' features
     C = inv.shape[0]
     P = node_stats[:C]
     L = left[:C]
@@ -337,23 +353,24 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     cuda.syncthreads()
     if not can[k, nd]:
         return  # the whole block: no barrier below is left waiting
-    if level > 0:
+    if level > 0 and not by_drawn:
         q = s // 2
         small = s - 2 * q == small_right[k, q]
         src = (k * (width // 2) + q) * cell
         for x in range(tid, cell, threads):
             b = built[src + x]
             hist[ks * cell + x] = b if small else prev[src + x] - b
-    if k_draw >= 0 and tid == 0:
+    if k_draw >= 0 and not by_drawn and tid == 0:
         rules.draw_features(key[k, nd], k_draw, allowed[k], has_allowed, u[ks], drawn[ks])
     cuda.syncthreads()
     for c in range(C):
         P[c] = stats[k, nd, c] * inv[c]
     for f in range(tid, n_features, threads):
         p = _NEG_INF
-        if drawn[ks, f] if k_draw >= 0 else allowed[k, f]:
+        col = fids[k, nd, f] if by_drawn else f
+        if by_drawn or (drawn[ks, f] if k_draw >= 0 else allowed[k, f]):
             idx = ks * n_features + f
-            p = _feature_scan(hist, idx * nb * C, nb, n_value_bins[f], P, inv, kind, n_out, l2, msl, mwl, proxies,
+            p = _feature_scan(hist, idx * nb * C, nb, n_value_bins[col], P, inv, kind, n_out, l2, msl, mwl, proxies,
                               idx * 2 * (nb - 1))
         fbest[ks * n_features + f] = p
     if tid == 0:
@@ -367,13 +384,14 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     if not best > _NEG_INF:
         return  # every thread read the same features' bests: the whole block
     target = rules.tie_target(best, tie_rtol)
-    col = -1
+    j_col = -1
     for f in range(n_features):
         fb = fbest[ks * n_features + f]
         if fb > _NEG_INF and fb >= target:
-            col = f  # the first feature whose best is near the best: one of its candidates is
+            j_col = f  # the first feature whose best is near the best (drawn ones ascending): one of its candidates
             break
-    out = (ks * n_features + col) * 2 * (nb - 1)
+    col = fids[k, nd, j_col] if by_drawn else j_col
+    out = (ks * n_features + j_col) * 2 * (nb - 1)
     for j in range(tid, 2 * (nb - 1), threads):
         p = proxies[out + j]
         if p > _NEG_INF and p >= target:
@@ -382,7 +400,7 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     first = chosen[0]
     variant = first // (nb - 1)
     pos = first - variant * (nb - 1)
-    base = (ks * n_features + col) * nb * C
+    base = (ks * n_features + j_col) * nb * C
     for b in range(tid, pos + 1 + variant, threads):
         j = base + (b if b <= pos else nb - 1) * C  # the bins up to the candidate, and the missing bin
         for c in range(C):
@@ -426,8 +444,16 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     can[k, lc] = rules.can_split(kind, L, level + 1, n_out, msl, mwl, min_split, max_depth, tmp)
     can[k, lc + 1] = rules.can_split(kind, R, level + 1, n_out, msl, mwl, min_split, max_depth, tmp)
     if k_draw >= 0:
-        key[k, lc] = rules.child_key(key[k, nd], 0)
-        key[k, lc + 1] = rules.child_key(key[k, nd], 1)
+        for side in range(2):
+            key[k, lc + side] = rules.child_key(key[k, nd], side)
+            if by_drawn and can[k, lc + side]:  # the child's features, which its histograms are built over
+                mask = drawn[ks]
+                rules.draw_features(key[k, lc + side], k_draw, allowed[k], has_allowed, u[ks], mask)
+                j = 0
+                for f in range(mask.shape[0]):
+                    if mask[f]:
+                        fids[k, lc + side, j] = f
+                        j += 1
     # the smaller child of the pair is built at the next level (the left on a tie)
     small_next[k, s] = 1 if stats[k, lc + 1, 0] < stats[k, lc, 0] else 0
 
@@ -483,10 +509,24 @@ def covered(xp, inputs, params, scale) -> bool:
 def trees_per_pass(inputs, params) -> int:
     """Trees of the batch whose levels are grown together: as many as the deepest level's histograms of all of
     them fit ``memory_limit``; the batch's trees are grown that many at a time (0: not one fits)."""
-    n_features, nb = int(inputs.codes.shape[1]), int(inputs.bin_mapper.n_bins)
-    per_tree = 2 ** (params.max_depth - 1) * n_features * nb * (
-        _BYTES_PER_BIN_CHANNEL * int(inputs.channels.shape[-1]) + _BYTES_PER_BIN)
+    n_hist, by_drawn = histogram_features(inputs, params)
+    per_channel = _BYTES_PER_BIN_CHANNEL // 2 if by_drawn else _BYTES_PER_BIN_CHANNEL  # one level, built in place
+    per_tree = 2 ** (params.max_depth - 1) * n_hist * int(inputs.bin_mapper.n_bins) * (
+        per_channel * int(inputs.channels.shape[-1]) + _BYTES_PER_BIN)
     return int(params.memory_limit // per_tree)
+
+
+def histogram_features(inputs, params) -> tuple[int, bool]:
+    """(features a node's histograms hold, whether they are its drawn features): with per-node draws of at
+    most :data:`gputrees._grower.DRAWN_BUILD_SHARE` of the features (random forests: 5 of 28), every node's
+    histograms are built over its ``k`` drawn features from its rows, as the level-wise grower builds them
+    (``k`` updates a row for both children against up to ``F`` for the smaller one before the subtraction,
+    and ``k / F`` of the memory); else over every feature, the larger child of a pair by subtraction."""
+    n_features = int(inputs.codes.shape[1])
+    k = params.max_features
+    if k is not None and k <= DRAWN_BUILD_SHARE * n_features and inputs.tree_features is None:
+        return int(k), True
+    return n_features, False
 
 
 def grow_tree(xp, inputs, params, *, scale=None):
@@ -540,9 +580,16 @@ def grow_tree(xp, inputs, params, *, scale=None):
     # parents' blocks
     k = params.max_features
     k_draw = int(k) if k is not None and k < n_features else -1
+    n_hist, by_drawn = histogram_features(inputs, params)
     key = xp.zeros((n_trees, cap), dtype=xp.uint64)
+    # by_drawn: each node's drawn features (ascending), the roots' drawn here, the others by their parents' blocks
+    fids = xp.zeros((n_trees, cap, n_hist) if by_drawn else (1, 1, 1), dtype=i8)
     if k_draw >= 0 or inputs.tree_features is not None:
-        key[:, 0] = xp.asarray(_node_draws.root_keys(_node_draws.tree_keys(inputs.rng, n_trees)), dtype=xp.uint64)
+        roots = _node_draws.root_keys(_node_draws.tree_keys(inputs.rng, n_trees))
+        key[:, 0] = xp.asarray(roots, dtype=xp.uint64)
+        if by_drawn:
+            mask = _node_draws.feature_mask(roots, n_features, k_draw)
+            fids[:, 0, :] = xp.asarray(np.nonzero(mask)[1].reshape(n_trees, n_hist), dtype=i8)
     tw = xp.zeros(n_trees, dtype=f8)
     # the bin mapper's tables, host or device arrays by where the fit bins: contiguous device copies
     tables = dict(n_value_bins=_on_device(xp, mapper.n_value_bins, i8),
@@ -557,14 +604,20 @@ def grow_tree(xp, inputs, params, *, scale=None):
     mode = 0 if inputs.multiplicity is None else (1 if inputs.weight_multiplicity is None else 2)
     per_pass = min(n_trees, trees_per_pass(inputs, params))
     widest = 2 ** (depth - 1)  # the deepest level with histograms
-    cell = n_features * nb * C
-    buffers = SimpleNamespace(
+    cell = n_hist * nb * C
+
+    def level_buffer(p):
         # level d's histograms in buffer d % 2: the deepest level's the widest, the other's half as wide
-        levels=tuple(xp.empty(per_pass * (widest if p == (depth - 1) % 2 else max(1, widest // 2)) * cell, dtype=i8)
-                     for p in range(2)),
-        built=xp.empty(per_pass * max(1, widest // 2) * cell, dtype=i8),
-        fbest=xp.empty(per_pass * widest * n_features, dtype=f8),
-        proxies=xp.empty(per_pass * widest * n_features * 2 * (nb - 1), dtype=f8),
+        # (by_drawn: every level's in buffer 0, built in place)
+        if by_drawn:
+            return widest if p == 0 else 1
+        return widest if p == (depth - 1) % 2 else max(1, widest // 2)
+
+    buffers = SimpleNamespace(
+        levels=tuple(xp.empty(per_pass * level_buffer(p) * cell, dtype=i8) for p in range(2)),
+        built=xp.empty(1 if by_drawn else per_pass * max(1, widest // 2) * cell, dtype=i8),
+        fbest=xp.empty(per_pass * widest * n_hist, dtype=f8),
+        proxies=xp.empty(per_pass * widest * n_hist * 2 * (nb - 1), dtype=f8),
         drawn=xp.zeros((per_pass * widest if k_draw >= 0 else 1, n_features), dtype=xp.bool),
         u=xp.empty((per_pass * widest if k_draw >= 0 else 1, n_features), dtype=f8),
         small=xp.zeros((2, per_pass, max(1, widest)), dtype=i8),  # level by level: read one, write one
@@ -574,7 +627,7 @@ def grow_tree(xp, inputs, params, *, scale=None):
         l2=float(getattr(inputs.criterion, "l2", 0.0)), msl=float(params.min_samples_leaf),
         mwl=float(params.min_weight_leaf), min_split=float(params.min_samples_split),
         min_dec=float(params.min_impurity_decrease), k_draw=k_draw, has_allowed=inputs.tree_features is not None,
-        local_thr=bool(params.local_thresholds),
+        local_thr=bool(params.local_thresholds), by_drawn=by_drawn,
     )
     for a in range(0, n_trees, per_pass):
         b = min(n_trees, a + per_pass)
@@ -585,12 +638,12 @@ def grow_tree(xp, inputs, params, *, scale=None):
             wmult=wmult if mode < 2 else xp.reshape(wmult[a:b], (-1,)), scale=scale_dev, node=node[a:b],
             split=split[a:b], feature=feature[a:b], bin=bin_[a:b], missing_left=missing_left[a:b],
             threshold=threshold[a:b], stats=stats[a:b], can=can[a:b], key=key[a:b], allowed=allowed[a:b],
-            tw=tw[a:b], inv=1.0 / scale_dev,  # powers of two: exact
+            tw=tw[a:b], fids=fids[a:b] if by_drawn else fids, inv=1.0 / scale_dev,  # powers of two: exact
             proxies=buffers.proxies, fbest=buffers.fbest, drawn=buffers.drawn, u=buffers.u, **tables)
         # the arrays every level's launches take, as numba-cuda's views once for the pass (the launches then
         # convert only each level's slices)
         v = SimpleNamespace(**dict(zip(_TREE_ARRAYS, device_views(*(arrays[name] for name in _TREE_ARRAYS)))))
-        _grow_pass(v, b - a, n, n_features, nb, depth, C, b - a if own else 1, mode, int(mapper.missing_bin), crit,
+        _grow_pass(v, b - a, n, n_hist, nb, depth, C, b - a if own else 1, mode, int(mapper.missing_bin), crit,
                    buffers)
     inv = 1.0 / scale_dev
     return _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
@@ -598,22 +651,22 @@ def grow_tree(xp, inputs, params, *, scale=None):
 
 
 def _grow_pass(v, n_trees, n, n_features, nb, depth, C, chan_trees, mode, missing_bin, crit, buffers):
-    """The levels of ``n_trees`` trees (their arrays' views ``v``), three launches a level, then the leaves'
-    routing: nothing read to the host."""
+    """The levels of ``n_trees`` trees (their arrays' views ``v``; ``n_features`` their histograms'), three
+    launches a level, then the leaves' routing: nothing read to the host."""
     threads, cap_blocks = launch_config()
     cell = n_features * nb * C
     rtol = float(rules.TIE_RTOL)
     prev = None
     for d in range(depth):
         first, width = 2 ** d - 1, 2 ** d
-        n_pairs = max(1, width // 2)
-        cur = buffers.levels[d % 2][: n_trees * width * cell]
-        built = cur if d == 0 else buffers.built[: n_trees * n_pairs * cell]
+        n_pairs = width if crit.by_drawn else max(1, width // 2)  # the built histograms' slots
+        cur = buffers.levels[0 if crit.by_drawn else d % 2][: n_trees * width * cell]
+        built = cur if d == 0 or crit.by_drawn else buffers.built[: n_trees * n_pairs * cell]
         built[...] = 0
         small = buffers.small[:, :n_trees]
         cur, built, small_right, small_next = device_views(cur, built, small[(d + 1) % 2], small[d % 2])
         routing = (v.codes, v.chan, chan_trees, v.mult, v.wmult, mode, v.scale, v.node, v.split, v.feature, v.bin,
-                   v.missing_left, missing_bin, small_right, first, n_pairs, nb)
+                   v.missing_left, missing_bin, small_right, crit.by_drawn, v.fids, v.can, first, n_pairs, nb)
         group = shared_group_width(n_trees * n_pairs, nb, n_features, C)
         if group:
             n_groups = -(-n_features // group)
@@ -625,8 +678,8 @@ def _grow_pass(v, n_trees, n, n_features, nb, depth, C, chan_trees, mode, missin
         launch(_split, n_trees * width, threads, prev if d > 0 else cur, built, cur, v.proxies, v.fbest, v.drawn, v.u,
                v.stats, v.can, v.key, v.allowed, v.n_value_bins, v.thresholds, v.bin_values, v.is_exact, v.inv, v.tw,
                crit.kind, crit.n_out, d, first, width, nb, crit.l2, crit.msl, crit.mwl, crit.min_split, depth,
-               crit.min_dec, rtol, crit.k_draw, crit.has_allowed, crit.local_thr, v.split, v.feature, v.bin,
-               v.missing_left, v.threshold, small_right, small_next)
+               crit.min_dec, rtol, crit.k_draw, crit.has_allowed, crit.by_drawn, v.fids, crit.local_thr, v.split,
+               v.feature, v.bin, v.missing_left, v.threshold, small_right, small_next)
         prev = cur
     # the last level's rows to their leaves
     launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, v.codes, v.node, v.split, v.feature,
