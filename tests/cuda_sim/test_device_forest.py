@@ -34,7 +34,8 @@ NP = namespace_of(np.empty(0))
 # the simulator runs the keys' mixing (wrapping uint64 arithmetic, as meant) on NumPy scalars, which warn
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
-#: forest_batch's arguments and the grower's parameters (a forest's: local thresholds, small nodes sorted)
+#: forest_batch's arguments and the grower's parameters (a forest's: local thresholds, small nodes sorted);
+#: max_features 2 of 5 builds each node's histograms over its drawn features, 3 of 5 over all (subtraction)
 CASES = {
     "gini": dict(criterion="gini", params=dict(max_features=2)),
     "entropy": dict(criterion="entropy", params=dict(max_features=2)),
@@ -54,6 +55,8 @@ def test_forest_batches_equal_the_level_wise_grower(case):
     params = device_params(**{"max_depth": 4, "local_thresholds": True, "sorted_small_nodes": True, **kw.pop("params")})
     kw.update(n=100, k=2)  # (seconds: the simulator runs a CUDA thread as a Python thread)
     inputs, scale = forest_batch(3, **kw)
+    k = params.max_features
+    assert tree.histogram_features(inputs, params) == ((k, True) if k == 2 else (5, False))
     got = tree.grow_tree(NP, inputs, params, scale=scale)
     assert got is not None
     # the level-wise grower draws the trees' keys from the same generator: a fresh one each
@@ -62,6 +65,24 @@ def test_forest_batches_equal_the_level_wise_grower(case):
     assert int(np.min(want.node_count)) > 5  # every tree split
     if params.max_features is not None:  # the trees drew different features in their nodes
         assert len({tuple(np.asarray(f)[np.asarray(f) >= 0]) for f in want.feature}) > 1
+
+
+def test_per_tree_feature_subsets_with_node_draws():
+    """max_features_per_tree's subsets and max_features' per-node draws among them (every feature's histograms)."""
+    allowed = np.array([[True, True, False, True, True], [True, False, True, True, False]])
+
+    def batch():
+        inputs, scale = forest_batch(6, n=100, k=2)
+        return dataclasses.replace(inputs, tree_features=allowed), scale
+
+    inputs, scale = batch()
+    params = device_params(max_depth=4, max_features=2, local_thresholds=True, sorted_small_nodes=True)
+    assert tree.histogram_features(inputs, params) == (5, False)
+    got = tree.grow_tree(NP, inputs, params, scale=scale)
+    assert_same_batch(got, grow(NP, level_wise(batch()[0]), params))
+    feats = np.asarray(got.feature)
+    for t in range(2):
+        assert np.all(allowed[t][feats[t][feats[t] >= 0]])
 
 
 def test_forests_too_large_for_one_pass_are_grown_a_few_trees_at_a_time():

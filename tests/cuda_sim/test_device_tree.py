@@ -32,6 +32,8 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded 
 from gputrees.kernels.gpu import tree  # noqa: E402
 
 NP = namespace_of(np.empty(0))
+# the simulator runs the node keys' mixing (wrapping uint64 arithmetic, as meant) on NumPy scalars, which warn
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
 
 CASES = {
@@ -43,6 +45,9 @@ CASES = {
     "leaf_rules": dict(params=dict(min_samples_leaf=6, min_samples_split=14, min_weight_leaf=2.0,
                                    min_impurity_decrease=0.05)),
     "no_hessian_floor": dict(params=dict(min_weight_leaf=0.0)),
+    # per-node feature draws (max_features): over the drawn features' histograms (2 of 5), or every feature's
+    "node_draws": dict(n_features=5, params=dict(max_features=2)),
+    "node_draws_all_histograms": dict(n_features=4, params=dict(max_features=3)),
     # thresholds at the next value of the node, small nodes searched by sorting on the level-wise side
     "local_thresholds": dict(n=160, max_bins=40, params=dict(max_depth=4, local_thresholds=True,
                                                              sorted_small_nodes=True)),
@@ -56,7 +61,8 @@ def test_device_trees_equal_the_level_wise_grower(case):
     inputs, scale = boosting_round(3, **kw)
     got = tree.grow_tree(NP, inputs, params, scale=scale)
     assert got is not None
-    want = grow(NP, level_wise(inputs), params)
+    # per-node draws take the trees' keys from the inputs' generator: the level-wise grower a fresh one
+    want = grow(NP, level_wise(boosting_round(3, **kw)[0]), params)
     assert_same_batch(got, want)
     assert int(np.max(want.node_count)) > 3  # the trees did split
 
