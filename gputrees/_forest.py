@@ -34,7 +34,7 @@ from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._grower import grow
 from ._records import DEFAULT_MEMORY_LIMIT, GrowerInputs, stack_batches, stack_node_arrays
 from ._predictor import apply_trees, tree_value_sums
-from .kernels.reference import gather_node_values
+from .kernels.reference import compact_batch, gather_node_values
 from ._progress import Monitor, Step
 from ._scoring import ClassifierMixin, RegressorMixin
 from ._sparse import is_sparse
@@ -42,7 +42,7 @@ from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import drop_zero_weight_rows, sample_weight_to_host, y_to_host
 from ._kernel_choice import chooses_kernels
-from .kernels import get_kernels
+from .kernels import get_kernels, quantisation_scale, quantise
 
 __all__ = [
     "RandomForestClassifier",
@@ -238,6 +238,15 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
         codes_by_feature = kernels.feature_major(xp, codes, copy=not is_sparse(Xd))
         y_dev = _backend.from_numpy(xp, y_enc)
         channels = criterion.row_channels(xp, y_dev, _backend.from_numpy(xp, sw))
+        grow_kernels = kernels
+        if kernels.fixed_point:
+            # the GPU's sums in int64 fixed point (order-independent, so a fit is the same run after run; the
+            # device step's, which grows the batch in a few launches a level): every tree's rows (their
+            # multiplicities sum to at most n_samples) summed exactly. Integer channels (unweighted classes)
+            # stay as they are, hence the CPU's forest
+            scale = quantisation_scale(xp, channels, max(1, n_samples))
+            channels = quantise(xp, channels, scale)
+            grow_kernels = kernels.quantised(scale)
         params = tmpl._grower_params(n_samples, n_features, float(sw.sum()))
         k = params.max_features
         n_channels = int(channels.shape[1])
@@ -268,7 +277,7 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
                 multiplicity=_backend.from_numpy(xp, mult),
                 bin_mapper=bin_mapper,
                 criterion=criterion,
-                kernels=kernels,
+                kernels=grow_kernels,
                 rng=np.random.default_rng([self._seed, start, 1]),
                 weight_multiplicity=_backend.from_numpy(xp, wmult),
                 tree_features=tree_features,
@@ -276,6 +285,8 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
                 codes_by_feature=codes_by_feature,
             )
             batch = grow(xp, inputs, params)
+            if batch.node_count is None:  # the device step's perfect-tree layout: one host read lays it out
+                batch, _ = compact_batch(xp, batch)
             if self.ccp_alpha > 0.0:
                 from ._pruning import prune_ccp
 

@@ -22,7 +22,7 @@ import types
 import numpy as np
 import pytest
 
-from device_inputs import boosting_round, device_params
+from device_inputs import boosting_round, device_params, forest_batch
 from test_kernels_numba import _active, _chan, _codes, _random_batch, _split
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":  # pragma: no cover - the simulator's numba.cuda cannot compile
@@ -91,6 +91,15 @@ def test_device_step_kernels_compile(compiled, monkeypatch, shared_bytes):
     tree.grow_tree(NP, inputs, device_params(max_depth=3), scale=scale)
     build = "_build_shared" if shared_bytes else "_build"
     assert _names(compiled) == {build, "_split", "_route"}
+
+
+def test_device_step_forest_kernels_compile(compiled):
+    """A forest's batch: multiplicities, impurity criteria, per-node feature draws and local thresholds (every
+    criterion is compiled into the kernels: its code is an argument)."""
+    inputs, scale = forest_batch(3, criterion="squared_error", kernels="bincount")
+    params = device_params(max_depth=3, max_features=2, local_thresholds=True, sorted_small_nodes=True)
+    tree.grow_tree(NP, inputs, params, scale=scale)
+    assert _names(compiled) == {"_build_shared", "_split", "_route"}
 
 
 def test_walks_compile(compiled):

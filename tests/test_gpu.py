@@ -267,6 +267,32 @@ def test_device_step_grows_the_cpus_quantised_trees(monkeypatch, depth):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_GPU, reason="CuPy with a CUDA GPU is not available")
+@pytest.mark.parametrize("name", ["forest_clf", "forest_reg"])
+def test_device_step_grows_the_level_wise_forests(monkeypatch, name):
+    """A forest's batches grown by gputrees.kernels.gpu.tree on the GPU equal the same fit grown level by level
+    (``GPUTREES_DEVICE_STEP=0``), and two such fits are bit-identical (the checks of
+    tests/cuda_sim/test_device_forest.py, on the hardware)."""
+    from gputrees.kernels.gpu import tree
+
+    X, y = _gpu_data(name)
+    cls = gputrees.RandomForestClassifier if name == "forest_clf" else gputrees.RandomForestRegressor
+    kw = dict(n_estimators=6, max_depth=6, random_state=0)
+    Xd, yd = cupy.asarray(X), cupy.asarray(y)
+    grown = []
+    real = tree.grow_tree
+    monkeypatch.setattr(tree, "grow_tree", lambda *a, **k: grown.append(1) or real(*a, **k))
+    monkeypatch.delenv("GPUTREES_DEVICE_STEP", raising=False)
+    device = fitted_arrays(cls(**kw).fit(Xd, yd))
+    assert grown
+    again = fitted_arrays(cls(**kw).fit(Xd, yd))
+    monkeypatch.setenv("GPUTREES_DEVICE_STEP", "0")
+    level_wise = fitted_arrays(cls(**kw).fit(Xd, yd))
+    _compare(device, again, True)
+    _compare(device, level_wise, True)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="CuPy with a CUDA GPU is not available")
 def test_cupy_input_is_not_copied_and_auto_picks_the_cuda_kernels():
     from gputrees.kernels import get_kernels
 

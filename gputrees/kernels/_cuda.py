@@ -65,6 +65,7 @@ __all__ = [
     "SHARED_WORDS",
     "apply_trees",
     "device_views",
+    "fixed_point",
     "goes_left",
     "grid_blocks",
     "launch",
@@ -72,6 +73,7 @@ __all__ = [
     "leaf_of",
     "node_histograms",
     "node_sums",
+    "pair_weight",
     "predict_raw",
     "route_rows",
 ]
@@ -205,13 +207,21 @@ def _runs_kernel():
 
 
 @cuda.jit(device=True)
-def _pair_weight(chan, ci, c, i, mult, wmult, mode):
+def pair_weight(chan, ci, c, i, mult, wmult, mode):
+    """Channel ``c`` of pair ``i`` (channel row ``ci``) with its multiplicities: mode 0 none, 1 ``mult`` on
+    every channel, 2 ``mult`` on the count and ``wmult`` on the others."""
     w = chan[ci, c]
     if mode == 1 or (mode == 2 and c == 0):
         w = w * mult[i]
     elif mode == 2:
         w = w * wmult[i]
     return w
+
+
+@cuda.jit(device=True)
+def fixed_point(w, s):
+    """A channel value as its int64 multiple of ``1 / s`` (rounded half up: exact for quantised values)."""
+    return numba.int64(math.floor(w * s + 0.5))
 
 
 @functools.cache
@@ -253,9 +263,9 @@ def _shared_kernel(integer: bool):
                         b = 0 if sums_only else numba.int64(codes[r, f])
                         base = (f - f0) * cell + b * n_channels
                         for k in range(n_channels):
-                            w = _pair_weight(chan, ci, k, i, mult, wmult, mode)
+                            w = pair_weight(chan, ci, k, i, mult, wmult, mode)
                             if integer:
-                                cuda.atomic.add(sh, base + k, numba.int64(math.floor(w * scale[k] + 0.5)))
+                                cuda.atomic.add(sh, base + k, fixed_point(w, scale[k]))
                             else:
                                 cuda.atomic.add(sh, base + k, w)
             cuda.syncthreads()
@@ -289,9 +299,9 @@ def _global_kernel(integer: bool):
                 b = 0 if sums_only else numba.int64(codes[r, f])  # (see _shared_kernel)
                 base = (s * n_features + f) * cell + b * n_channels
                 for k in range(n_channels):
-                    w = _pair_weight(chan, ci, k, i, mult, wmult, mode)
+                    w = pair_weight(chan, ci, k, i, mult, wmult, mode)
                     if integer:
-                        cuda.atomic.add(out, base + k, numba.int64(math.floor(w * scale[k] + 0.5)))
+                        cuda.atomic.add(out, base + k, fixed_point(w, scale[k]))
                     else:
                         cuda.atomic.add(out, base + k, w)
 

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .._records import ENTROPY, GINI, MISCLASSIFICATION, NEWTON, NEWTON_GH
+from .._records import ENTROPY, FRIEDMAN_MSE, GINI, MISCLASSIFICATION, NEWTON, NEWTON_GH, POISSON, SQUARED_ERROR
 
 # -- constants the rules share with the oracle ------------------------------------
 #: float64 machine epsilon, scikit-learn's EPSILON for "pure node" and min_impurity_decrease.
@@ -85,7 +85,8 @@ __all__ = [
     "pairwise_sum", "channel_sum", "safe", "newton_gradient_channel", "criterion_weight", "entropy_term", "impurity",
     "gini_impurity", "variance", "weighted_decrease", "midpoint", "poisson_term", "sum_sq_proxy", "friedman_proxy", "newton_denominator", "newton_score", "newton_value",
     "newton_gain_at", "newton_bounded", "newton_proxy", "newton_improvement", "newton_accept",
-    "impurity_improvement", "impurity_accept", "can_split", "has_rows", "tie_target", "random_bin", "random_bin_within",
+    "impurity_improvement", "impurity_accept", "poisson_sum", "split_proxy", "candidate_score", "can_split",
+    "has_rows", "tie_target", "random_bin", "random_bin_within",
     "random_pick",
     "split_threshold", "category_orderings", "category_key", "key_before", "mix64", "draw_bits", "uniform",
     "child_key", "draw_features", "shap_extend", "shap_unwound_sum", "shap_unwind",
@@ -283,6 +284,62 @@ def impurity_improvement(kind, P, L, R, n_out, total_weight, tmp):
 def impurity_accept(improvement, min_decrease):
     """Whether an impurity split is kept: scikit-learn's ``improvement + EPSILON >= min_impurity_decrease``."""
     return improvement + EPSILON >= min_decrease
+
+
+def poisson_sum(s, ws, n_out, tmp):
+    """A child's Poisson term summed over outputs in NumPy's order (``tmp``: work space)."""
+    for j in range(n_out):
+        v = s[2 + j]
+        v = v if v > POISSON_EPSILON else 1.0
+        tmp[j] = poisson_term(v, math.log(v / ws))
+    return pairwise_sum(tmp, 0, n_out, False)
+
+
+def split_proxy(kind, L, R, wl, wr, n_out, l2, tmp):
+    """The criterion's proxy of a candidate with children's statistics ``L``, ``R`` and weights ``wl``, ``wr``
+    (larger is better; ``tmp``: work space of a channel per class or output)."""
+    if kind == GINI:
+        k = L.shape[0] - 1
+        return sum_sq_proxy(channel_sum(L, 1, k, True), channel_sum(R, 1, k, True), safe(wl), safe(wr))
+    if kind <= MISCLASSIFICATION:  # -(w_r i_r) - w_l i_l
+        return -(wr * impurity(kind, R, n_out, tmp)) - wl * impurity(kind, L, n_out, tmp)
+    if kind == SQUARED_ERROR:
+        return sum_sq_proxy(channel_sum(L, 2, n_out, True), channel_sum(R, 2, n_out, True), safe(wl), safe(wr))
+    if kind == FRIEDMAN_MSE:
+        return friedman_proxy(pairwise_sum(L, 2, n_out, False), pairwise_sum(R, 2, n_out, False), safe(wl), safe(wr))
+    if kind == POISSON:
+        for j in range(n_out):
+            if not (L[2 + j] > POISSON_EPSILON and R[2 + j] > POISSON_EPSILON):
+                return NEG_INF
+        return poisson_sum(L, safe(wl), n_out, tmp) + poisson_sum(R, safe(wr), n_out, tmp)
+    gi = newton_gradient_channel(kind)
+    return newton_proxy(L[gi], L[gi + 1], R[gi], R[gi + 1], l2)
+
+
+def candidate_score(kind, L, R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp):
+    """Proxy of the candidate with left stats ``L`` of a node with stats ``P`` (``-inf`` where invalid: too few
+    rows or too little weight a side, NaN); fills ``R`` with the right child's. With ``mono`` (Newton), the
+    children's values clipped to ``[lo, up]`` and ordered by ``direction``."""
+    for c in range(L.shape[0]):
+        R[c] = P[c] - L[c]
+    if kind != NEWTON_GH and not (L[0] >= msl and R[0] >= msl):
+        return NEG_INF
+    wl = criterion_weight(kind, L)
+    wr = criterion_weight(kind, R)
+    if not (wl >= mwl and wr >= mwl and wl > 0 and wr > 0):
+        return NEG_INF
+    if mono:
+        gi = newton_gradient_channel(kind)
+        vl, gl = newton_bounded(L[gi], L[gi + 1], l2, lo, up)
+        vr, gr = newton_bounded(R[gi], R[gi + 1], l2, lo, up)
+        p = gl + gr
+        if not (direction * (vr - vl) >= 0):
+            return NEG_INF
+    else:
+        p = split_proxy(kind, L, R, wl, wr, n_out, l2, tmp)
+    if p != p:
+        return NEG_INF
+    return p
 
 
 def can_split(kind, s, depth, n_out, msl, mwl, min_samples_split, max_depth, tmp):

@@ -1,4 +1,4 @@
-"""What a boosting fit on the device costs in operations and host reads, counted in numba-cuda's simulator.
+"""What a boosting fit and a forest's batch on the device cost in operations and host reads (simulated).
 
 The training arrays are a NumPy subclass standing for device arrays
 (:class:`DeviceArray`): every NumPy function or ufunc applied to one, and
@@ -15,12 +15,14 @@ Run by tests/test_kernels_cuda_sim.py in a process with ``NUMBA_ENABLE_CUDASIM=1
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from gputrees import GradientBoostingRegressor, _backend
+from gputrees import GradientBoostingRegressor, RandomForestClassifier, _backend
 from gputrees import _boost
+from gputrees._records import GrowerParams
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded by tests/conftest.py
     pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 (run by tests/test_kernels_cuda_sim.py)", allow_module_level=True)
@@ -190,3 +192,45 @@ def test_boosting_rounds_read_nothing_and_levels_are_a_few_operations(counted, m
     print(f"device booster: {per_level:.0f} device operations a level, "
           f"{trees6[-1][1]} a depth-6 tree ({trees6[-1][1] - 6 * per_level:.0f} outside the levels), "
           f"{rounds6[-1][0]} a round, 0 host reads in {len(reads)} rounds")
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the keys' uint64 mixing, simulated
+def test_forest_batches_are_a_few_operations_a_level_and_read_nothing(counted, monkeypatch):
+    """A random forest's batch on the device (bootstrap, per-node feature draws): a fixed number of operations a
+    level for all of its trees, nothing read to the host while they grow (the batch's layout reads once)."""
+    monkeypatch.setenv("GPUTREES_KERNELS", "cuda")
+    rng = np.random.default_rng(1)
+    n = 200
+    X = rng.normal(size=(n, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + rng.normal(size=n) * 0.5 > 0).astype(np.int64)
+    grown = []
+    real_grow = tree.grow_tree
+
+    def counted_grow(xp, inputs, params, **kw):
+        ops, reads = COUNTS.ops, COUNTS.reads
+        out = real_grow(xp, inputs, params, **kw)
+        grown.append((out is not None, COUNTS.ops - ops, COUNTS.reads - reads))
+        return out
+
+    monkeypatch.setattr(tree, "grow_tree", counted_grow)
+    results = {}
+    for depth in (3, 5):
+        grown.clear()
+        model = RandomForestClassifier(n_estimators=4, batch_size=4, max_depth=depth, max_bins=16, max_features=2,
+                                       random_state=0)
+        model.fit(X.view(DeviceArray), y)
+        assert [g[0] for g in grown] == [True]  # the one batch of 4 trees grown on the device
+        results[depth] = grown[0]
+    (_, ops3, reads3), (_, ops5, reads5) = results[3], results[5]
+    assert reads3 == reads5 == 0, (reads3, reads5)
+    per_level = (ops5 - ops3) / 2
+    assert per_level == tree.LAUNCHES_PER_LEVEL, per_level
+    # the benchmark's forest (bench/bench_gpu.py: 1,000,000 rows, 28 features, 255 bins, binary, depth 10,
+    # max_features="sqrt": 5) in batches of 7 trees (memory_limit), grown trees_per_pass at a time
+    bench = tree.trees_per_pass(SimpleNamespace(codes=np.empty((0, 28)), bin_mapper=SimpleNamespace(n_bins=256),
+                                                channels=np.empty((0, 3)), tree_features=None),
+                                GrowerParams(max_depth=10, max_features=5))
+    print(f"device forest: {per_level:.0f} device operations a level for a batch of 4 trees, {ops5} a depth-5 "
+          f"batch ({ops5 - 5 * per_level:.0f} outside the levels), 0 host reads while it grows; the benchmark's "
+          f"depth-10 trees: {bench} a pass")

@@ -19,13 +19,12 @@ import os
 import numpy as np
 import pytest
 
-from device_inputs import boosting_round, device_params
+from device_inputs import assert_same_batch, boosting_round, device_params, level_wise
 
 from gputrees import GradientBoostingClassifier, GradientBoostingRegressor
 from gputrees._backend import namespace_of
 from gputrees._grower import grow
 from gputrees.kernels import reference
-from gputrees.kernels.interface import declines
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded by tests/conftest.py
     pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 (run by tests/test_kernels_cuda_sim.py)", allow_module_level=True)
@@ -33,24 +32,8 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # pragma: no cover - guarded 
 from gputrees.kernels.gpu import tree  # noqa: E402
 
 NP = namespace_of(np.empty(0))
-
-
-def _level_wise(inputs):
-    """The same inputs grown level by level (the device step declining)."""
-    fast = dataclasses.replace(inputs.kernels.fast, grow_tree=declines)
-    return dataclasses.replace(inputs, kernels=dataclasses.replace(inputs.kernels, fast=fast))
-
-
-def _assert_same_batch(got, want):
-    """The device's batch (perfect-tree layout) laid out, against the level-wise grower's."""
-    assert got.node_count is None  # nothing was read to lay it out
-    got, _ = reference.compact_batch(NP, got)
-    np.testing.assert_array_equal(got.node_count, want.node_count)
-    assert got.max_depth == want.max_depth
-    for name in ("left", "right", "feature", "bin", "missing_left", "threshold", "depth"):
-        np.testing.assert_array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(want, name)), err_msg=name)
-    np.testing.assert_array_equal(np.asarray(got.stats), np.asarray(want.stats))
-    np.testing.assert_array_equal(np.asarray(got.row_leaf), np.asarray(want.row_leaf))
+# the simulator runs the node keys' mixing (wrapping uint64 arithmetic, as meant) on NumPy scalars, which warn
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 
 
 CASES = {
@@ -62,6 +45,12 @@ CASES = {
     "leaf_rules": dict(params=dict(min_samples_leaf=6, min_samples_split=14, min_weight_leaf=2.0,
                                    min_impurity_decrease=0.05)),
     "no_hessian_floor": dict(params=dict(min_weight_leaf=0.0)),
+    # per-node feature draws (max_features): over the drawn features' histograms (2 of 5), or every feature's
+    "node_draws": dict(n_features=5, params=dict(max_features=2)),
+    "node_draws_all_histograms": dict(n_features=4, params=dict(max_features=3)),
+    # thresholds at the next value of the node, small nodes searched by sorting on the level-wise side
+    "local_thresholds": dict(n=160, max_bins=40, params=dict(max_depth=4, local_thresholds=True,
+                                                             sorted_small_nodes=True)),
 }
 
 
@@ -72,8 +61,9 @@ def test_device_trees_equal_the_level_wise_grower(case):
     inputs, scale = boosting_round(3, **kw)
     got = tree.grow_tree(NP, inputs, params, scale=scale)
     assert got is not None
-    want = grow(NP, _level_wise(inputs), params)
-    _assert_same_batch(got, want)
+    # per-node draws take the trees' keys from the inputs' generator: the level-wise grower a fresh one
+    want = grow(NP, level_wise(boosting_round(3, **kw)[0]), params)
+    assert_same_batch(got, want)
     assert int(np.max(want.node_count)) > 3  # the trees did split
 
 
@@ -118,16 +108,16 @@ def test_histograms_summed_in_shared_memory_equal_global_atomics(case, monkeypat
     builds = [k.__name__ if hasattr(k, "__name__") else k.fn.__name__ for k in launched
               if k in (tree._build, tree._build_shared)]
     assert builds == kernels
-    _assert_same_batch(got, grow(NP, _level_wise(inputs), params))
+    assert_same_batch(got, grow(NP, level_wise(inputs), params))
 
 
 def test_shared_group_width_balances_the_groups(monkeypatch):
     monkeypatch.setattr(tree, "SHARED_HISTOGRAM_BYTES", 48 * 1024)
-    assert tree.shared_group_width(1, 257, 28) == 7  # 7 features of 6,168 bytes: 4 groups of 7
-    assert tree.shared_group_width(1, 257, 8) == 4  # 2 groups of 4, not 7 and 1
-    assert tree.shared_group_width(2, 257, 28) == 3  # 3 fit: 10 groups, of 3 (and one of 1)
-    assert tree.shared_group_width(8, 257, 28) == 0  # not one feature: global atomics
-    assert tree.shared_group_width(1, 13, 3) == 3
+    assert tree.shared_group_width(1, 257, 28, 3) == 7  # 7 features of 6,168 bytes: 4 groups of 7
+    assert tree.shared_group_width(1, 257, 8, 3) == 4  # 2 groups of 4, not 7 and 1
+    assert tree.shared_group_width(2, 257, 28, 3) == 3  # 3 fit: 10 groups, of 3 (and one of 1)
+    assert tree.shared_group_width(8, 257, 28, 3) == 0  # not one feature: global atomics
+    assert tree.shared_group_width(1, 13, 3, 3) == 3
 
 
 def test_per_tree_feature_subsets():
@@ -136,7 +126,7 @@ def test_per_tree_feature_subsets():
     inputs = dataclasses.replace(inputs, tree_features=allowed)
     params = device_params()
     got = tree.grow_tree(NP, inputs, params, scale=scale)
-    _assert_same_batch(got, grow(NP, _level_wise(inputs), params))
+    assert_same_batch(got, grow(NP, level_wise(inputs), params))
     feats = np.asarray(got.feature)
     for t in range(2):
         used = feats[t][feats[t] >= 0]
@@ -147,7 +137,10 @@ def test_uncovered_batches_decline():
     inputs, scale = boosting_round(1)
     assert tree.grow_tree(NP, inputs, device_params(), scale=None) is None  # not quantised
     assert tree.grow_tree(NP, inputs, device_params(max_leaf_nodes=5), scale=scale) is None  # best-first
-    assert tree.grow_tree(NP, inputs, device_params(local_thresholds=True), scale=scale) is None
+    assert tree.grow_tree(NP, inputs, device_params(max_depth=None), scale=scale) is None  # to the end
+    assert tree.grow_tree(NP, dataclasses.replace(inputs, random_splits=True), device_params(), scale=scale) is None
+    # the sort-based search of small nodes puts non-local thresholds elsewhere
+    assert tree.grow_tree(NP, inputs, device_params(sorted_small_nodes=True), scale=scale) is None
     mono = dataclasses.replace(inputs, monotonic_cst=np.array([1, 0, 0]))
     assert tree.grow_tree(NP, mono, device_params(), scale=scale) is None
 

@@ -57,14 +57,12 @@ from ..rules import (
     POISSON_EPSILON,
     TIE_RTOL,
     UNROLL_CHANNELS,
+    candidate_score,
     category_key,
     category_orderings,
-    channel_sum,
-    criterion_weight,
     entropy_term,
     friedman_proxy,
     has_rows,
-    impurity,
     key_before,
     newton_bounded,
     newton_gradient_channel,
@@ -84,63 +82,8 @@ BLOCKS_PER_THREAD = 4
 
 
 @numba.njit(**JIT_LEAF)
-def _poisson_sum(s, ws, n_out, tmp):
-    """A child's Poisson term summed over outputs in NumPy's order (``tmp``: work space)."""
-    for j in range(n_out):
-        v = s[2 + j]
-        v = v if v > POISSON_EPSILON else 1.0
-        tmp[j] = poisson_term(v, math.log(v / ws))
-    return pairwise_sum(tmp, 0, n_out, False)
-
-
-@numba.njit(**JIT_LEAF)
-def _proxy(kind, L, R, wl, wr, n_out, l2, tmp):
-    if kind == GINI:
-        k = L.shape[0] - 1
-        return sum_sq_proxy(channel_sum(L, 1, k, True), channel_sum(R, 1, k, True), safe(wl), safe(wr))
-    if kind <= MISCLASSIFICATION:  # -(w_r i_r) - w_l i_l
-        return -(wr * impurity(kind, R, n_out, tmp)) - wl * impurity(kind, L, n_out, tmp)
-    if kind == SQUARED_ERROR:
-        return sum_sq_proxy(channel_sum(L, 2, n_out, True), channel_sum(R, 2, n_out, True), safe(wl), safe(wr))
-    if kind == FRIEDMAN_MSE:
-        return friedman_proxy(pairwise_sum(L, 2, n_out, False), pairwise_sum(R, 2, n_out, False), safe(wl), safe(wr))
-    if kind == POISSON:
-        for j in range(n_out):
-            if not (L[2 + j] > POISSON_EPSILON and R[2 + j] > POISSON_EPSILON):
-                return NEG_INF
-        return _poisson_sum(L, safe(wl), n_out, tmp) + _poisson_sum(R, safe(wr), n_out, tmp)
-    gi = newton_gradient_channel(kind)
-    return newton_proxy(L[gi], L[gi + 1], R[gi], R[gi + 1], l2)
-
-
-@numba.njit(**JIT_LEAF)
-def _score(kind, L, R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp):
-    """Proxy of the candidate with left stats ``L`` (``-inf`` where invalid); fills ``R``."""
-    for c in range(L.shape[0]):
-        R[c] = P[c] - L[c]
-    if kind != NEWTON_GH and not (L[0] >= msl and R[0] >= msl):
-        return NEG_INF
-    wl = criterion_weight(kind, L)
-    wr = criterion_weight(kind, R)
-    if not (wl >= mwl and wr >= mwl and wl > 0 and wr > 0):
-        return NEG_INF
-    if mono:
-        gi = newton_gradient_channel(kind)
-        vl, gl = newton_bounded(L[gi], L[gi + 1], l2, lo, up)
-        vr, gr = newton_bounded(R[gi], R[gi + 1], l2, lo, up)
-        p = gl + gr
-        if not (direction * (vr - vl) >= 0):
-            return NEG_INF
-    else:
-        p = _proxy(kind, L, R, wl, wr, n_out, l2, tmp)
-    if p != p:
-        return NEG_INF
-    return p
-
-
-@numba.njit(**JIT_LEAF)
 def candidate_proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direction, R, tmp):
-    """``_score`` of every candidate row of ``L`` whose ``out`` is not already ``-inf`` (skipped).
+    """``candidate_score`` of every candidate row of ``L`` whose ``out`` is not already ``-inf`` (skipped).
 
     Newton (with or without monotonic bounds), Gini, squared error, and
     entropy / misclassification / Friedman / Poisson with fewer than 8
@@ -230,13 +173,13 @@ def candidate_proxies(kind, L, out, P, n_out, l2, msl, mwl, mono, lo, up, direct
         return
     for b in range(n):
         if out[b] != NEG_INF:
-            out[b] = _score(kind, L[b], R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp)
+            out[b] = candidate_score(kind, L[b], R, P, n_out, l2, msl, mwl, mono, lo, up, direction, tmp)
 
 
 @numba.njit(**JIT_LEAF)
 def _row_regression(kind, L, b, P, a, c, n_out):
     """Friedman (kind 4) or Poisson (kind 5) proxy of row ``b`` of ``L`` (safe weights ``a``, ``c``),
-    fewer than 8 outputs: :func:`_proxy` without the row copies."""
+    fewer than 8 outputs: :func:`gputrees.kernels.rules.split_proxy` without the row copies."""
     sl, sr = 0.0, 0.0
     for j in range(n_out):
         vl = L[b, 2 + j]

@@ -1,11 +1,11 @@
-"""The GPU's whole-tree path (numba-cuda): a boosting round's trees grown level by level on the device.
+"""The GPU's whole-tree path (numba-cuda): a boosting round's or a forest batch's trees grown on the device.
 
 The cuda kernel set (:mod:`gputrees.kernels._cuda`) gives the generic grower
 its per-level passes, around which the grower's array operations and host
-reads run. :func:`tree.grow_tree` grows a batch of boosting trees (the K
-trees of a round) in a fixed number of launches per level, with every shape
-known before the tree starts and nothing read back to the host until the
-trees are laid out: the :class:`~gputrees.kernels.FastPaths` ``grow_tree``
+reads run. :func:`tree.grow_tree` grows a batch of trees (the K trees of a
+boosting round, or a random forest's batch) in a fixed number of launches
+per level, with every shape known before the tree starts and nothing read
+back to the host until the trees are laid out: the :class:`~gputrees.kernels.FastPaths` ``grow_tree``
 of the cuda set. Under numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``)
 the same kernels run on NumPy arrays: that is how CI checks them against
 the CPU.

@@ -1,15 +1,17 @@
-"""A round's boosting trees grown on the GPU, a fixed number of launches a level, no host read inside a tree.
+"""A batch of trees grown on the GPU, a fixed number of launches a level, no host read inside a tree.
 
-The trees of a batch (the K trees of a boosting round) grow depth-wise to
-``max_depth`` in a perfect-tree layout: node ``i``'s children are ``2 i +
-1`` and ``2 i + 2``, level ``d`` holds nodes ``2^d - 1 .. 2^(d+1) - 2``
-whether they exist or not, so every array's shape is known before the tree
-starts. Each row keeps its node id (``node``, one per tree and row); each
-node its statistics as int64 fixed-point sums of the quantised channels
-(:mod:`gputrees.kernels._quantise`: exact, so in any order the same
-numbers as the CPU's float64 sums). A level is three operations on the
-device (numba-cuda's launches cost far more host time than the kernels
-take at a million rows, so a level fuses its steps into two kernels):
+The trees of a batch (the K trees of a boosting round, or a forest's batch)
+grow depth-wise to ``max_depth`` in a perfect-tree layout: node ``i``'s
+children are ``2 i + 1`` and ``2 i + 2``, level ``d`` holds nodes ``2^d - 1
+.. 2^(d+1) - 2`` whether they exist or not, so every array's shape is known
+before the tree starts. Each row keeps its node id (``node``, one per tree
+and row); each node its statistics as int64 fixed-point sums of the
+quantised channels (:mod:`gputrees.kernels._quantise`: exact, so in any
+order the same numbers as the CPU's float64 sums), a row's channels times
+its multiplicities (a forest's bootstrap counts) rounded as the level-wise
+cuda histograms round them. A level is three operations on the device
+(numba-cuda's launches cost far more host time than the kernels take at a
+million rows, so a level fuses its steps into two kernels):
 
 1. the built children's histograms zeroed;
 2. ``_build_shared`` (or ``_build``), one thread per (tree, row): the row
@@ -20,37 +22,59 @@ take at a million rows, so a level fuses its steps into two kernels):
    once a block (the upper levels, whose rows all add to few addresses);
    else straight into global memory;
 3. ``_split``, one block per (tree, node of the level): the node's
-   histograms (the built child's, or its parent's minus them), one thread
-   a feature for the running sums over the value bins, both sides for
-   missing values, every candidate's proxy (:mod:`gputrees.kernels.rules`)
-   and the feature's best; then the tie rule (the first feature whose
-   best is near the best, its first near-best candidate), the split's
-   acceptance, the children's statistics and whether they may split, and
-   which child of the pair is the smaller.
+   histograms (the built child's, or its parent's minus them), its
+   features drawn from its key where ``max_features`` draws some
+   (:func:`gputrees.kernels.rules.draw_features`; the keys of
+   :mod:`gputrees._node_draws`, each child's made from its parent's here),
+   one thread a feature for the running sums over the value bins, both
+   sides for missing values, every candidate's proxy
+   (:func:`gputrees.kernels.rules.candidate_score`, the CPU kernels'
+   rule) and the feature's best; then the tie rule (the first feature
+   whose best is near the best, its first near-best candidate), the
+   split's acceptance (the criterion's improvement), the threshold, the
+   children's statistics and keys and whether they may split, and which
+   child of the pair is the smaller.
 
-After the last level ``_route`` moves the rows to their leaves.
+After the last level ``_route`` moves the rows to their leaves. With per-node
+feature draws of at most half the features (random forests' ``sqrt``), every
+node's histograms are its ``k`` drawn features' (:func:`histogram_features`,
+as the level-wise grower builds them): the parent's block draws its
+children's features, the build adds each row to its own node's histograms
+over them (both children, no subtraction, one level's buffer), and the scan
+reads them. A batch whose deepest level's histograms do not fit
+``memory_limit`` at once is grown :func:`trees_per_pass` trees at a time,
+three launches a level a pass.
 
 The host loops over the levels (their count is ``max_depth``) and reads
 nothing: the trees come back in their perfect-tree layout (a
 :class:`~gputrees._records.TreeBatch` whose ``node_count`` is None), which
 predicts as it is, and which the fit lays out in the level-wise grower's
 numbering once it is done (:func:`gputrees.kernels.reference.compact_batch`,
-one host read for all of its rounds). The same
-candidates, proxies, tie rule, thresholds and acceptance as the level-wise
-grower with the cuda set's quantised kernels: the same trees, statistics
-equal in fixed point (tested in numba-cuda's simulator against the CPU).
+one host read for all of a booster's rounds, or for a forest's batch). The
+same candidates, proxies, tie rule, thresholds and acceptance as the
+level-wise grower with the cuda set's quantised kernels: the same trees,
+statistics equal in fixed point (tested in numba-cuda's simulator against
+the CPU).
 
-``GPUTREES_DEVICE_STEP=0`` turns the step off on a GPU (every batch level
-by level, to compare the two); the simulator always takes it.
+``GPUTREES_DEVICE_STEP=0`` turns the step off on a GPU (every batch level by
+level, to compare the two); the simulator always takes it.
 
 Covered (:func:`covered`; else the grower grows the batch level by level):
-boosting's batches of one or K trees with the Newton criterion over
-``[count, G, H]`` channels quantised with ``scale``, every row once, depth-wise
-to a ``max_depth`` within :data:`MAX_DEPTH` and the memory bound, numerical
-features with missing values, ``min_samples_leaf``, ``min_child_weight``,
-``min_split_gain``, per-tree feature subsets, thresholds at the next value
-bin; no categorical features, monotonic constraints, per-node feature draws
-or random splits.
+channels quantised with ``scale``; the Newton criterion over ``[count, G,
+H]`` (boosting's batches of one or K trees, every row once) or Gini, entropy
+and squared error over up to :data:`MAX_CHANNELS` channels (trees of a
+forest's batch with bootstrap multiplicities);
+depth-wise to a ``max_depth`` within :data:`MAX_DEPTH`, one tree's deepest
+level within the memory bound; numerical features with missing values,
+``min_samples_leaf``, ``min_weight_leaf`` / ``min_child_weight``,
+``min_samples_split``, ``min_impurity_decrease`` / ``min_split_gain``,
+per-tree feature subsets, per-node feature draws (``max_features``),
+thresholds at the next value bin of the feature or of the node
+(``local_thresholds``; the level-wise grower's sort-based search of small
+nodes finds the same splits there). Not covered: categorical features,
+monotonic constraints, ``max_depth=None``, best-first growth
+(``max_leaf_nodes``), extremely randomised splits (extra trees), the
+misclassification, Friedman and Poisson criteria.
 """
 
 from __future__ import annotations
@@ -62,72 +86,76 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ..._records import NEWTON, TreeBatch, criterion_code
+from ... import _node_draws
+from ..._grower import DRAWN_BUILD_SHARE
+from ..._records import ENTROPY, GINI, NEWTON, SQUARED_ERROR, TreeBatch, criterion_code
 from .. import rules
-from .._cuda import device_views, grid_blocks, launch, launch_config
+from .._cuda import device_views, fixed_point, grid_blocks, launch, launch_config, pair_weight
 from .rules import compile_rules
 
 __all__ = [
-    "grow_tree", "covered", "shared_group_width", "MAX_DEPTH", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES",
-    "SHARED_BUILD_BLOCKS",
+    "grow_tree", "covered", "shared_group_width", "trees_per_pass", "histogram_features", "MAX_DEPTH",
+    "MAX_CHANNELS", "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
 ]
 
 #: Deepest trees grown here: a level's histograms hold 2^(depth - 1) nodes.
 MAX_DEPTH = 12
-#: Device operations a level takes (zeroing, routing and build, split).
+#: Most channels a node's statistics have here (the kernels' per-thread arrays are this long): 15 classes,
+#: 7 regression outputs.
+MAX_CHANNELS = 16
+#: The criteria grown here (their codes): Newton (boosting), Gini, entropy and squared error (trees, forests).
+CRITERIA = (NEWTON, GINI, ENTROPY, SQUARED_ERROR)
+#: Device operations a level takes (zeroing, routing and build, split) for the trees of one pass.
 LAUNCHES_PER_LEVEL = 3
 #: Dynamic shared memory a block of ``_build_shared`` may use: the limit without opting in to more.
 SHARED_HISTOGRAM_BYTES = 48 * 1024
 #: Most blocks of a ``_build_shared`` launch: each adds its shared histograms to the global ones once.
 SHARED_BUILD_BLOCKS = 1024
 _NEG_INF = -math.inf
-#: The names of a tree's arrays that every level's launches take (their views made once a tree).
-_TREE_ARRAYS = ("codes", "wts", "node", "split", "feature", "bin", "missing_left", "threshold", "stats", "can",
-                "allowed", "n_value_bins", "thresholds", "bin_values", "is_exact", "inv", "proxies", "fbest", "sf")
+#: The names of the arrays of the trees of a pass that every level's launches take (their views made once a
+#: pass).
+_TREE_ARRAYS = ("codes", "chan", "mult", "wmult", "scale", "node", "split", "feature", "bin", "missing_left",
+                "threshold", "stats", "can", "key", "allowed", "tw", "n_value_bins", "thresholds", "bin_values",
+                "is_exact", "inv", "proxies", "fbest", "drawn", "u", "fids")
 
 
 # -- device functions ---------------------------------------------------------------
 @cuda.jit(device=True)
-def _feature_scan(hist, base, nb, n_scan, P0, P1, P2, inv0, inv1, inv2, l2, msl, mwl, proxies, out):
+def _feature_scan(hist, base, nb, n_scan, P, inv, kind, n_out, l2, msl, mwl, proxies, out):
     """One (node, feature): every candidate's proxy over value bins ``0 .. n_scan - 1`` of the int64
-    histogram ``hist[base : base + nb * 3]`` (bin-major, three channels), written to
+    histogram ``hist[base : base + nb * C]`` (bin-major, C channels), written to
     ``proxies[out + variant * (nb - 1) + bin]`` (-inf where there is no candidate; variant 1: the missing
-    values go left), and the best of them returned.
+    values go left), and the best of them returned. ``P``: the node's statistics (float64, C).
     """
+    C = P.shape[0]
+    cum = cuda.local.array(MAX_CHANNELS, numba.int64)
+    left = cuda.local.array(MAX_CHANNELS, numba.float64)
+    right = cuda.local.array(MAX_CHANNELS, numba.float64)
+    tmp = cuda.local.array(MAX_CHANNELS, numba.float64)
+    L = left[:C]
+    R = right[:C]
     n = min(nb - 1, n_scan)
-    m = base + (nb - 1) * 3
-    m0, m1, m2 = hist[m], hist[m + 1], hist[m + 2]
-    n_var = 2 if m0 > 0 else 1  # the missing bin holds rows: both sides tried
+    m = base + (nb - 1) * C
+    n_var = 2 if hist[m] > 0 else 1  # the missing bin holds rows: both sides tried
     best = _NEG_INF
     for variant in range(2):
-        c0 = numba.int64(0)
-        c1 = numba.int64(0)
-        c2 = numba.int64(0)
+        for c in range(C):
+            cum[c] = 0
         for b in range(nb - 1):
             p = _NEG_INF
             if variant < n_var and b < n:
-                j = base + b * 3
-                h0, h1, h2 = hist[j], hist[j + 1], hist[j + 2]
-                c0 += h0
-                c1 += h1
-                c2 += h2
+                j = base + b * C
+                filled = False
+                for c in range(C):
+                    h = hist[j + c]
+                    cum[c] += h
+                    filled = filled or h != 0
                 # an empty bin after the first: the same candidate as the bin before, which comes first
-                if b == 0 or h0 != 0 or h1 != 0 or h2 != 0:
-                    a0, a1, a2 = c0, c1, c2
-                    if variant == 1:
-                        a0 += m0
-                        a1 += m1
-                        a2 += m2
-                    l0 = a0 * inv0
-                    l1 = a1 * inv1
-                    hl = a2 * inv2
-                    r0 = P0 - l0
-                    r1 = P1 - l1
-                    hr = P2 - hl
-                    if l0 >= msl and r0 >= msl and hl >= mwl and hr >= mwl and hl > 0 and hr > 0:
-                        p = rules.newton_proxy(l1, hl, r1, hr, l2)
-                        if p != p:
-                            p = _NEG_INF
+                if b == 0 or filled:
+                    for c in range(C):
+                        a = cum[c] + (hist[m + c] if variant == 1 else 0)
+                        L[c] = a * inv[c]
+                    p = rules.candidate_score(kind, L, R, P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0, tmp)
             proxies[out + variant * (nb - 1) + b] = p
             if p > best:
                 best = p
@@ -148,10 +176,11 @@ def _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_fir
 
 @cuda.jit(device=True)
 def _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
-                write):
-    """Row ``r``'s node of this level (written back to ``node`` where ``write``), and the pair of that level
-    whose built histogram takes the row: -1 where none does (a leaf of an earlier level, or the larger child
-    of its pair, which comes by subtraction); 0 at level 0 (the root)."""
+                by_drawn, can, write):
+    """Row ``r``'s node of this level (written back to ``node`` where ``write``), and the histogram slot of
+    that level that takes the row: -1 where none does (a leaf of an earlier level, or the larger child of its
+    pair, which comes by subtraction); the node's position in the level where every node is built
+    (``by_drawn``, over its drawn features; -1 for a node that may not split) and at level 0 (the root)."""
     nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
     if write:
         node[k, r] = nd
@@ -159,60 +188,79 @@ def _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_fir
     if s < 0:
         return -1
     if level_first == 0:
-        return 0
+        return s
+    if by_drawn:
+        return s if can[k, nd] else -1
     q = s // 2
     return q if s - 2 * q == small_right[k, q] else -1
 
 
+@cuda.jit(device=True)
+def _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
+    """Tree ``k``'s row ``r``'s channels, multiplicities applied (:func:`pair_weight`), as int64 multiples of
+    ``1 / scale`` into ``w``; whether any is non-zero (a row out of the tree's sample adds nothing)."""
+    ci = (k if chan_trees > 1 else 0) * n + r
+    filled = False
+    for c in range(scale.shape[0]):
+        v = fixed_point(pair_weight(chan, ci, c, k * n + r, mult, wmult, mode), scale[c])
+        w[c] = v
+        filled = filled or v != 0
+    return filled
+
+
 # -- kernels (compiled at first launch) -----------------------------------------------
 @cuda.jit
-def _build(codes, wts, node, split, feature, bin_, missing_left, missing_bin, small_right, level_first, n_pairs,
-           nb, out):
+def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left, missing_bin,
+           small_right, by_drawn, fids, can, level_first, n_pairs, nb, out):
     """Each row routed to its node of this level (the splits of the level above), then the histograms
-    (K, n_pairs, F, nb, 3) of each pair's smaller child (level 0: of the roots), int64 atomics."""
+    (K, n_pairs, F, nb, C) of each pair's smaller child (level 0: of the roots), int64 atomics; ``by_drawn``:
+    of every node (K, width, k, nb, C) over its ``k`` drawn features (``fids`` (K, nodes, k))."""
     n_trees, n = node.shape
-    n_features = codes.shape[1]
+    n_features = fids.shape[2] if by_drawn else codes.shape[1]
+    C = scale.shape[0]
+    w = cuda.local.array(MAX_CHANNELS, numba.int64)
     start = cuda.grid(1)
     step = cuda.gridsize(1)
     for idx in range(start, n_trees * n, step):
         k = idx // n
         r = idx - k * n
         q = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
-                        True)
-        if q < 0:
+                        by_drawn, can, True)
+        if q < 0 or not _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
             continue
-        g0, g1, g2 = wts[k, r, 0], wts[k, r, 1], wts[k, r, 2]
         base = (k * n_pairs + q) * n_features
         for f in range(n_features):
-            j = ((base + f) * nb + numba.int64(codes[r, f])) * 3
-            cuda.atomic.add(out, j, g0)
-            cuda.atomic.add(out, j + 1, g1)
-            cuda.atomic.add(out, j + 2, g2)
+            col = fids[k, level_first + q, f] if by_drawn else f
+            j = ((base + f) * nb + numba.int64(codes[r, col])) * C
+            for c in range(C):
+                cuda.atomic.add(out, j + c, w[c])
 
 
 @cuda.jit
-def _build_shared(codes, wts, node, split, feature, bin_, missing_left, missing_bin, small_right, level_first,
-                  n_pairs, nb, group_width, out):
+def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left,
+                  missing_bin, small_right, by_drawn, fids, can, level_first, n_pairs, nb, group_width, out):
     """``_build``, a block's rows summed in shared memory first (int64 atomics there), then added to ``out``
     once a block: at the upper levels every row of a launch would otherwise add to the same few global
     addresses, and the atomics queue on them.
 
     Block ``b`` sums features ``g * group_width ..`` (``g = b % n_groups``) over the rows
     ``chunk, chunk + n_chunks, ..`` (blocks of threads); its dynamic shared memory holds the histograms of
-    every (tree, pair) slot for those features: ``n_trees * n_pairs * group_width * nb * 3`` int64. Every
+    every (tree, pair) slot for those features: ``n_trees * n_pairs * group_width * nb * C`` int64. Every
     group's block finds a row's node (the same child whether it reads the node before or after the first
     group's block writes it: a routed node is at this level, not above it); the first group's writes it.
     """
     hist = cuda.shared.array(0, dtype=numba.int64)
     n_trees, n = node.shape
-    n_features = codes.shape[1]
+    n_features = fids.shape[2] if by_drawn else codes.shape[1]
+    C = scale.shape[0]
+    w = cuda.local.array(MAX_CHANNELS, numba.int64)
     n_groups = (n_features + group_width - 1) // group_width
     g = cuda.blockIdx.x % n_groups
     chunk = cuda.blockIdx.x // n_groups
     n_chunks = cuda.gridDim.x // n_groups
     f0 = g * group_width
     fw = min(group_width, n_features - f0)
-    size = n_trees * n_pairs * fw * nb * 3
+    size = n_trees * n_pairs * fw * nb * C
     tid = cuda.threadIdx.x
     threads = cuda.blockDim.x
     for j in range(tid, size, threads):
@@ -222,87 +270,113 @@ def _build_shared(codes, wts, node, split, feature, bin_, missing_left, missing_
         k = idx // n
         r = idx - k * n
         q = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
-                        g == 0)
-        if q < 0:
+                        by_drawn, can, g == 0)
+        if q < 0 or not _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
             continue
-        g0, g1, g2 = wts[k, r, 0], wts[k, r, 1], wts[k, r, 2]
         base = (k * n_pairs + q) * fw
         for f in range(fw):
-            j = ((base + f) * nb + numba.int64(codes[r, f0 + f])) * 3
-            cuda.atomic.add(hist, j, g0)
-            cuda.atomic.add(hist, j + 1, g1)
-            cuda.atomic.add(hist, j + 2, g2)
+            col = fids[k, level_first + q, f0 + f] if by_drawn else f0 + f
+            j = ((base + f) * nb + numba.int64(codes[r, col])) * C
+            for c in range(C):
+                cuda.atomic.add(hist, j + c, w[c])
     cuda.syncthreads()
-    cell = fw * nb * 3
+    cell = fw * nb * C
     for j in range(tid, size, threads):
         v = hist[j]
         if v != 0:
             slot = j // cell
             x = j - slot * cell  # (feature of the group, bin, channel) within the slot
-            cuda.atomic.add(out, (slot * n_features + f0) * nb * 3 + x, v)
+            cuda.atomic.add(out, (slot * n_features + f0) * nb * C + x, v)
 
 
 @cuda.jit
-def _split(prev, built, hist, proxies, fbest, stats, can, allowed, n_value_bins, thresholds, bin_values, is_exact,
-           inv, level, level_first, width, nb, l2, msl, mwl, min_split, max_depth, min_decrease, tie_rtol, split,
-           feature, bin_, missing_left, threshold, small_right, small_next, sf):
+def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed, n_value_bins, thresholds,
+           bin_values, is_exact, inv, tw, kind, n_out, level, level_first, width, nb, l2, msl, mwl, min_split,
+           max_depth, min_decrease, tie_rtol, k_draw, has_allowed, by_drawn, fids, local_thr, split, feature, bin_,
+           missing_left, threshold, small_right, small_next):
     """One block a (tree, node of the level): the node's histograms, its split and its children.
 
-    1. The node's histograms into ``hist`` (K, width, F, nb, 3): the built smaller child of its pair, or
-       its parent's (``prev``) minus that (level 0: built in place). Level 0's first thread decides
-       whether the root may split.
-    2. A thread a feature: every candidate's proxy (:func:`_feature_scan`, kept in ``proxies``: recomputing
+    0. Level 0: the root's statistics (its histogram of feature 0 summed over the bins: every row is in one),
+       its tree's total weight (``tw``) and whether it may split.
+    1. The node's histograms into ``hist`` (K, width, F, nb, C): the built smaller child of its pair, or
+       its parent's (``prev``) minus that (level 0: built in place).
+    2. With per-node feature draws (``k_draw`` >= 0, ``max_features``): the first thread draws the node's
+       features from its key (:func:`gputrees.kernels.rules.draw_features`, into ``drawn``; ``u``: its work
+       space), as the level-wise grower and the CPU's subtree kernel draw them. ``by_drawn``: the node's
+       histograms are its drawn features' (``fids``, drawn by its parent's block, or the host for a root),
+       built for every node (no subtraction), as the level-wise grower builds them for ``k`` of at most half
+       the features.
+    3. A thread a feature: every candidate's proxy (:func:`_feature_scan`, kept in ``proxies``: recomputing
        them could round differently, the GPU compiler contracting multiply-adds kernel by kernel) and the
        feature's best (``fbest``).
-    3. The tie rule over them: the first feature whose best is near the best, its first near-best candidate
+    4. The tie rule over them: the first feature whose best is near the best, its first near-best candidate
        (the block's threads search the candidates, a shared minimum), the left child's sums over the bins
-       up to it (shared int64 sums: exact), then the first thread's acceptance, the split and the
-       children's statistics, whether they may split, and which child of the pair is the smaller.
+       up to it (shared int64 sums: exact), then the first thread's acceptance (the criterion's
+       improvement), the split, its threshold (at the next value bin of the node, ``local_thr``, or of the
+       feature), the children's statistics and keys, whether they may split, and which child of the pair
+       is the smaller.
 
     ``small_right`` (K, pairs): which child of each pair of this level was built; ``small_next``: the
     same of the next level's pairs, written here (another array: the blocks of other nodes still read
-    theirs). ``sf`` (K * width, 3, 3) float64: work space (the node's, its left and right child's
-    statistics).
+    theirs).
     """
-    chosen = cuda.shared.array(3, dtype=numba.int64)  # feature, first candidate, whether to go on
-    sums = cuda.shared.array(3, dtype=numba.int64)
+    chosen = cuda.shared.array(1, dtype=numba.int64)  # the first near-best candidate
+    sums = cuda.shared.array(MAX_CHANNELS, dtype=numba.int64)
+    node_stats = cuda.local.array(MAX_CHANNELS, numba.float64)
+    left = cuda.local.array(MAX_CHANNELS, numba.float64)
+    right = cuda.local.array(MAX_CHANNELS, numba.float64)
+    tmp = cuda.local.array(MAX_CHANNELS, numba.float64)
     ks = cuda.blockIdx.x
     k = ks // width
     s = ks - k * width
     nd = level_first + s
     tid = cuda.threadIdx.x
     threads = cuda.blockDim.x
-    n_features = n_value_bins.shape[0]
-    cell = n_features * nb * 3
-    if level == 0 and tid == 0:
-        w = sf[ks]
-        for c in range(3):
-            w[0, c] = stats[k, 0, c] * inv[c]
-        can[k, 0] = rules.can_split(NEWTON, w[0], 0, 1, msl, mwl, min_split, max_depth, w[1])
+    n_features = fids.shape[2] if by_drawn else n_value_bins.shape[0]  # the histograms' features
+    C = inv.shape[0]
+    P = node_stats[:C]
+    L = left[:C]
+    R = right[:C]
+    cell = n_features * nb * C
+    if level == 0:
+        for c in range(tid, C, threads):
+            acc = numba.int64(0)
+            for b in range(nb):
+                acc += built[ks * cell + b * C + c]
+            stats[k, 0, c] = acc
+        cuda.syncthreads()
+        if tid == 0:
+            for c in range(C):
+                P[c] = stats[k, 0, c] * inv[c]
+            tw[k] = rules.criterion_weight(kind, P)
+            can[k, 0] = rules.can_split(kind, P, 0, n_out, msl, mwl, min_split, max_depth, tmp)
     cuda.syncthreads()
     if not can[k, nd]:
         return  # the whole block: no barrier below is left waiting
-    if level > 0:
+    if level > 0 and not by_drawn:
         q = s // 2
         small = s - 2 * q == small_right[k, q]
         src = (k * (width // 2) + q) * cell
         for x in range(tid, cell, threads):
             b = built[src + x]
             hist[ks * cell + x] = b if small else prev[src + x] - b
+    if k_draw >= 0 and not by_drawn and tid == 0:
+        rules.draw_features(key[k, nd], k_draw, allowed[k], has_allowed, u[ks], drawn[ks])
     cuda.syncthreads()
-    P0, P1, P2 = stats[k, nd, 0] * inv[0], stats[k, nd, 1] * inv[1], stats[k, nd, 2] * inv[2]
+    for c in range(C):
+        P[c] = stats[k, nd, c] * inv[c]
     for f in range(tid, n_features, threads):
         p = _NEG_INF
-        if allowed[k, f]:
+        col = fids[k, nd, f] if by_drawn else f
+        if by_drawn or (drawn[ks, f] if k_draw >= 0 else allowed[k, f]):
             idx = ks * n_features + f
-            p = _feature_scan(hist, idx * nb * 3, nb, n_value_bins[f], P0, P1, P2, inv[0], inv[1], inv[2], l2,
-                              msl, mwl, proxies, idx * 2 * (nb - 1))
+            p = _feature_scan(hist, idx * nb * C, nb, n_value_bins[col], P, inv, kind, n_out, l2, msl, mwl, proxies,
+                              idx * 2 * (nb - 1))
         fbest[ks * n_features + f] = p
     if tid == 0:
-        chosen[1] = 2 * (nb - 1)
-        sums[0] = 0
-        sums[1] = 0
-        sums[2] = 0
+        chosen[0] = 2 * (nb - 1)
+        for c in range(C):
+            sums[c] = 0
     cuda.syncthreads()
     best = _NEG_INF
     for f in range(n_features):
@@ -310,56 +384,76 @@ def _split(prev, built, hist, proxies, fbest, stats, can, allowed, n_value_bins,
     if not best > _NEG_INF:
         return  # every thread read the same features' bests: the whole block
     target = rules.tie_target(best, tie_rtol)
-    col = -1
+    j_col = -1
     for f in range(n_features):
         fb = fbest[ks * n_features + f]
         if fb > _NEG_INF and fb >= target:
-            col = f  # the first feature whose best is near the best: one of its candidates is
+            j_col = f  # the first feature whose best is near the best (drawn ones ascending): one of its candidates
             break
-    out = (ks * n_features + col) * 2 * (nb - 1)
+    col = fids[k, nd, j_col] if by_drawn else j_col
+    out = (ks * n_features + j_col) * 2 * (nb - 1)
     for j in range(tid, 2 * (nb - 1), threads):
         p = proxies[out + j]
         if p > _NEG_INF and p >= target:
-            cuda.atomic.min(chosen, 1, j)
+            cuda.atomic.min(chosen, 0, j)
     cuda.syncthreads()
-    first = chosen[1]
+    first = chosen[0]
     variant = first // (nb - 1)
     pos = first - variant * (nb - 1)
-    base = (ks * n_features + col) * nb * 3
+    base = (ks * n_features + j_col) * nb * C
     for b in range(tid, pos + 1 + variant, threads):
-        j = base + (b if b <= pos else nb - 1) * 3  # the bins up to the candidate, and the missing bin
-        cuda.atomic.add(sums, 0, hist[j])
-        cuda.atomic.add(sums, 1, hist[j + 1])
-        cuda.atomic.add(sums, 2, hist[j + 2])
+        j = base + (b if b <= pos else nb - 1) * C  # the bins up to the candidate, and the missing bin
+        for c in range(C):
+            cuda.atomic.add(sums, c, hist[j + c])
     cuda.syncthreads()
     if tid != 0:
         return
     proxy = proxies[out + first]
-    a0, a1, a2 = sums[0], sums[1], sums[2]
-    w = sf[ks]
-    w[0, 0], w[0, 1], w[0, 2] = P0, P1, P2
-    w[1, 0], w[1, 1], w[1, 2] = a0 * inv[0], a1 * inv[1], a2 * inv[2]
-    for c in range(3):
-        w[2, c] = w[0, c] - w[1, c]
-    imp = rules.newton_improvement(P1, P2, w[1, 1], w[1, 2], w[2, 1], w[2, 2], l2)
-    if not rules.newton_accept(imp, proxy, min_decrease):
-        return
+    for c in range(C):
+        L[c] = sums[c] * inv[c]
+        R[c] = P[c] - L[c]
+    if kind == NEWTON:
+        imp = rules.newton_improvement(P[1], P[2], L[1], L[2], R[1], R[2], l2)
+        if not rules.newton_accept(imp, proxy, min_decrease):
+            return
+    else:
+        imp = rules.impurity_improvement(kind, P, L, R, n_out, tw[k], tmp)
+        if not rules.impurity_accept(imp, min_decrease):
+            return
     split[k, nd] = True
     feature[k, nd] = col
     bin_[k, nd] = pos
-    if hist[base + (nb - 1) * 3] > 0:  # the node has missing values: the side the scan chose
+    if hist[base + (nb - 1) * C] > 0:  # the node has missing values: the side the scan chose
         missing_left[k, nd] = variant == 1
     else:  # none: NaN goes to the child with more rows
-        missing_left[k, nd] = w[1, 0] > w[2, 0]
-    has_next = pos + 1 < n_value_bins[col]
-    threshold[k, nd] = rules.split_threshold(col, pos, pos + 1 if has_next else pos, has_next, thresholds,
-                                             bin_values, is_exact)
+        missing_left[k, nd] = L[0] > R[0]
+    if local_thr:  # the next value bin holding rows of the node
+        nxt = pos + 1
+        while nxt < nb - 1 and not hist[base + nxt * C] > 0:
+            nxt += 1
+        has_next = nxt < nb - 1
+    else:  # the feature's next value bin
+        has_next = pos + 1 < n_value_bins[col]
+        nxt = pos + 1
+    threshold[k, nd] = rules.split_threshold(col, pos, nxt if has_next else pos, has_next, thresholds, bin_values,
+                                             is_exact)
     lc = 2 * nd + 1
-    stats[k, lc, 0], stats[k, lc, 1], stats[k, lc, 2] = a0, a1, a2
-    for c in range(3):
-        stats[k, lc + 1, c] = stats[k, nd, c] - stats[k, lc, c]
-    can[k, lc] = rules.can_split(NEWTON, w[1], level + 1, 1, msl, mwl, min_split, max_depth, w[1])
-    can[k, lc + 1] = rules.can_split(NEWTON, w[2], level + 1, 1, msl, mwl, min_split, max_depth, w[2])
+    for c in range(C):
+        stats[k, lc, c] = sums[c]
+        stats[k, lc + 1, c] = stats[k, nd, c] - sums[c]
+    can[k, lc] = rules.can_split(kind, L, level + 1, n_out, msl, mwl, min_split, max_depth, tmp)
+    can[k, lc + 1] = rules.can_split(kind, R, level + 1, n_out, msl, mwl, min_split, max_depth, tmp)
+    if k_draw >= 0:
+        for side in range(2):
+            key[k, lc + side] = rules.child_key(key[k, nd], side)
+            if by_drawn and can[k, lc + side]:  # the child's features, which its histograms are built over
+                mask = drawn[ks]
+                rules.draw_features(key[k, lc + side], k_draw, allowed[k], has_allowed, u[ks], mask)
+                j = 0
+                for f in range(mask.shape[0]):
+                    if mask[f]:
+                        fids[k, lc + side, j] = f
+                        j += 1
     # the smaller child of the pair is built at the next level (the left on a tie)
     small_next[k, s] = 1 if stats[k, lc + 1, 0] < stats[k, lc, 0] else 0
 
@@ -378,19 +472,26 @@ def _route(codes, node, split, feature, bin_, missing_left, level_first, missing
 
 
 # -- the host side ---------------------------------------------------------------------
+#: Bytes a (tree, node of the deepest level, feature, bin) takes, per channel and besides: the int64 histograms
+#: of the deepest level, of the level above (half as many nodes) and of the built children (half), and the
+#: proxies of two variants.
+_BYTES_PER_BIN_CHANNEL = 16
+_BYTES_PER_BIN = 16
+
+
 def covered(xp, inputs, params, scale) -> bool:
     """Whether :func:`grow_tree` grows this batch (else the grower does, level by level)."""
     mapper = inputs.bin_mapper
     mono = inputs.monotonic_cst
     channels = inputs.channels
-    if not (
+    kind = criterion_code(inputs.criterion)
+    return bool(
         scale is not None
-        and criterion_code(inputs.criterion) == NEWTON
+        and kind in CRITERIA
         and channels is not None
         and inputs.codes is not None
-        and int(channels.shape[-1]) == 3
-        and inputs.multiplicity is None
-        and inputs.weight_multiplicity is None
+        and (int(channels.shape[-1]) == 3 if kind == NEWTON else 2 <= int(channels.shape[-1]) <= MAX_CHANNELS)
+        and (channels.ndim == 2 or inputs.multiplicity is None)
         and not inputs.random_splits
         and (mono is None or not np.any(np.asarray(mono) != 0))
         and not np.any(mapper.is_categorical)
@@ -398,17 +499,34 @@ def covered(xp, inputs, params, scale) -> bool:
         and params.max_depth is not None
         and 1 <= params.max_depth <= MAX_DEPTH
         and params.max_leaf_nodes is None
-        and (params.max_features is None or params.max_features >= int(inputs.codes.shape[1]))
-        and not params.local_thresholds
-        and not params.sorted_small_nodes
+        # the sort-based search of small nodes finds the histograms' split where thresholds are local
+        and (params.local_thresholds or not params.sorted_small_nodes)
         and int(inputs.codes.shape[0]) > 0
-    ):
-        return False
-    n_trees = int(channels.shape[0]) if channels.ndim == 3 else 1
-    # a (node, feature, bin) of the deepest level: two histograms' int64 [count, G, H], two variants' proxies
-    per_bin = (2 * 3 + 2) * 8
-    return n_trees * 2 ** (params.max_depth - 1) * int(inputs.codes.shape[1]) * int(mapper.n_bins) * per_bin \
-        <= params.memory_limit
+        and trees_per_pass(inputs, params) > 0
+    )
+
+
+def trees_per_pass(inputs, params) -> int:
+    """Trees of the batch whose levels are grown together: as many as the deepest level's histograms of all of
+    them fit ``memory_limit``; the batch's trees are grown that many at a time (0: not one fits)."""
+    n_hist, by_drawn = histogram_features(inputs, params)
+    per_channel = _BYTES_PER_BIN_CHANNEL // 2 if by_drawn else _BYTES_PER_BIN_CHANNEL  # one level, built in place
+    per_tree = 2 ** (params.max_depth - 1) * n_hist * int(inputs.bin_mapper.n_bins) * (
+        per_channel * int(inputs.channels.shape[-1]) + _BYTES_PER_BIN)
+    return int(params.memory_limit // per_tree)
+
+
+def histogram_features(inputs, params) -> tuple[int, bool]:
+    """(features a node's histograms hold, whether they are its drawn features): with per-node draws of at
+    most :data:`gputrees._grower.DRAWN_BUILD_SHARE` of the features (random forests: 5 of 28), every node's
+    histograms are built over its ``k`` drawn features from its rows, as the level-wise grower builds them
+    (``k`` updates a row for both children against up to ``F`` for the smaller one before the subtraction,
+    and ``k / F`` of the memory); else over every feature, the larger child of a pair by subtraction."""
+    n_features = int(inputs.codes.shape[1])
+    k = params.max_features
+    if k is not None and k <= DRAWN_BUILD_SHARE * n_features and inputs.tree_features is None:
+        return int(k), True
+    return n_features, False
 
 
 def grow_tree(xp, inputs, params, *, scale=None):
@@ -418,10 +536,10 @@ def grow_tree(xp, inputs, params, *, scale=None):
     ----------
     xp : array namespace (CuPy, or NumPy under the simulator)
     inputs : GrowerInputs
-        ``channels`` (n, 3) or (K, n, 3) float64 ``[count, G, H]``, multiples
-        of ``1 / scale``.
+        ``channels`` (n, C) or (K, n, C) float64, multiples of ``1 / scale``;
+        ``multiplicity`` / ``weight_multiplicity`` (K, n) or None.
     params : GrowerParams
-    scale : tuple of 3 floats or None
+    scale : sequence of C floats (powers of two), a device array of them, or None
         The channels' quantisation scale (``Kernels.quantised``); None: not covered.
 
     Returns
@@ -435,22 +553,19 @@ def grow_tree(xp, inputs, params, *, scale=None):
     if not covered(xp, inputs, params, scale):
         return None
     compile_rules()
-    threads, cap_blocks = launch_config()
     codes = inputs.codes
     mapper = inputs.bin_mapper
     n, n_features = int(codes.shape[0]), int(codes.shape[1])
     nb = int(mapper.n_bins)
     depth = int(params.max_depth)
-    chan = inputs.channels if inputs.channels.ndim == 3 else inputs.channels[None, :, :]
-    n_trees = int(chan.shape[0])
+    chan = inputs.channels
+    C = int(chan.shape[-1])
+    n_trees = int(chan.shape[0]) if chan.ndim == 3 else (
+        1 if inputs.multiplicity is None else int(inputs.multiplicity.shape[0]))
     cap = 2 ** (depth + 1) - 1
     f8, i8 = xp.float64, xp.int64
-    scale_dev = xp.asarray(scale.array if hasattr(scale, "array") else scale, dtype=f8)
-    inv = 1.0 / scale_dev  # powers of two: exact
-    # the channels as int64 multiples of 1 / scale: exact (they are quantised)
-    wts = xp.astype(xp.round(chan * scale_dev), i8)
-    stats = xp.zeros((n_trees, cap, 3), dtype=i8)
-    stats[:, 0, :] = xp.sum(wts, axis=1)
+    scale_dev = xp.asarray(scale.array if hasattr(scale, "array") else list(scale), dtype=f8)
+    stats = xp.zeros((n_trees, cap, C), dtype=i8)
     can = xp.zeros((n_trees, cap), dtype=xp.bool)
     split = xp.zeros((n_trees, cap), dtype=xp.bool)
     feature = xp.full((n_trees, cap), -2, dtype=i8)
@@ -458,66 +573,124 @@ def grow_tree(xp, inputs, params, *, scale=None):
     missing_left = xp.zeros((n_trees, cap), dtype=xp.bool)
     threshold = xp.full((n_trees, cap), -2.0, dtype=f8)
     node = xp.zeros((n_trees, n), dtype=i8)
-    small = xp.zeros((2, n_trees, max(1, 2 ** (depth - 1))), dtype=i8)  # level by level: read one, write one
     allowed = (xp.ones((n_trees, n_features), dtype=xp.bool) if inputs.tree_features is None
                else _on_device(xp, inputs.tree_features, xp.bool))
+    # per-node feature draws keyed by the node's path (gputrees._node_draws): the trees' keys drawn from the
+    # batch's generator where the level-wise grower draws them, the roots' made here, the others by the
+    # parents' blocks
+    k = params.max_features
+    k_draw = int(k) if k is not None and k < n_features else -1
+    n_hist, by_drawn = histogram_features(inputs, params)
+    key = xp.zeros((n_trees, cap), dtype=xp.uint64)
+    # by_drawn: each node's drawn features (ascending), the roots' drawn here, the others by their parents' blocks
+    fids = xp.zeros((n_trees, cap, n_hist) if by_drawn else (1, 1, 1), dtype=i8)
+    if k_draw >= 0 or inputs.tree_features is not None:
+        roots = _node_draws.root_keys(_node_draws.tree_keys(inputs.rng, n_trees))
+        key[:, 0] = xp.asarray(roots, dtype=xp.uint64)
+        if by_drawn:
+            mask = _node_draws.feature_mask(roots, n_features, k_draw)
+            fids[:, 0, :] = xp.asarray(np.nonzero(mask)[1].reshape(n_trees, n_hist), dtype=i8)
+    tw = xp.zeros(n_trees, dtype=f8)
     # the bin mapper's tables, host or device arrays by where the fit bins: contiguous device copies
-    n_value_bins = _on_device(xp, mapper.n_value_bins, i8)
-    thresholds = _on_device(xp, mapper.thresholds, f8)
-    bin_values = _on_device(xp, mapper.bin_values, f8)
-    is_exact = _on_device(xp, mapper.is_exact, xp.bool)
-    cell = n_features * nb * 3
+    tables = dict(n_value_bins=_on_device(xp, mapper.n_value_bins, i8),
+                  thresholds=_on_device(xp, mapper.thresholds, f8), bin_values=_on_device(xp, mapper.bin_values, f8),
+                  is_exact=_on_device(xp, mapper.is_exact, xp.bool))
+    # the channels as (trees with their own, or 1) x rows; multiplicities flat (tree-major), one-element
+    # placeholders where there are none (mode 0: none, 1: one for every channel, 2: the count's and the others')
+    chan2 = xp.reshape(chan, (-1, C))
+    dummy = xp.zeros(1, dtype=f8)
+    mult = dummy if inputs.multiplicity is None else xp.astype(inputs.multiplicity, f8)
+    wmult = dummy if inputs.weight_multiplicity is None else xp.astype(inputs.weight_multiplicity, f8)
+    mode = 0 if inputs.multiplicity is None else (1 if inputs.weight_multiplicity is None else 2)
+    per_pass = min(n_trees, trees_per_pass(inputs, params))
     widest = 2 ** (depth - 1)  # the deepest level with histograms
-    levels = (xp.empty(n_trees * widest * cell, dtype=i8), xp.empty(n_trees * widest * cell, dtype=i8))
-    built_buf = xp.empty(n_trees * max(1, widest // 2) * cell, dtype=i8)
-    fbest = xp.empty(n_trees * widest * n_features, dtype=f8)
-    proxies = xp.empty(n_trees * widest * n_features * 2 * (nb - 1), dtype=f8)
-    sf = xp.empty((n_trees * widest, 3, 3), dtype=f8)
-    l2 = float(inputs.criterion.l2)
-    msl, mwl = float(params.min_samples_leaf), float(params.min_weight_leaf)
-    min_split, min_dec = float(params.min_samples_split), float(params.min_impurity_decrease)
-    rtol = float(rules.TIE_RTOL)
-    missing_bin = int(mapper.missing_bin)
-    # the arrays every level's launches take, as numba-cuda's views once for the tree (the launches then
-    # convert only each level's slices)
-    v = SimpleNamespace(**dict(zip(_TREE_ARRAYS, device_views(
-        codes, wts, node, split, feature, bin_, missing_left, threshold, stats, can, allowed, n_value_bins,
-        thresholds, bin_values, is_exact, inv, proxies, fbest, sf))))
-    prev = None
-    for d in range(depth):
-        first, width = 2 ** d - 1, 2 ** d
-        n_pairs = max(1, width // 2)
-        cur = levels[d % 2][: n_trees * width * cell]
-        built = cur if d == 0 else built_buf[: n_trees * n_pairs * cell]
-        built[...] = 0
-        cur, built, small_right, small_next = device_views(cur, built, small[(d + 1) % 2], small[d % 2])
-        routing = (v.codes, v.wts, v.node, v.split, v.feature, v.bin, v.missing_left, missing_bin, small_right,
-                   first, n_pairs, nb)
-        group = shared_group_width(n_trees * n_pairs, nb, n_features)
-        if group:
-            n_groups = -(-n_features // group)
-            chunks = min(SHARED_BUILD_BLOCKS // n_groups, grid_blocks(n_trees * n, threads, cap_blocks))
-            launch(_build_shared, n_groups * max(1, chunks), threads, *routing, group, built,
-                   shared_bytes=n_trees * n_pairs * group * nb * 3 * 8)
-        else:
-            launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, *routing, built)
-        launch(_split, n_trees * width, threads, prev if d > 0 else cur, built, cur, v.proxies, v.fbest, v.stats,
-               v.can, v.allowed, v.n_value_bins, v.thresholds, v.bin_values, v.is_exact, v.inv, d, first, width, nb,
-               l2, msl, mwl, min_split, depth, min_dec, rtol, v.split, v.feature, v.bin, v.missing_left, v.threshold,
-               small_right, small_next, v.sf)
-        prev = cur
-    # the last level's rows to their leaves
-    launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, v.codes, v.node, v.split, v.feature,
-           v.bin, v.missing_left, 2 ** depth - 1, missing_bin)
+    cell = n_hist * nb * C
+
+    def level_buffer(p):
+        # level d's histograms in buffer d % 2: the deepest level's the widest, the other's half as wide
+        # (by_drawn: every level's in buffer 0, built in place)
+        if by_drawn:
+            return widest if p == 0 else 1
+        return widest if p == (depth - 1) % 2 else max(1, widest // 2)
+
+    buffers = SimpleNamespace(
+        levels=tuple(xp.empty(per_pass * level_buffer(p) * cell, dtype=i8) for p in range(2)),
+        built=xp.empty(1 if by_drawn else per_pass * max(1, widest // 2) * cell, dtype=i8),
+        fbest=xp.empty(per_pass * widest * n_hist, dtype=f8),
+        proxies=xp.empty(per_pass * widest * n_hist * 2 * (nb - 1), dtype=f8),
+        drawn=xp.zeros((per_pass * widest if k_draw >= 0 else 1, n_features), dtype=xp.bool),
+        u=xp.empty((per_pass * widest if k_draw >= 0 else 1, n_features), dtype=f8),
+        small=xp.zeros((2, per_pass, max(1, widest)), dtype=i8),  # level by level: read one, write one
+    )
+    crit = SimpleNamespace(
+        kind=criterion_code(inputs.criterion), n_out=int(getattr(inputs.criterion, "n_outputs", 1)),
+        l2=float(getattr(inputs.criterion, "l2", 0.0)), msl=float(params.min_samples_leaf),
+        mwl=float(params.min_weight_leaf), min_split=float(params.min_samples_split),
+        min_dec=float(params.min_impurity_decrease), k_draw=k_draw, has_allowed=inputs.tree_features is not None,
+        local_thr=bool(params.local_thresholds), by_drawn=by_drawn,
+    )
+    for a in range(0, n_trees, per_pass):
+        b = min(n_trees, a + per_pass)
+        own = chan.ndim == 3  # each tree its own channels
+        arrays = dict(
+            codes=codes, chan=chan2[a * n: b * n] if own else chan2,
+            mult=mult if mode == 0 else xp.reshape(mult[a:b], (-1,)),
+            wmult=wmult if mode < 2 else xp.reshape(wmult[a:b], (-1,)), scale=scale_dev, node=node[a:b],
+            split=split[a:b], feature=feature[a:b], bin=bin_[a:b], missing_left=missing_left[a:b],
+            threshold=threshold[a:b], stats=stats[a:b], can=can[a:b], key=key[a:b], allowed=allowed[a:b],
+            tw=tw[a:b], fids=fids[a:b] if by_drawn else fids, inv=1.0 / scale_dev,  # powers of two: exact
+            proxies=buffers.proxies, fbest=buffers.fbest, drawn=buffers.drawn, u=buffers.u, **tables)
+        # the arrays every level's launches take, as numba-cuda's views once for the pass (the launches then
+        # convert only each level's slices)
+        v = SimpleNamespace(**dict(zip(_TREE_ARRAYS, device_views(*(arrays[name] for name in _TREE_ARRAYS)))))
+        _grow_pass(v, b - a, n, n_hist, nb, depth, C, b - a if own else 1, mode, int(mapper.missing_bin), crit,
+                   buffers)
+    inv = 1.0 / scale_dev
     return _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
                           inputs.record_leaves)
 
 
-def shared_group_width(n_slots: int, nb: int, n_features: int) -> int:
+def _grow_pass(v, n_trees, n, n_features, nb, depth, C, chan_trees, mode, missing_bin, crit, buffers):
+    """The levels of ``n_trees`` trees (their arrays' views ``v``; ``n_features`` their histograms'), three
+    launches a level, then the leaves' routing: nothing read to the host."""
+    threads, cap_blocks = launch_config()
+    cell = n_features * nb * C
+    rtol = float(rules.TIE_RTOL)
+    prev = None
+    for d in range(depth):
+        first, width = 2 ** d - 1, 2 ** d
+        n_pairs = width if crit.by_drawn else max(1, width // 2)  # the built histograms' slots
+        cur = buffers.levels[0 if crit.by_drawn else d % 2][: n_trees * width * cell]
+        built = cur if d == 0 or crit.by_drawn else buffers.built[: n_trees * n_pairs * cell]
+        built[...] = 0
+        small = buffers.small[:, :n_trees]
+        cur, built, small_right, small_next = device_views(cur, built, small[(d + 1) % 2], small[d % 2])
+        routing = (v.codes, v.chan, chan_trees, v.mult, v.wmult, mode, v.scale, v.node, v.split, v.feature, v.bin,
+                   v.missing_left, missing_bin, small_right, crit.by_drawn, v.fids, v.can, first, n_pairs, nb)
+        group = shared_group_width(n_trees * n_pairs, nb, n_features, C)
+        if group:
+            n_groups = -(-n_features // group)
+            chunks = min(SHARED_BUILD_BLOCKS // n_groups, grid_blocks(n_trees * n, threads, cap_blocks))
+            launch(_build_shared, n_groups * max(1, chunks), threads, *routing, group, built,
+                   shared_bytes=n_trees * n_pairs * group * nb * C * 8)
+        else:
+            launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, *routing, built)
+        launch(_split, n_trees * width, threads, prev if d > 0 else cur, built, cur, v.proxies, v.fbest, v.drawn, v.u,
+               v.stats, v.can, v.key, v.allowed, v.n_value_bins, v.thresholds, v.bin_values, v.is_exact, v.inv, v.tw,
+               crit.kind, crit.n_out, d, first, width, nb, crit.l2, crit.msl, crit.mwl, crit.min_split, depth,
+               crit.min_dec, rtol, crit.k_draw, crit.has_allowed, crit.by_drawn, v.fids, crit.local_thr, v.split,
+               v.feature, v.bin, v.missing_left, v.threshold, small_right, small_next)
+        prev = cur
+    # the last level's rows to their leaves
+    launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, v.codes, v.node, v.split, v.feature,
+           v.bin, v.missing_left, 2 ** depth - 1, missing_bin)
+
+
+def shared_group_width(n_slots: int, nb: int, n_features: int, n_channels: int) -> int:
     """Features a block of ``_build_shared`` sums (the histograms of all ``n_slots`` (tree, pair) slots for
     them fit :data:`SHARED_HISTOGRAM_BYTES`), balanced over the blocks' groups; 0 where not one feature fits
     (the level's histograms are then built with global atomics, ``_build``)."""
-    most = SHARED_HISTOGRAM_BYTES // (n_slots * nb * 3 * 8)
+    most = SHARED_HISTOGRAM_BYTES // (n_slots * nb * n_channels * 8)
     if most == 0:
         return 0
     n_groups = -(-n_features // most)
