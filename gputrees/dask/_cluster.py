@@ -13,11 +13,13 @@ hanging the client. :class:`DaskRows` is the grower's row set over the shards
 from __future__ import annotations
 
 import concurrent.futures
+import secrets
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._peers import PeerLostError, add_up
 from ._shard import Shard
 
 #: How often (seconds) a client waiting for a shard checks that its worker is
@@ -127,6 +129,11 @@ class Shards:
                 if fut in done and isinstance(fut.exception(), _Unreachable):
                     raise WorkerLostError(self._lost(addr, method)) from fut.exception().__cause__
             if not waiting:
+                # a shard's own error before the peers' that lost it (their exchange with it failed)
+                errors = [fut.exception() for fut in pending if fut.exception() is not None]
+                first = next((e for e in errors if not isinstance(e, PeerLostError)), None)
+                if first is not None:
+                    raise first
                 return [fut.result() for fut in pending]
             for addr, fut in zip(self.addresses, pending):
                 if fut in waiting:
@@ -181,6 +188,21 @@ class Shards:
             f"(while answering {method!r}); the fit was abandoned and no model was kept. "
             "Persist the data again and refit."
         )
+
+    def open_mesh(self) -> bool:
+        """Connect every shard to the others (:class:`gputrees.dask._peers.Mesh`) for rounds grown on the workers;
+        whether they all are. Only over plain TCP (the workers' own addresses): not through TLS, in-process or
+        other comms, where the driver keeps growing the trees from the shards' answers."""
+        from distributed.comm import parse_address, parse_host_port
+
+        if any(parse_address(a)[0] != "tcp" for a in self.addresses):
+            return False
+        hosts = [parse_host_port(parse_address(a)[1])[0] for a in self.addresses]
+        ports = self.call_each("mesh_listen", [(h,) for h in hosts])
+        endpoints = [(h, int(p)) for h, p in zip(hosts, ports)]
+        token = secrets.token_bytes(16)
+        joined = self.call_each("mesh_join", [(i, endpoints, token) for i in range(len(self.actors))])
+        return all(joined)
 
     def close(self):
         """Release the actors (their rows stay in the user's persisted collection)."""
@@ -377,7 +399,7 @@ class DaskRows:
         self.pending = []
         self.prefetched = None
         if prefetched is not None:
-            self.prefetched = (self._total([p[0] for p in prefetched]), self._total([p[1] for p in prefetched]))
+            self.prefetched = (add_up([p[0] for p in prefetched]), add_up([p[1] for p in prefetched]))
 
     def _flush(self):
         ops, self.pending = self.pending, []
@@ -391,13 +413,6 @@ class DaskRows:
         """Send the deferred operations now (the shards' rows then have their leaves)."""
         if self.pending:
             self.shards.call("apply", self._flush())
-
-    @staticmethod
-    def _total(parts):
-        total = parts[0].copy()
-        for p in parts[1:]:
-            total += p
-        return total
 
     def _roots(self, slots, n_slots: int):
         """Which roots the request ``slots`` asks for, in slot order, where the prefetched answers can serve it
@@ -421,7 +436,7 @@ class DaskRows:
         drawn = None if features is None else np.asarray(features)
         parts = self.shards.call("histograms", self._flush(), np.asarray(slots), n_slots, n_bins, drawn)
         self.shards.log[-1].n_nodes = n_slots
-        return self._total(parts)
+        return add_up(parts)
 
     def sums(self, slots, n_slots: int):
         roots = self._roots(slots, n_slots)
@@ -429,7 +444,7 @@ class DaskRows:
             return self.prefetched[0][roots]
         parts = self.shards.call("sums", self._flush(), np.asarray(slots), n_slots)
         self.shards.log[-1].n_nodes = n_slots
-        return self._total(parts)
+        return add_up(parts)
 
     def route(self, slots, split, base: int, missing_bin: int, sums: bool = True) -> None:
         """Deferred to the next request; ``sums`` is not needed (the shards sum only when asked, :meth:`sums`)."""
