@@ -117,7 +117,7 @@ class _DaskBoosting(DaskEstimator):
         criterion, params = Newton(self.l2_regularization), self._grower_params(n_features)
         # the workers grow the rounds themselves, exchanging their histograms, unless the leaves need the driver
         # (their quantiles searched over every worker's rows) or the workers cannot reach each other
-        mesh = not loss.needs_leaf_update and shards.open_mesh()
+        mesh = not loss.needs_leaf_update and shards.open_mesh(n_features)
         if mesh:
             shards.call("mesh_setup", criterion, params, bin_mapper, mono, self.learning_rate)
         rows = _ShardRounds(shards, plan, xp, kernels, loss, criterion, params, bin_mapper, mono, self.learning_rate,

@@ -31,6 +31,11 @@ LIVENESS_POLL_S = 1.0
 #: for a time slice) cost about as much. The others (binning, summaries: seconds on large shards) keep
 #: the worker's loop free.
 INLINE_REQUESTS = frozenset({"histograms", "sums", "apply", "boost_round", "boost_update"})
+#: The most cells (rows x features) a shard may hold for its whole boosting rounds (``mesh_round``) to run on the
+#: worker's event loop too: measured on a loaded 2-core machine (bench_dask.py, 1M x 6 on 2 workers), the round in
+#: the actor's thread cost a third more CPU in all (7.2 against 6.1 CPU s); above it a round (about a second at
+#: this size) would keep the worker's loop, and its heartbeats, waiting too long.
+INLINE_ROUND_CELLS = 1 << 24
 #: How long (seconds) the client waits for a worker to answer on a connection
 #: of its own before it talks to the shards through the scheduler instead.
 DIRECT_PROBE_S = 5.0
@@ -100,6 +105,8 @@ class Shards:
     identity: dict = field(default_factory=dict)
     log: list = field(default_factory=list)
     direct: bool = False
+    #: the requests run by the workers' event loops (:data:`INLINE_REQUESTS`, and ``mesh_round`` on small shards)
+    inline: frozenset = INLINE_REQUESTS
 
     def call(self, method: str, *args):
         """``method(*args)`` on every shard; their answers in shard order."""
@@ -152,7 +159,7 @@ class Shards:
                 # the request as one object: each argument serialised apart costs its own pickling and frames
                 answer = await self.client.rpc(addr).actor_execute(
                     actor=key, function="request", args=[to_serialize((method, tuple(args)))],
-                    kwargs={"separate_thread": method not in INLINE_REQUESTS},
+                    kwargs={"separate_thread": method not in self.inline},
                 )
             except Exception as exc:  # the worker is gone, or has no such actor any more (a restart)
                 unreachable = _Unreachable(addr)
@@ -189,10 +196,11 @@ class Shards:
             "Persist the data again and refit."
         )
 
-    def open_mesh(self) -> bool:
+    def open_mesh(self, n_features: int) -> bool:
         """Connect every shard to the others (:class:`gputrees.dask._peers.Mesh`) for rounds grown on the workers;
         whether they all are. Only over plain TCP (the workers' own addresses): not through TLS, in-process or
-        other comms, where the driver keeps growing the trees from the shards' answers."""
+        other comms, where the driver keeps growing the trees from the shards' answers. The rounds run on the
+        workers' event loops where every shard has at most :data:`INLINE_ROUND_CELLS` cells."""
         from distributed.comm import parse_address, parse_host_port
 
         if any(parse_address(a)[0] != "tcp" for a in self.addresses):
@@ -202,6 +210,8 @@ class Shards:
         endpoints = [(h, int(p)) for h, p in zip(hosts, ports)]
         token = secrets.token_bytes(16)
         joined = self.call_each("mesh_join", [(i, endpoints, token) for i in range(len(self.actors))])
+        if max(self.n_rows) * int(n_features) <= INLINE_ROUND_CELLS:
+            self.inline = self.inline | {"mesh_round"}
         return all(joined)
 
     def close(self):
