@@ -118,10 +118,12 @@ class _DaskBoosting(DaskEstimator):
         # the workers grow the rounds themselves, exchanging their histograms, unless the leaves need the driver
         # (their quantiles searched over every worker's rows) or the workers cannot reach each other
         mesh = not loss.needs_leaf_update and shards.open_mesh(n_features)
+        count_free = False
         if mesh:
-            shards.call("mesh_setup", criterion, params, bin_mapper, mono, self.learning_rate)
+            # the histograms may leave the count out where no row of any shard has a missing value
+            count_free = not any(shards.call("mesh_setup", criterion, params, bin_mapper, mono, self.learning_rate))
         rows = _ShardRounds(shards, plan, xp, kernels, loss, criterion, params, bin_mapper, mono, self.learning_rate,
-                            mesh)
+                            mesh, count_free)
         stopped_at = boost(
             rows, loss, plan, history, evals, monitor=Monitor(self, self.n_estimators, 0, "round"),
             snapshot=functools.partial(self._snapshot, xp, k, history),
@@ -162,9 +164,10 @@ class _ShardRounds:
     the trees' values to their raw predictions."""
 
     def __init__(self, shards, plan, xp, kernels, loss, criterion, params, bin_mapper, monotonic_cst,
-                 learning_rate: float, mesh: bool = False):
+                 learning_rate: float, mesh: bool = False, count_free: bool = False):
         self.shards, self.plan, self.xp, self.kernels, self.loss = shards, plan, xp, kernels, loss
         self.mesh = mesh  # the rounds grown on the workers (gputrees.dask._shard.Shard.mesh_round)
+        self.count_free = count_free  # no missing value in any shard's rows (their count-free histograms)
         self.criterion, self.params, self.bin_mapper = criterion, params, bin_mapper
         self.monotonic_cst, self.learning_rate = monotonic_cst, float(learning_rate)
         self.huber = isinstance(loss, Huber)
@@ -198,7 +201,7 @@ class _ShardRounds:
         if self.mesh:  # one request a round: the workers exchange the levels' histograms among themselves
             last = it + 1 >= plan.n_rounds
             answers = self.shards.call("mesh_round", plan.seed, it, plan.n_sub, plan.n_rows, round_rng,
-                                       tree_features, last)
+                                       tree_features, last, self.count_free)
             batch, values = answers[0][0], answers[0][1]
             return batch, xp.asarray(values), _mean_loss([a[2] for a in answers])
         n_bins = int(self.bin_mapper.n_bins)

@@ -340,19 +340,25 @@ class Shard:
 
     def mesh_setup(self, criterion, params, bin_mapper, monotonic_cst, learning_rate: float):
         """What :meth:`mesh_round` grows the trees with: the driver's grower settings, on the host (NumPy, as
-        the driver grows them: the same splits from the same summed histograms)."""
+        the driver grows them: the same splits from the same summed histograms). Whether these rows have a
+        missing value."""
         host = _backend.namespace_for(np.empty(0), None)
         self.grow_with = (host, get_kernels(host, n_jobs=self.n_jobs), criterion, params,
                           bin_mapper, monotonic_cst, float(learning_rate))
-        return True
+        # whether a value of these rows is missing (its bin), for the driver's ``count_free``
+        xp, missing = self.xp, int(bin_mapper.missing_bin)
+        return any(bool(xp.any(self.codes[i:i + (1 << 20)] == missing)) for i in range(0, self.n, 1 << 20))
 
-    def mesh_round(self, seed: int, it: int, n_sub: int, n_total: int, round_rng, tree_features, last: bool):
+    def mesh_round(self, seed: int, it: int, n_sub: int, n_total: int, round_rng, tree_features, last: bool,
+                   count_free: bool = False):
         """A whole boosting round on this worker: its gradients, the round's trees grown by
         :func:`gputrees._grower.grow` over this worker's rows with every shard's histograms added up
         (:class:`MeshRows`; every shard grows the same trees), their leaf values added to the raw predictions.
 
         ``round_rng`` and ``tree_features`` are the driver's (the same draws
-        on every shard). Returns (the round's trees on the host, their values
+        on every shard); ``count_free``: no shard's rows have a missing value
+        (:meth:`mesh_setup`'s answers), so that the grower may leave the
+        count out of the histograms. Returns (the round's trees on the host, their values
         (K, n_nodes), the loss sums); shard 0 alone sends the trees and values
         (every shard has the same), the others None. On any error the mesh
         is closed, so that no other shard waits on this one.
@@ -364,10 +370,13 @@ class Shard:
         host, kernels, criterion, params, bin_mapper, mono, learning_rate = self.grow_with
         try:
             self.boost_round(seed, it, n_sub, n_total)
+            every_row = n_sub >= n_total
             inputs = GrowerInputs(codes=None, channels=None, multiplicity=None, bin_mapper=bin_mapper,
                                   criterion=criterion, kernels=kernels, rng=round_rng, tree_features=tree_features,
-                                  record_leaves=True, monotonic_cst=mono)
-            rows = MeshRows(self, self.mesh, int(self.table.shape[0]), int(self.table.shape[-1]))
+                                  record_leaves=True, monotonic_cst=mono, unit_count_channel=every_row,
+                                  count_free_histograms=count_free)
+            rows = MeshRows(self, self.mesh, int(self.table.shape[0]), int(self.table.shape[-1]),
+                            drops_count=every_row and hasattr(self.rows, "histogram_count"))
             batch = grow(host, inputs, params, rows=rows)
             values = learning_rate * leaf_values(host, kernels, self.loss, criterion, batch, None, None, None)
             sums = self._add_values(values, not last and n_sub >= n_total)
@@ -447,11 +456,30 @@ class MeshRows:
     """The grower's row set of :meth:`Shard.mesh_round`: this shard's rows, their histograms and sums added up
     with every other shard's (:meth:`gputrees.dask._peers.Mesh.allgather`, in shard order, as
     :class:`gputrees.dask._cluster.DaskRows` adds the shards' answers); routing, retiring and the rows' leaves
-    are the shard's own operations, made as it makes the driver's (:meth:`Shard.apply`)."""
+    are the shard's own operations, made as it makes the driver's (:meth:`Shard.apply`).
 
-    def __init__(self, shard: Shard, mesh, n_trees: int, n_channels: int):
+    ``drops_count``: every row counts 1 (no row subsample), so that the
+    grower may take count-free histograms ``[G, H]`` (see
+    :class:`gputrees._grower.Grower`), a node's count then being its rows
+    counted on every shard (:meth:`counts`).
+    """
+
+    def __init__(self, shard: Shard, mesh, n_trees: int, n_channels: int, drops_count: bool = False):
         self.shard, self.mesh = shard, mesh
         self.n_trees, self.n_channels = n_trees, n_channels
+        self.drops_count = bool(drops_count)
+
+    @property
+    def histogram_count(self) -> bool:
+        return self.shard.rows.histogram_count
+
+    @histogram_count.setter
+    def histogram_count(self, value: bool) -> None:
+        self.shard.rows.histogram_count = bool(value)
+
+    def counts(self, first: int, count: int):
+        """Rows (count,) float64 of the nodes ``first .. first + count - 1`` on every shard."""
+        return add_up(self.mesh.allgather(_backend.to_numpy(self.shard.rows.counts(int(first), int(count)))))
 
     def histograms(self, slots, n_slots: int, n_bins: int, features=None):
         return add_up(self.mesh.allgather(self.shard.histograms((), slots, n_slots, n_bins, features)))
