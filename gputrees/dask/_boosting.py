@@ -26,11 +26,16 @@ from ._quantiles import dask_weighted_quantiles
 class _DaskBoosting(DaskEstimator):
     """The Dask fit shared by the classifier and the regressor.
 
-    Every worker keeps its rows, their gradients and raw predictions; per
-    tree level the client receives the summed channel sums and histograms of
-    the new nodes (all trees of a round in one exchange), finds the splits and
-    sends them back. The fitted estimator is the same model as the
-    single-machine one (:meth:`to_local` returns that plain estimator).
+    Every worker keeps its rows, their gradients and raw predictions. Where
+    the workers reach each other over TCP, each grows every round's trees
+    itself, the levels' histograms exchanged directly between the workers
+    and added up in the same order on each (one request a round:
+    :meth:`gputrees.dask._shard.Shard.mesh_round`); otherwise, and for the
+    losses whose leaves come from distributed quantiles, per tree level the
+    client receives the summed channel sums and histograms of the new nodes
+    (all trees of a round in one exchange), finds the splits and sends them
+    back. The fitted estimator is the same model as the single-machine one
+    (:meth:`to_local` returns that plain estimator).
     """
 
     _fitted_attr = "_rounds"

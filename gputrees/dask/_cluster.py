@@ -7,7 +7,8 @@ holds partitions, created on that worker so that no row moves.
 watching the workers: a worker lost in the middle of a fit raises
 :class:`WorkerLostError` within :data:`LIVENESS_POLL_S` seconds instead of
 hanging the client. :class:`DaskRows` is the grower's row set over the shards
-(see :mod:`gputrees._rows`).
+(see :mod:`gputrees._rows`); :meth:`Shards.open_mesh` connects the shards to
+each other for rounds grown on the workers (:mod:`gputrees.dask._peers`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,11 @@ the level's split nodes and the histograms of the children the driver
 builds (:class:`gputrees.dask._cluster.DaskRows`). The row set is the kernel
 set's compiled one where it has one (``FastPaths.segment_rows``), else
 :class:`gputrees._rows.LocalRows`; a round's update begins the next round.
+
+Where the shards reach each other (:mod:`gputrees.dask._peers`), a boosting
+round is one request instead: every shard grows the round's trees itself
+(:meth:`Shard.mesh_round`) over :class:`MeshRows`, the same operations on
+its rows with every shard's histograms gathered and added up.
 """
 
 from __future__ import annotations
