@@ -122,7 +122,7 @@ class _DaskBoosting(DaskEstimator):
         criterion, params = Newton(self.l2_regularization), self._grower_params(n_features)
         # the workers grow the rounds themselves, exchanging their histograms, unless the leaves need the driver
         # (their quantiles searched over every worker's rows) or the workers cannot reach each other
-        mesh = not loss.needs_leaf_update and shards.open_mesh(n_features)
+        mesh = not loss.needs_leaf_update and shards.open_mesh()
         count_free = False
         if mesh:
             # the histograms may leave the count out where no row of any shard has a missing value

@@ -32,11 +32,16 @@ LIVENESS_POLL_S = 1.0
 #: for a time slice) cost about as much. The others (binning, summaries: seconds on large shards) keep
 #: the worker's loop free.
 INLINE_REQUESTS = frozenset({"histograms", "sums", "apply", "boost_round", "boost_update"})
-#: The most cells (rows x features) a shard may hold for its whole boosting rounds (``mesh_round``) to run on the
-#: worker's event loop too: measured on a loaded 2-core machine (bench_dask.py, 1M x 6 on 2 workers), the round in
-#: the actor's thread cost a third more CPU in all (7.2 against 6.1 CPU s); above it a round (about a second at
-#: this size) would keep the worker's loop, and its heartbeats, waiting too long.
-INLINE_ROUND_CELLS = 1 << 24
+#: The requests that pass over a shard's rows once (summaries, binning, a boosting round grown there), run by the
+#: workers' event loops too where every shard holds at most :data:`INLINE_SHARD_CELLS` cells.
+SHARD_PASSES = frozenset({"describe", "label_weights", "encode_labels", "target_sums", "bin_summary", "set_bins",
+                          "boost_start", "mesh_setup", "mesh_round"})
+#: The most cells (rows x features) a shard may hold for :data:`SHARD_PASSES` to run on its worker's event loop:
+#: measured on a loaded 2-core machine (1M x 6 on 2 workers, 30 depth-6 rounds), a boosting round in the actor's
+#: thread cost a sixth more CPU in all than on the loop (7.2 against 6.1 CPU s), the fit's summaries and binning
+#: there another 0.5 CPU s (5.7 against 5.2); above it a pass (about a second at this size) would keep the
+#: worker's loop, and its heartbeats, waiting too long.
+INLINE_SHARD_CELLS = 1 << 24
 #: How long (seconds) the client waits for a worker to answer on a connection
 #: of its own before it talks to the shards through the scheduler instead.
 DIRECT_PROBE_S = 5.0
@@ -106,7 +111,8 @@ class Shards:
     identity: dict = field(default_factory=dict)
     log: list = field(default_factory=list)
     direct: bool = False
-    #: the requests run by the workers' event loops (:data:`INLINE_REQUESTS`, and ``mesh_round`` on small shards)
+    #: the requests run by the workers' event loops (:data:`INLINE_REQUESTS`, and :data:`SHARD_PASSES` on small
+    #: shards)
     inline: frozenset = INLINE_REQUESTS
 
     def call(self, method: str, *args):
@@ -197,11 +203,10 @@ class Shards:
             "Persist the data again and refit."
         )
 
-    def open_mesh(self, n_features: int) -> bool:
+    def open_mesh(self) -> bool:
         """Connect every shard to the others (:class:`gputrees.dask._peers.Mesh`) for rounds grown on the workers;
         whether they all are. Only over plain TCP (the workers' own addresses): not through TLS, in-process or
-        other comms, where the driver keeps growing the trees from the shards' answers. The rounds run on the
-        workers' event loops where every shard has at most :data:`INLINE_ROUND_CELLS` cells."""
+        other comms, where the driver keeps growing the trees from the shards' answers."""
         from distributed.comm import parse_address, parse_host_port
 
         if any(parse_address(a)[0] != "tcp" for a in self.addresses):
@@ -211,8 +216,6 @@ class Shards:
         endpoints = [(h, int(p)) for h, p in zip(hosts, ports)]
         token = secrets.token_bytes(16)
         joined = self.call_each("mesh_join", [(i, endpoints, token) for i in range(len(self.actors))])
-        if max(self.n_rows) * int(n_features) <= INLINE_ROUND_CELLS:
-            self.inline = self.inline | {"mesh_round"}
         return all(joined)
 
     def close(self):
@@ -380,6 +383,8 @@ def make_shards(client, X, y, sample_weight, n_jobs):
     identity = {a: info.get(a, {}).get("local_directory") for a in addresses}
     shards = Shards(client, actor_futures, actors, addresses, n_rows, identity,
                     direct=_reaches_workers(client, addresses))
+    if max(n_rows) * n_features <= INLINE_SHARD_CELLS:
+        shards.inline = INLINE_REQUESTS | SHARD_PASSES
     return shards, n, n_features, names, categories
 
 
