@@ -203,6 +203,11 @@ def test_booster_rounds_grown_on_the_workers_and_one_workers_error_raised(client
     y_marked[-1] = 123.0
     with pytest.raises(ValueError, match="boom on the marked worker"):
         DaskGradientBoostingRegressor(loss=_squared_unless_marked, baseline=0.0, **kw).fit(_dask(X), _dask(y_marked))
+    # the same through the scheduler (a client that does not talk to the workers itself)
+    with distributed.Client(client.cluster, direct_to_workers=False, set_as_default=True):
+        with pytest.raises(ValueError, match="boom on the marked worker"):
+            DaskGradientBoostingRegressor(loss=_squared_unless_marked, baseline=0.0, **kw).fit(_dask(X),
+                                                                                                _dask(y_marked))
 
 
 @pytest.mark.parametrize("loss,alpha,subsample", [("absolute_error", 0.9, 0.8), ("quantile", 0.3, 0.8),

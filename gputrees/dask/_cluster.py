@@ -126,7 +126,16 @@ class Shards:
             answers = self._direct(method, args_per_shard)
         else:
             pending = [a.timed(method, *args) for a, args in zip(self.actors, args_per_shard)]
-            answers = [self._wait(addr, fut, method) for addr, fut in zip(self.addresses, pending)]
+            answers, errors = [], []
+            for addr, fut in zip(self.addresses, pending):
+                try:
+                    answers.append(self._wait(addr, fut, method))
+                except WorkerLostError:
+                    raise
+                except Exception as exc:  # a shard's own error: every shard's awaited, the first cause raised
+                    errors.append(exc)
+            if errors:
+                raise _first_cause(errors)
         out = [value for value, _ in answers]
         compute = max((seconds for _, seconds in answers), default=0.0)
         self.log.append(Exchange(method, _nbytes(out), time.perf_counter() - t0, compute))
@@ -143,11 +152,9 @@ class Shards:
                 if fut in done and isinstance(fut.exception(), _Unreachable):
                     raise WorkerLostError(self._lost(addr, method)) from fut.exception().__cause__
             if not waiting:
-                # a shard's own error before the peers' that lost it (their exchange with it failed)
                 errors = [fut.exception() for fut in pending if fut.exception() is not None]
-                first = next((e for e in errors if not isinstance(e, PeerLostError)), None)
-                if first is not None:
-                    raise first
+                if errors:
+                    raise _first_cause(errors)
                 return [fut.result() for fut in pending]
             for addr, fut in zip(self.addresses, pending):
                 if fut in waiting:
@@ -222,6 +229,12 @@ class Shards:
         """Release the actors (their rows stay in the user's persisted collection)."""
         self.client.cancel(self.futures, force=True)
         self.actors, self.futures = [], []
+
+
+def _first_cause(errors):
+    """Of the shards' errors (in shard order), a shard's own before the peers' that lost it (their exchange with
+    the failing shard broke off: :class:`gputrees.dask._peers.PeerLostError`)."""
+    return next((e for e in errors if not isinstance(e, PeerLostError)), errors[0])
 
 
 class _Unreachable(Exception):

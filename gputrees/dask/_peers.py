@@ -26,8 +26,11 @@ CONNECT_TIMEOUT_S = 30.0
 EXCHANGE_TIMEOUT_S = 600.0
 
 
-class PeerLostError(ConnectionError):
-    """Another shard of the fit closed its connection or stopped answering during an exchange."""
+class PeerLostError(RuntimeError):
+    """Another shard of the fit closed its connection or stopped answering during an exchange.
+
+    Not an ``OSError``: the client takes those for its own lost connection to a worker.
+    """
 
 
 def add_up(parts):
@@ -132,8 +135,6 @@ class Mesh:
                     elif want != key.events:
                         sel.modify(s, want, j)
         except OSError as exc:
-            if isinstance(exc, PeerLostError):
-                raise
             raise PeerLostError(f"a peer shard could not be reached during an exchange: {exc}") from exc
         finally:
             sel.close()

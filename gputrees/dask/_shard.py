@@ -29,7 +29,7 @@ from .._boost import round_inbag
 from ..kernels.reference import gather_node_values, round_channels
 from .._rows import LocalRows
 from ..kernels import get_kernels
-from ._peers import Mesh, add_up
+from ._peers import Mesh, PeerLostError, add_up
 
 
 def _to_ns(xp, a):
@@ -338,7 +338,7 @@ class Shard:
         (False: the driver grows the trees itself, through the shards' answers)."""
         try:
             self.mesh.join(rank, endpoints, token)
-        except OSError:
+        except (OSError, PeerLostError):
             self.mesh.close()
             return False
         return True
