@@ -299,7 +299,8 @@ class Grower:
         )
         count_free = inputs.criterion.without_count()
         if not (
-            rows is None
+            # a row set given may offer to count its nodes' rows and leave the count out of its histograms
+            (rows is None or getattr(rows, "drops_count", False))
             and count_free is not None
             and inputs.count_free_histograms
             and params.min_samples_leaf <= 1
@@ -320,12 +321,14 @@ class Grower:
         # batch whose trees grow whole in the subtree kernel needs none)
         self._rows = rows
         self._histogram_count = count_free is None
+        if rows is not None and count_free is not None:
+            rows.histogram_count = False
         if self.stats_from_split and count_free is not None:
             # the record has no count: the children's counts are their rows'
             # (LocalRows.counts), which is their count channel's sum only where
             # that channel is 1 on every row (no row subsample)
-            self.stats_from_split = inputs.multiplicity is None and unit_counts(
-                xp, self.rows.chan, inputs.unit_count_channel
+            self.stats_from_split = inputs.multiplicity is None and (
+                bool(inputs.unit_count_channel) or unit_counts(xp, self.rows.chan)
             )
         self.n_features = int(inputs.bin_mapper.is_categorical.shape[0])
         if rows is not None:

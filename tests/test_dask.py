@@ -178,6 +178,38 @@ def test_booster_custom_objective_equals_single_machine(client, data):
         DaskGradientBoostingClassifier(loss=lambda y, r, w: (r - y, -w), baseline=0.0, **kw).fit(_dask(X), _dask(y))
 
 
+def _squared_unless_marked(y, raw, w):
+    """Squared error, failing on the rows holding the marker target once the trees have moved the predictions."""
+    if np.any(y == 123.0) and np.ptp(raw) > 0:
+        raise ValueError("boom on the marked worker")
+    return (raw - y) * w, w
+
+
+def test_booster_rounds_grown_on_the_workers_and_one_workers_error_raised(client, data):
+    X, _, _, y, w = data
+    kw = dict(n_estimators=5, max_depth=3, random_state=0, early_stopping=False)
+    dm = DaskGradientBoostingRegressor(**kw).fit(_dask(X), _dask(y), sample_weight=_dask(w))
+    kinds = [e.kind for e in dm.exchanges_]
+    # one request a round (the workers exchange the levels' histograms among themselves), none a level
+    assert kinds.count("mesh_round") == 5 and "histograms" not in kinds and "sums" not in kinds
+    lm = gputrees.GradientBoostingRegressor(**kw).fit(X, y, sample_weight=w)
+    _same_trees(dm, lm)
+    # no missing value on any worker: the workers' histograms leave the row count out (counted apart)
+    X_full = np.nan_to_num(X)
+    dm = DaskGradientBoostingRegressor(**kw).fit(_dask(X_full), _dask(y), sample_weight=_dask(w))
+    _same_trees(dm, gputrees.GradientBoostingRegressor(**kw).fit(X_full, y, sample_weight=w))
+    # an error on one worker mid-fit: its peers stop waiting for it, and its own error is raised
+    y_marked = y.copy()
+    y_marked[-1] = 123.0
+    with pytest.raises(ValueError, match="boom on the marked worker"):
+        DaskGradientBoostingRegressor(loss=_squared_unless_marked, baseline=0.0, **kw).fit(_dask(X), _dask(y_marked))
+    # the same through the scheduler (a client that does not talk to the workers itself)
+    with distributed.Client(client.cluster, direct_to_workers=False, set_as_default=True):
+        with pytest.raises(ValueError, match="boom on the marked worker"):
+            DaskGradientBoostingRegressor(loss=_squared_unless_marked, baseline=0.0, **kw).fit(_dask(X),
+                                                                                                _dask(y_marked))
+
+
 @pytest.mark.parametrize("loss,alpha,subsample", [("absolute_error", 0.9, 0.8), ("quantile", 0.3, 0.8),
                                                 ("huber", 0.8, 0.8), ("huber", 0.8, 1.0)])
 def test_booster_quantile_leaves_equal_single_machine(client, data, loss, alpha, subsample):

@@ -3,9 +3,11 @@
 Needs ``dask[distributed]`` (``pip install gputrees[dask]``). The estimators
 train on dask arrays or dask dataframes (NumPy or CuPy chunks) with Dask's own
 scheduler and communication: each worker keeps the rows it holds in a
-long-lived actor (:class:`~gputrees.dask._shard.Shard`); per tree level only
-histograms and node sums travel to the client, which finds the splits and
-sends them back. The fitted models are plain gputrees models (``to_local()``,
+long-lived actor (:class:`~gputrees.dask._shard.Shard`). Over TCP, boosting
+rounds are grown on the workers, which exchange only the levels' histograms and
+node sums with each other (the client sends one request a round); elsewhere,
+and for forests and the losses whose leaves are distributed quantiles, these
+travel per tree level to the client, which finds the splits and sends them back. The fitted models are plain gputrees models (``to_local()``,
 ``save_model``), and ``predict`` on dask input runs partition by partition on
 the workers.
 

@@ -26,11 +26,16 @@ from ._quantiles import dask_weighted_quantiles
 class _DaskBoosting(DaskEstimator):
     """The Dask fit shared by the classifier and the regressor.
 
-    Every worker keeps its rows, their gradients and raw predictions; per
-    tree level the client receives the summed channel sums and histograms of
-    the new nodes (all trees of a round in one exchange), finds the splits and
-    sends them back. The fitted estimator is the same model as the
-    single-machine one (:meth:`to_local` returns that plain estimator).
+    Every worker keeps its rows, their gradients and raw predictions. Where
+    the workers reach each other over TCP, each grows every round's trees
+    itself, the levels' histograms exchanged directly between the workers
+    and added up in the same order on each (one request a round:
+    :meth:`gputrees.dask._shard.Shard.mesh_round`); otherwise, and for the
+    losses whose leaves come from distributed quantiles, per tree level the
+    client receives the summed channel sums and histograms of the new nodes
+    (all trees of a round in one exchange), finds the splits and sends them
+    back. The fitted estimator is the same model as the single-machine one
+    (:meth:`to_local` returns that plain estimator).
     """
 
     _fitted_attr = "_rounds"
@@ -114,8 +119,16 @@ class _DaskBoosting(DaskEstimator):
             n_sub=max(1, int(self.subsample * n)) if self.subsample < 1.0 else n,
             n_features=n_features, n_col=max(1, int(self.colsample_bytree * n_features)), n_trees=k,
         )
-        rows = _ShardRounds(shards, plan, xp, kernels, loss, Newton(self.l2_regularization),
-                            self._grower_params(n_features), bin_mapper, mono, self.learning_rate)
+        criterion, params = Newton(self.l2_regularization), self._grower_params(n_features)
+        # the workers grow the rounds themselves, exchanging their histograms, unless the leaves need the driver
+        # (their quantiles searched over every worker's rows) or the workers cannot reach each other
+        mesh = not loss.needs_leaf_update and shards.open_mesh()
+        count_free = False
+        if mesh:
+            # the histograms may leave the count out where no row of any shard has a missing value
+            count_free = not any(shards.call("mesh_setup", criterion, params, bin_mapper, mono, self.learning_rate))
+        rows = _ShardRounds(shards, plan, xp, kernels, loss, criterion, params, bin_mapper, mono, self.learning_rate,
+                            mesh, count_free)
         stopped_at = boost(
             rows, loss, plan, history, evals, monitor=Monitor(self, self.n_estimators, 0, "round"),
             snapshot=functools.partial(self._snapshot, xp, k, history),
@@ -156,8 +169,10 @@ class _ShardRounds:
     the trees' values to their raw predictions."""
 
     def __init__(self, shards, plan, xp, kernels, loss, criterion, params, bin_mapper, monotonic_cst,
-                 learning_rate: float):
+                 learning_rate: float, mesh: bool = False, count_free: bool = False):
         self.shards, self.plan, self.xp, self.kernels, self.loss = shards, plan, xp, kernels, loss
+        self.mesh = mesh  # the rounds grown on the workers (gputrees.dask._shard.Shard.mesh_round)
+        self.count_free = count_free  # no missing value in any shard's rows (their count-free histograms)
         self.criterion, self.params, self.bin_mapper = criterion, params, bin_mapper
         self.monotonic_cst, self.learning_rate = monotonic_cst, float(learning_rate)
         self.huber = isinstance(loss, Huber)
@@ -178,13 +193,22 @@ class _ShardRounds:
         """:meth:`gputrees._boost.LocalRounds.round` over the workers' rows (their in-bag rows drawn there, from
         the same stream as ``inbag``).
 
-        One exchange a tree level: the round's start (gradients, the roots'
+        Where the workers reach each other (``mesh``), one request: each
+        grows the round's trees on its rows with every worker's histograms
+        (:meth:`gputrees.dask._shard.Shard.mesh_round`). Else one exchange a
+        tree level with the driver: the round's start (gradients, the roots'
         sums and histograms) comes with the last round's update where that
         round could begin it (no Huber delta to find first), every level's
         routing with the next level's histograms, and the last routing and
         the rows' leaves with the update.
         """
         xp, plan = self.xp, self.plan
+        if self.mesh:  # one request a round: the workers exchange the levels' histograms among themselves
+            last = it + 1 >= plan.n_rounds
+            answers = self.shards.call("mesh_round", plan.seed, it, plan.n_sub, plan.n_rows, round_rng,
+                                       tree_features, last, self.count_free)
+            batch, values = answers[0][0], answers[0][1]
+            return batch, xp.asarray(values), _mean_loss([a[2] for a in answers])
         n_bins = int(self.bin_mapper.n_bins)
         prefetched, self.next_start = self.next_start, None
         if prefetched is None:

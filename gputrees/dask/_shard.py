@@ -11,6 +11,11 @@ the level's split nodes and the histograms of the children the driver
 builds (:class:`gputrees.dask._cluster.DaskRows`). The row set is the kernel
 set's compiled one where it has one (``FastPaths.segment_rows``), else
 :class:`gputrees._rows.LocalRows`; a round's update begins the next round.
+
+Where the shards reach each other (:mod:`gputrees.dask._peers`), a boosting
+round is one request instead: every shard grows the round's trees itself
+(:meth:`Shard.mesh_round`) over :class:`MeshRows`, the same operations on
+its rows with every shard's histograms gathered and added up.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from .._boost import round_inbag
 from ..kernels.reference import gather_node_values, round_channels
 from .._rows import LocalRows
 from ..kernels import get_kernels
+from ._peers import Mesh, PeerLostError, add_up
 
 
 def _to_ns(xp, a):
@@ -64,10 +70,12 @@ class Shard:
             self.w = np.ones(self.n, dtype=np.float64)
         else:
             self.w = np.concatenate([_backend.to_numpy(p[3]).astype(np.float64) for p in parts])
+        self.n_jobs = n_jobs
         self.kernels = get_kernels(xp, n_jobs=n_jobs)
         self.rows = None
         self._last_rows = None  # the last round's row set (its buffers are the next one's)
         self.ops_applied = 0
+        self.mesh = None  # the connections to the other shards (mesh_listen, mesh_join)
 
     # -- data summaries -------------------------------------------------------
     def describe(self):
@@ -294,11 +302,19 @@ class Shard:
         pass as the update, the kernel set's ``round_end``); then returns
         (loss sums, :meth:`boost_round`'s answer).
         """
-        xp = self.xp
         self._apply(ops)
-        values = _backend.from_numpy(xp, values)
         seed, it, n_sub, n_total, delta = (None,) * 5 if next_round is None else next_round[:5]
-        if next_round is not None and n_sub >= n_total and delta is None and self.loss.has_value:
+        sums = self._add_values(values, next_round is not None and n_sub >= n_total and delta is None)
+        if next_round is None:
+            return sums
+        return sums, self.boost_round(*next_round)
+
+    def _add_values(self, values, ahead: bool):
+        """Add the round's leaf values to the raw predictions; the new loss sums. ``ahead``: the next round
+        has every row and no new Huber delta, its channels made by the same pass (the kernel set's ``round_end``)."""
+        xp = self.xp
+        values = _backend.from_numpy(xp, values)
+        if ahead and self.loss.has_value:
             self.raw, mean, self.table, _ = self.kernels.round_end(xp, self.loss, self.raw, values, self.row_leaf,
                                                                    self.y_dev, self.w_dev, self.table)
             self.ahead = True
@@ -309,9 +325,70 @@ class Shard:
             self.raw = self.raw + gather_node_values(xp, values, leaves)
             sums = self._loss_sums()
         self.row_leaf = None
-        if next_round is None:
-            return sums
-        return sums, self.boost_round(*next_round)
+        return sums
+
+    # -- rounds grown here, the histograms exchanged with the other shards (gputrees.dask._peers) --------------
+    def mesh_listen(self, host: str):
+        """Listen for the other shards on ``host`` (this worker's address); the port."""
+        self.mesh = Mesh(host)
+        return self.mesh.port
+
+    def mesh_join(self, rank: int, endpoints, token: bytes):
+        """Connect to the other shards (:meth:`gputrees.dask._peers.Mesh.join`); whether every one was reached
+        (False: the driver grows the trees itself, through the shards' answers)."""
+        try:
+            self.mesh.join(rank, endpoints, token)
+        except (OSError, PeerLostError):
+            self.mesh.close()
+            return False
+        return True
+
+    def mesh_setup(self, criterion, params, bin_mapper, monotonic_cst, learning_rate: float):
+        """What :meth:`mesh_round` grows the trees with: the driver's grower settings, on the host (NumPy, as
+        the driver grows them: the same splits from the same summed histograms). Whether these rows have a
+        missing value."""
+        host = _backend.namespace_for(np.empty(0), None)
+        self.grow_with = (host, get_kernels(host, n_jobs=self.n_jobs), criterion, params,
+                          bin_mapper, monotonic_cst, float(learning_rate))
+        # whether a value of these rows is missing (its bin), for the driver's ``count_free``
+        xp, missing = self.xp, int(bin_mapper.missing_bin)
+        return any(bool(xp.any(self.codes[i:i + (1 << 20)] == missing)) for i in range(0, self.n, 1 << 20))
+
+    def mesh_round(self, seed: int, it: int, n_sub: int, n_total: int, round_rng, tree_features, last: bool,
+                   count_free: bool = False):
+        """A whole boosting round on this worker: its gradients, the round's trees grown by
+        :func:`gputrees._grower.grow` over this worker's rows with every shard's histograms added up
+        (:class:`MeshRows`; every shard grows the same trees), their leaf values added to the raw predictions.
+
+        ``round_rng`` and ``tree_features`` are the driver's (the same draws
+        on every shard); ``count_free``: no shard's rows have a missing value
+        (:meth:`mesh_setup`'s answers), so that the grower may leave the
+        count out of the histograms. Returns (the round's trees on the host, their values
+        (K, n_nodes), the loss sums); shard 0 alone sends the trees and values
+        (every shard has the same), the others None. On any error the mesh
+        is closed, so that no other shard waits on this one.
+        """
+        from .._boost import leaf_values
+        from .._grower import grow
+        from .._records import GrowerInputs
+
+        host, kernels, criterion, params, bin_mapper, mono, learning_rate = self.grow_with
+        try:
+            self.boost_round(seed, it, n_sub, n_total)
+            every_row = n_sub >= n_total
+            inputs = GrowerInputs(codes=None, channels=None, multiplicity=None, bin_mapper=bin_mapper,
+                                  criterion=criterion, kernels=kernels, rng=round_rng, tree_features=tree_features,
+                                  record_leaves=True, monotonic_cst=mono, unit_count_channel=every_row,
+                                  count_free_histograms=count_free)
+            rows = MeshRows(self, self.mesh, int(self.table.shape[0]), int(self.table.shape[-1]),
+                            drops_count=every_row and hasattr(self.rows, "histogram_count"))
+            batch = grow(host, inputs, params, rows=rows)
+            values = learning_rate * leaf_values(host, kernels, self.loss, criterion, batch, None, None, None)
+            sums = self._add_values(values, not last and n_sub >= n_total)
+        except BaseException:
+            self.mesh.close()
+            raise
+        return (batch, values, sums) if self.mesh.rank == 0 else (None, None, sums)
 
     # -- forests -----------------------------------------------------------------
     def forest_channels(self, criterion, classification: bool):
@@ -378,3 +455,50 @@ class Shard:
             for f in dataclasses.fields(batch)
         }
         return dataclasses.replace(batch, **host)
+
+
+class MeshRows:
+    """The grower's row set of :meth:`Shard.mesh_round`: this shard's rows, their histograms and sums added up
+    with every other shard's (:meth:`gputrees.dask._peers.Mesh.allgather`, in shard order, as
+    :class:`gputrees.dask._cluster.DaskRows` adds the shards' answers); routing, retiring and the rows' leaves
+    are the shard's own operations, made as it makes the driver's (:meth:`Shard.apply`).
+
+    ``drops_count``: every row counts 1 (no row subsample), so that the
+    grower may take count-free histograms ``[G, H]`` (see
+    :class:`gputrees._grower.Grower`), a node's count then being its rows
+    counted on every shard (:meth:`counts`).
+    """
+
+    def __init__(self, shard: Shard, mesh, n_trees: int, n_channels: int, drops_count: bool = False):
+        self.shard, self.mesh = shard, mesh
+        self.n_trees, self.n_channels = n_trees, n_channels
+        self.drops_count = bool(drops_count)
+
+    @property
+    def histogram_count(self) -> bool:
+        return self.shard.rows.histogram_count
+
+    @histogram_count.setter
+    def histogram_count(self, value: bool) -> None:
+        self.shard.rows.histogram_count = bool(value)
+
+    def counts(self, first: int, count: int):
+        """Rows (count,) float64 of the nodes ``first .. first + count - 1`` on every shard."""
+        return add_up(self.mesh.allgather(_backend.to_numpy(self.shard.rows.counts(int(first), int(count)))))
+
+    def histograms(self, slots, n_slots: int, n_bins: int, features=None):
+        return add_up(self.mesh.allgather(self.shard.histograms((), slots, n_slots, n_bins, features)))
+
+    def sums(self, slots, n_slots: int):
+        return add_up(self.mesh.allgather(self.shard.sums((), slots, n_slots)))
+
+    def route(self, slots, split, base: int, missing_bin: int, sums: bool = True) -> None:
+        self.shard.apply([("route", (np.asarray(slots), split, int(base), int(missing_bin)))])
+
+    def retire(self, slots) -> None:
+        self.shard.apply([("retire", (None if slots is None else np.asarray(slots),))])
+
+    def row_leaves(self, layout):
+        """The rows' leaves kept by the shard (for the update); none for the batch (as DaskRows')."""
+        self.shard.apply([("row_leaves", (layout,))])
+        return None

@@ -146,6 +146,8 @@ class SegmentRows:
         self.chan = [np.ascontiguousarray(chan[t]) for t in range(self.n_trees)]
         self.n_threads = int(n_threads)
         self.unit_count = bool(unit_count)
+        #: whether the histograms carry the count channel (the grower's count-free histograms: channels 1.. only)
+        self.histogram_count = True
         self.row_bytes = row_bytes(self.codes)
         self._route = None  # the last routing, not made yet (see :meth:`route`)
         buffers = None if previous is None else previous._buffers
@@ -212,7 +214,8 @@ class SegmentRows:
     # -- the row-set methods -------------------------------------------------
     def histograms(self, slots, n_slots: int, n_bins: int, features=None):
         """Histograms (n_slots, n_features, n_bins, C) of the nodes with a slot (over ``features`` (n_slots, k)
-        only where given: (n_slots, k, n_bins, C)); every bin written."""
+        only where given: (n_slots, k, n_bins, C)); every bin written. Without :attr:`histogram_count`, C - 1
+        channels (1 ..)."""
         self._settle()
         node, start, end = self._runs(slots, int(n_slots))
         width = int(self.codes.shape[1]) if features is None else int(features.shape[1])
@@ -223,9 +226,10 @@ class SegmentRows:
             threads = threads_for(self.n_threads, int(np.sum(e - np.maximum(s, 0))) * width)
             order = self._buffers.order
             if feats is not None:
-                return run_drawn_histograms(self.codes, order, order, _EMPTY_F, _EMPTY_F, 0, self.chan[t], 0,
-                                            self.n_channels, s, e, feats if sel is None else feats[sel], int(n_bins),
-                                            threads)
+                drawn = run_drawn_histograms(self.codes, order, order, _EMPTY_F, _EMPTY_F, 0, self.chan[t], 0,
+                                             self.n_channels, s, e, feats if sel is None else feats[sel], int(n_bins),
+                                             threads)
+                return drawn if self.histogram_count else drawn[..., 1:]
             # the count channel apart (see the class docstring): the others' histograms then fit a core's L1 cache
             m, c = s.shape[0], self.n_channels
             rest = np.empty((m, width, int(n_bins), c - 1))
@@ -233,6 +237,8 @@ class SegmentRows:
             with Threads(threads):
                 grouped_histograms(self.codes, order, order, _EMPTY_F, _EMPTY_F, np.int64(0), self.chan[t], s, e,
                                    int(n_bins), threads, self.row_bytes, rest, 1, every_bin, threads)
+            if not self.histogram_count:
+                return rest
             counts = np.empty((m, width, int(n_bins)))
             whole = (s == t * self.n) & (e == (t + 1) * self.n) if self.unit_count else np.zeros(m, dtype=bool)
             _count_histograms(self.codes, order, self.chan[t], np.where(whole, -1, s), e, counts, PREFETCH_AHEAD,
@@ -244,7 +250,8 @@ class SegmentRows:
             out[..., 1:] = rest
             return out
 
-        return self._gather(node, tree_histograms, (width, int(n_bins), self.n_channels))
+        c_out = self.n_channels - (0 if self.histogram_count else 1)
+        return self._gather(node, tree_histograms, (width, int(n_bins), c_out))
 
     def _all_counts(self, n_bins: int):
         """Every row's codes counted (n_features, n_bins), float64: made once for the buffers' codes."""
