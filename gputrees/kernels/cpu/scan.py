@@ -246,7 +246,7 @@ def scan_feature(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_s
     nb, C = h.shape
     n = min(nb - 1, n_scan)
     if pick >= 0:
-        return _scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n)
+        return scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, 0)
     best = NEG_INF
     for variant in range(2 if has_rows(kind, h[nb - 1]) else 1):
         for c in range(C):
@@ -280,23 +280,26 @@ def scan_feature(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_s
 
 
 @numba.njit(**JIT_LEAF)
-def _scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n):
+def scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, start):
     """:func:`scan_feature` of an extremely randomised candidate ``pick``: the only one scored.
 
-    The bins up to it are summed in order (every one, as the full scan sums
-    them with a pick), and only its proxy is computed: a small node of a deep
-    tree no longer scores, and then skips, the feature's other 254 bins.
-    The same results as the full scan, which sets every other bin -inf.
+    The bins up to it are summed in order and only its proxy is computed: a
+    small node of a deep tree no longer scores, and then skips, the
+    feature's other 254 bins. ``start``: a bin below which ``h`` holds exact
+    zeros (a node's lowest code; 0 where unknown), where the sum starts (the
+    zeros before it leave the sums as they are). The same results as the
+    full scan, which sets every other bin -inf.
     """
     kind, n_out, l2, msl, mwl = crit
     cum, R, tmp, res, L, out = scratch
     nb, C = h.shape
     best = NEG_INF
-    if pick >= n:
+    if pick < 0 or pick >= n:
         return best, -1, -1
+    start = min(start, pick)
     for c in range(C):
-        cum[c] = h[0, c]
-    for b in range(1, pick + 1):
+        cum[c] = h[start, c]
+    for b in range(start + 1, pick + 1):
         for c in range(C):
             cum[c] = cum[c] + h[b, c]
     for variant in range(2 if has_rows(kind, h[nb - 1]) else 1):
