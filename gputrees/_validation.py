@@ -83,6 +83,15 @@ def _encode_pandas(col, labels) -> np.ndarray:
     """Codes of a pandas column in the fit-time ``labels`` (NaN: missing or unseen), vectorised."""
     import pandas as pd
 
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        categories = np.asarray(col.cat.categories, dtype=object)
+        if categories.shape == labels.shape and bool(np.all(categories == labels)):
+            # the column's own codes are the fit's (the same categories in the same order, as at fit time):
+            # no lookup of every value, which costs pandas milliseconds a column
+            codes = col.cat.codes.to_numpy()
+            out = codes.astype(np.float64)
+            out[codes < 0] = np.nan
+            return out
     try:
         codes = pd.Index(labels, dtype=object).get_indexer(col.astype(object))
     except (TypeError, ValueError):
@@ -147,8 +156,8 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
             values = np.ascontiguousarray(X.to_numpy(dtype=np.float64, copy=True))
             return _backend.from_numpy(xp, values), is_cat, categories
         values = np.empty(X.shape, dtype=np.float64)
-        for j in range(n_features):
-            col = X.iloc[:, j]
+        # (items(): a Series a column without iloc's indexing machinery, ~0.5 ms a column)
+        for j, (_, col) in enumerate(X.items()):
             kind = str(col.dtype)
             stringy = kind == "category" or col.dtype == object or kind in ("string", "str")
             if fit:

@@ -300,3 +300,17 @@ def test_feature_importances_credit_the_categorical_feature():
     assert np.argmax(imp) == 0
     assert imp[0] > 0.5
     assert deep.tree_.is_categorical[0]
+
+
+def test_predict_on_categories_in_another_order_or_with_more_of_them():
+    """A category column's codes are read as they are only where its categories are the fit's in the fit's
+    order; reordered, extended or shortened categories are looked up by label: the same predictions."""
+    X, y = _abcd(nan_rows=5)
+    est = gputrees.DecisionTreeClassifier(random_state=0).fit(X, y)
+    want = est.predict_proba(X)
+    for categories in (list("dcba"), list("abcde"), ["z", *CATS]):
+        other = X.assign(c=pd.Categorical(X["c"].astype(object), categories=categories))
+        np.testing.assert_array_equal(est.predict_proba(other), want)
+    assert not np.array_equal(pd.Categorical(X["c"], categories=list("dcba")).codes, X["c"].cat.codes)
+    unseen = X.assign(c=pd.Categorical(["e"] * len(X), categories=list("abcde")))
+    np.testing.assert_array_equal(est.predict_proba(unseen), est.predict_proba(X.assign(c=np.nan)))

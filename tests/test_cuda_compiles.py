@@ -102,14 +102,19 @@ def test_device_step_forest_kernels_compile(compiled):
     assert _names(compiled) == {"_build_shared", "_split", "_route"}
 
 
-def test_walks_compile(compiled):
+def test_walks_compile(compiled, monkeypatch):
     for categorical in (False, True):
         batch = _random_batch(4, 6, 3, 5, categorical)
         X = np.random.default_rng(1).standard_normal((20, 5))
         _cuda.apply_trees(NP, batch, X, 5)
         values = np.zeros((6, int(batch.left.shape[1])))
         _cuda.predict_raw(NP, batch, values, X, 5, np.zeros((20, 3)))
-    assert _names(compiled) == {"_apply_kernel.<locals>.apply", "_predict_raw_kernel.<locals>.predict"}
+        # rows staged in shared memory (above), and read from global memory where too few fit
+        with monkeypatch.context() as m:
+            m.setattr(_cuda, "STAGED_MIN_ROWS", 10**9)
+            _cuda.predict_raw(NP, batch, values, X, 5, np.zeros((20, 3)))
+    assert _names(compiled) == {"_apply_kernel.<locals>.apply", "_predict_raw_kernel.<locals>.predict",
+                                "_predict_raw_staged_kernel.<locals>.predict"}
 
 
 def test_histogram_and_routing_kernels_compile(compiled):

@@ -14,7 +14,7 @@ from gputrees._criteria import Newton
 from gputrees._grower import grow
 from gputrees._records import NEWTON_GH, GrowerInputs, GrowerParams
 
-pytest.importorskip("numba")
+numba = pytest.importorskip("numba")
 from gputrees.kernels import cpu, get_kernels  # noqa: E402
 from gputrees.kernels.interface import declines  # noqa: E402
 
@@ -321,6 +321,30 @@ def test_a_rounds_trees_equal_the_generic_growers_batch(count_free):
     want = grow(NP, _generic(inputs), p)
     _assert_same_batch(got, want)
     assert len(set(np.asarray(got.node_count).tolist())) > 1  # trees of different sizes: the padding shows
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="side by side needs two Numba threads")
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_rounds_trees_side_by_side_equal_one_after_the_other(threads, monkeypatch):
+    """A small multi-class round's K trees grown at once, one per thread, are the trees grown one after the
+    other on every thread, bit for bit and in the round's order."""
+    inputs = _inputs(6, n=1500, missing=0.05, threads=threads)
+    rng = np.random.default_rng(2)
+    tables = [inputs.channels[0].copy() for _ in range(5)]
+    for t in tables:
+        t[:, 1] = t[:, 1] * rng.uniform(0.2, 2.0) + rng.normal() * (t[:, 1] > 0)
+    inputs = dataclasses.replace(inputs, channels=np.stack(tables))
+    p = _params(max_depth=5, min_samples_leaf=10, min_samples_split=20)
+    calls = []
+    side_by_side = cpu.grow._side_by_side
+    monkeypatch.setattr(cpu.grow, "_side_by_side", lambda *a: calls.append(a) or side_by_side(*a))
+    got = grow(NP, inputs, p)
+    assert len(calls) == 1
+    monkeypatch.setattr(cpu.grow, "SIDE_BY_SIDE_ROWS", 0)
+    want = grow(NP, inputs, p)
+    assert len(calls) == 1
+    _assert_same_batch(got, want)
+    assert len(set(np.asarray(got.node_count).tolist())) > 1
 
 
 @pytest.mark.parametrize(

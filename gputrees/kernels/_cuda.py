@@ -31,7 +31,9 @@ Kernels:
   over depth (the device function :func:`leaf_of`); its split rule is the
   device function :func:`goes_left` (the GPU TreeSHAP kernel's too).
 * :func:`predict_raw`: one thread per (row, output) walks its trees in round
-  order and adds their leaf values.
+  order and adds their leaf values; a block first copies its chunk of rows
+  into shared memory (coalesced reads), where enough rows fit, so that each
+  split reads its value there rather than by a scattered global load.
 
 Sums. With ``scale`` (the quantised mode, :mod:`gputrees.kernels._quantise`),
 every pair's channel value times ``scale[c]`` is an integer (the caller
@@ -333,9 +335,10 @@ def _route_kernel():
 
 
 @cuda.jit(device=True)
-def goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
-    """Whether row ``i`` goes to the left child of internal node ``nd`` of tree ``t`` (prediction's rule)."""
-    x = X[i, feature[t, nd]]
+def goes_left(row, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
+    """Whether a row (its features ``row``, a 1-d view: of ``X`` or of a block's shared copy) goes to the left
+    child of internal node ``nd`` of tree ``t`` (prediction's rule)."""
+    x = row[feature[t, nd]]
     missing = math.isnan(x)
     go_left = x <= threshold[t, nd]
     if any_cat and is_cat[t, nd]:
@@ -348,14 +351,15 @@ def goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, a
 
 
 @cuda.jit(device=True)
-def leaf_of(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, max_depth,
+def leaf_of(row, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, max_depth,
             missing_bin):
-    """The leaf row ``i`` reaches in tree ``t`` of a padded batch (at most ``max_depth`` steps)."""
+    """The leaf a row (``row``, as :func:`goes_left` takes it) reaches in tree ``t`` of a padded batch (at most
+    ``max_depth`` steps)."""
     nd = 0
     for _ in range(max_depth):
         if feature[t, nd] < 0:
             break
-        go_left = goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin)
+        go_left = goes_left(row, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin)
         nd = left[t, nd] if go_left else right[t, nd]
     return nd
 
@@ -372,7 +376,7 @@ def _apply_kernel():
         for idx in range(start, total, step):
             i = idx // n_trees
             t = idx % n_trees
-            out[i, t] = leaf_of(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+            out[i, t] = leaf_of(X[i], t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
                                 max_depth, missing_bin)
 
     return apply
@@ -390,13 +394,62 @@ def _predict_raw_kernel():
         for idx in range(start, n * k, step):
             i = idx // k
             c = idx - i * k
-            acc = raw[i, c]
-            for t in range(c, n_trees, k):  # tree r * K + c adds to column c, round after round
-                acc += values[t, leaf_of(X, i, t, left, right, feature, threshold, missing_left, is_cat, cat_left,
-                                         any_cat, max_depth, missing_bin)]
-            raw[i, c] = acc
+            raw[i, c] = _tree_sum(X[i], c, k, n_trees, raw[i, c], left, right, feature, threshold, missing_left,
+                                  is_cat, cat_left, any_cat, max_depth, missing_bin, values)
 
     return predict
+
+
+@functools.cache
+def _predict_raw_staged_kernel():
+    @cuda.jit
+    def predict(X, rows, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, max_depth,
+                missing_bin, values, raw):
+        # a chunk of ``rows`` rows copied into the block's shared memory with
+        # coalesced reads, then walked from there: each split reads its row's
+        # value from shared memory instead of a scattered global load
+        staged = cuda.shared.array(0, dtype=numba.float64)
+        n_trees = left.shape[0]
+        n, k = raw.shape
+        n_features = X.shape[1]
+        tid = cuda.threadIdx.x
+        for chunk in range(cuda.blockIdx.x, (n + rows - 1) // rows, cuda.gridDim.x):
+            first = chunk * rows
+            m = min(rows, n - first)
+            for j in range(tid, m * n_features, cuda.blockDim.x):
+                r = j // n_features
+                staged[j] = X[first + r, j - r * n_features]
+            cuda.syncthreads()
+            if tid < m * k:
+                r = tid // k
+                c = tid - r * k
+                i = first + r
+                row = staged[r * n_features:(r + 1) * n_features]
+                raw[i, c] = _tree_sum(row, c, k, n_trees, raw[i, c], left, right, feature, threshold, missing_left,
+                                      is_cat, cat_left, any_cat, max_depth, missing_bin, values)
+            cuda.syncthreads()
+
+    return predict
+
+
+@cuda.jit(device=True)
+def _tree_sum(row, c, k, n_trees, acc, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+              max_depth, missing_bin, values):
+    """``acc`` plus the leaf values of output ``c``'s trees (``c``, ``c + k``, ...: round after round) at a row."""
+    for t in range(c, n_trees, k):
+        acc += values[t, leaf_of(row, t, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+                                 max_depth, missing_bin)]
+    return acc
+
+
+#: Threads of a block of the staged prediction (:func:`predict_raw`): 128 rows of 28 float64 features
+#: stage 28 KiB, so that several blocks share an SM
+STAGED_THREADS = 128
+#: Shared memory a staged block may take: 48 KiB, what every GPU grants without opting in
+STAGED_BYTES = 48 * 1024
+#: Fewest rows a staged chunk holds (more outputs, fewer rows): fewer, and the copies and synchronisations
+#: cost more than the scattered reads they save
+STAGED_MIN_ROWS = 8
 
 
 # -- host wrappers ----------------------------------------------------------------
@@ -588,7 +641,15 @@ def predict_raw(xp, batch, values, X, missing_bin: int, base):
     if n == 0 or int(batch.left.shape[0]) == 0:
         return raw
     threads, cap = launch_config()
-    _launch(_predict_raw_kernel(), _blocks(n * k, threads, cap), threads, _f64(xp, X), *_walk_arrays(xp, batch),
+    X = _f64(xp, X)
+    staged_threads = min(STAGED_THREADS, threads)
+    rows = min(staged_threads // k, STAGED_BYTES // (8 * max(1, int(X.shape[1]))))
+    if rows >= STAGED_MIN_ROWS:
+        _launch(_predict_raw_staged_kernel(), _blocks(n, rows, cap), staged_threads, X, rows,
+                *_walk_arrays(xp, batch), int(missing_bin), _f64(xp, values), raw,
+                shared_bytes=8 * rows * int(X.shape[1]))
+        return raw
+    _launch(_predict_raw_kernel(), _blocks(n * k, threads, cap), threads, X, *_walk_arrays(xp, batch),
             int(missing_bin), _f64(xp, values), raw)
     return raw
 

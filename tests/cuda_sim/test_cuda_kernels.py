@@ -234,23 +234,31 @@ def test_apply_trees_equals_reference(categorical):
     assert got.dtype == np.int64 and np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("staged", [True, False], ids=["staged", "global"])
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("categorical", [False, True])
-def test_predict_raw_equals_reference_bit_for_bit(categorical, k):
-    """Leaf values added in round order by one thread per (row, output): the reference's sums exactly."""
+def test_predict_raw_equals_reference_bit_for_bit(categorical, k, staged, monkeypatch):
+    """Leaf values added in round order by one thread per (row, output): the reference's sums exactly, whether
+    a block's rows are first copied to shared memory (chunks of rows, more chunks than blocks) or not."""
+    if not staged:
+        monkeypatch.setattr(_cuda, "STAGED_MIN_ROWS", 10**9)
+    launched = []
+    launch = _cuda._launch
+    monkeypatch.setattr(_cuda, "_launch", lambda kernel, *a, **kw: launched.append(kernel) or launch(kernel, *a, **kw))
     rng = np.random.default_rng(5)
-    n_features = 3
-    X = rng.standard_normal((10, n_features))
+    n, n_features = 75, 3
+    X = rng.standard_normal((n, n_features))
     X[rng.random(X.shape) < 0.2] = np.nan
     batch = _random_batch(6, 2 * k, 3, n_features, categorical)
     if categorical:
         X = np.where(np.isnan(X), np.nan, rng.integers(0, 6, X.shape).astype(np.float64))
     values = rng.standard_normal((2 * k, int(batch.left.shape[1]))) / 3.0
-    base = np.broadcast_to(rng.standard_normal(k)[None, :], (10, k))
+    base = np.broadcast_to(rng.standard_normal(k)[None, :], (n, k))
     want = _reference.predict_raw(NP, batch, values, X, 5, base)
     got = _cuda.predict_raw(NP, batch, values, X, 5, base)
-    assert got.dtype == np.float64 and got.shape == (10, k)
+    assert got.dtype == np.float64 and got.shape == (n, k)
     assert np.array_equal(got, want)
+    assert launched == [_cuda._predict_raw_staged_kernel() if staged else _cuda._predict_raw_kernel()]
     assert np.array_equal(_cuda.predict_raw(NP, batch, values, X[:0], 5, base[:0]), np.zeros((0, k)))
 
 

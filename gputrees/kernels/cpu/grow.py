@@ -855,14 +855,47 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
         return None
     call = TreeCall.new(inputs, params, fixed, n_threads)
     sums = _root_sums(inputs)
+    tables = _channel_tables(inputs)
+    if len(tables) > 1 and call.threads > 1 and call.n_rows <= SIDE_BY_SIDE_ROWS * call.threads:
+        return stack_trees(_side_by_side(inputs, params, fixed, call.threads, tables, sums))
     trees = []
     # a multi-class round's K trees one after the other: each is grown on
     # its own channels from the same rows, as the generic grower grows them
     with Threads(call.threads):
-        for table in _channel_tables(inputs):
-            row_leaf = np.empty(call.n_rows, dtype=np.int64)
-            trees.append(tree_batch(call(np.ascontiguousarray(table), row_leaf, sums), row_leaf[None, :]))
+        for table in tables:
+            trees.append(_one_tree(call, table, sums))
     return trees[0] if len(trees) == 1 else stack_trees(trees)
+
+
+#: Rows per thread below which a multi-class round grows its K trees side by
+#: side, one thread each, rather than each tree on every thread: a small
+#: tree's passes are too short to share (most run on their serial twins), so
+#: its threads would mostly wait
+SIDE_BY_SIDE_ROWS = 1 << 16
+_POOL = []
+
+
+def _one_tree(call, table, sums):
+    """The tree of one channel table (n, 3) through ``call``, with every row's leaf."""
+    row_leaf = np.empty(call.n_rows, dtype=np.int64)
+    return tree_batch(call(np.ascontiguousarray(table), row_leaf, sums), row_leaf[None, :])
+
+
+def _side_by_side(inputs, params, fixed, threads, tables, sums):
+    """The trees of ``tables`` grown at once on ``threads`` Python threads, each tree on one (its kernels
+    release the GIL), each thread with its own work buffers: the same trees as one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = min(threads, len(tables))
+    calls = [TreeCall.new(inputs, params, fixed, 1, slot=i) for i in range(workers)]
+    if not _POOL or _POOL[0][0] < workers:  # (size, executor): made on first use, kept for the next rounds
+        _POOL[:] = [(workers, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gputrees-tree"))]
+
+    def grow_share(i):
+        return [_one_tree(calls[i], tables[k], sums) for k in range(i, len(tables), workers)]
+
+    shares = list(_POOL[0][1].map(grow_share, range(workers)))
+    return [shares[k % workers][k // workers] for k in range(len(tables))]
 
 
 @dataclass(frozen=True)
@@ -893,8 +926,9 @@ class TreeCall:
     n_rows: int
 
     @classmethod
-    def new(cls, inputs, params, fixed: "_Fixed", n_threads: int) -> "TreeCall":
-        """The call of ``inputs`` (covered: :func:`covered`) under ``fixed`` (``fixed_inputs(inputs, params)``)."""
+    def new(cls, inputs, params, fixed: "_Fixed", n_threads: int, slot: int = 0) -> "TreeCall":
+        """The call of ``inputs`` (covered: :func:`covered`) under ``fixed`` (``fixed_inputs(inputs, params)``);
+        ``slot``: which of the workspace's work buffers (one per tree grown at the same time)."""
         codes = fixed.codes
         mapper = inputs.bin_mapper
         count_free = fixed.count_free
@@ -909,7 +943,7 @@ class TreeCall:
         n, n_features = codes.shape
         shape = _WorkShape(n, n_features, int(mapper.n_bins), 2 if count_free else 3, int(params.max_depth))
         # inside a fit's workspace (Kernels.workspace) every tree reuses the buffers
-        work = kept("grow_tree", shape, lambda: _Work.new(shape))
+        work = kept("grow_tree", (shape, slot), lambda: _Work.new(shape))
         tail = (
             count_free, int(mapper.n_bins), int(mapper.missing_bin), crit, float(params.min_impurity_decrease),
             int(params.max_depth), float(params.min_samples_split), fixed.mapper_arrays, *fixed.categories,

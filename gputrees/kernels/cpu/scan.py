@@ -245,6 +245,8 @@ def scan_feature(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_s
     cum, R, tmp, res, L, out = scratch
     nb, C = h.shape
     n = min(nb - 1, n_scan)
+    if pick >= 0:
+        return scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, 0)
     best = NEG_INF
     for variant in range(2 if has_rows(kind, h[nb - 1]) else 1):
         for c in range(C):
@@ -274,6 +276,46 @@ def scan_feature(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_s
         if b >= 0:
             return p, b, variant
         best = max(best, p)
+    return best, -1, -1
+
+
+@numba.njit(**JIT_LEAF)
+def scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, start):
+    """:func:`scan_feature` of an extremely randomised candidate ``pick``: the only one scored.
+
+    The bins up to it are summed in order and only its proxy is computed: a
+    small node of a deep tree no longer scores, and then skips, the
+    feature's other 254 bins. ``start``: a bin below which ``h`` holds exact
+    zeros (a node's lowest code; 0 where unknown), where the sum starts (the
+    zeros before it leave the sums as they are). The same results as the
+    full scan, which sets every other bin -inf.
+    """
+    kind, n_out, l2, msl, mwl = crit
+    cum, R, tmp, res, L, out = scratch
+    nb, C = h.shape
+    best = NEG_INF
+    if pick < 0 or pick >= n:
+        return best, -1, -1
+    start = min(start, pick)
+    for c in range(C):
+        cum[c] = h[start, c]
+    for b in range(start + 1, pick + 1):
+        for c in range(C):
+            cum[c] = cum[c] + h[b, c]
+    for variant in range(2 if has_rows(kind, h[nb - 1]) else 1):
+        for c in range(C):
+            L[pick, c] = cum[c] + h[nb - 1, c] if variant == 1 else cum[c]
+        out[pick] = 0.0
+        candidate_proxies(kind, L[pick:pick + 1], out[pick:pick + 1], P, n_out, l2, msl, mwl, mono, lo, up,
+                          direction, R, tmp)
+        p = out[pick]
+        if target > NEG_INF:
+            if p >= target and p > NEG_INF:
+                for c in range(C):
+                    res[c] = L[pick, c]
+                return p, pick, variant
+        elif p > best:
+            best = p
     return best, -1, -1
 
 

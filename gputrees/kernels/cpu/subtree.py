@@ -86,6 +86,7 @@ from .scan import (
     node_threshold,
     scan_categorical,
     scan_feature,
+    scan_pick,
     scan_scratch,
     supported_criterion,
 )
@@ -476,7 +477,8 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                 pick = random_bin_within(h[f], span[f, 0], span[f, 1], nb, u[f])
                 rec_bin[f, 1] = pick
                 if pick >= 0:
-                    fbest[f] = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, pick, NEG_INF, scratch, n_scan)[0]
+                    fbest[f] = scan_pick(h[f], P, crit, False, 0.0, 0.0, 0.0, pick, NEG_INF, scratch, n_scan,
+                                         span[f, 0])[0]
             elif fast and not has_rows(kind, h[f, nb - 1]):
                 fb, ok, b, pj, l0, l1, l2, l3 = fast_scan(
                     h[f], P[0], P[1], P[2], P3, mse, crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5])
@@ -504,9 +506,12 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
         if is_cat[f]:
             p, b, variant, _ = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, target, scratch,
                                                 cat_keys, cat_order, n_cat_pos, n_scan)
+        elif has_u:
+            p, b, variant = scan_pick(h[f], P, crit, False, 0.0, 0.0, 0.0, rec_bin[f, 1], target, scratch,
+                                      min(n_scan, span[f, 1] + 1), span[f, 0])
         else:
-            p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, rec_bin[f, 1] if has_u else -1,
-                                         target, scratch, min(n_scan, span[f, 1] + 1))
+            p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, target, scratch,
+                                         min(n_scan, span[f, 1] + 1))
         if b < 0:
             continue
         for c in range(C):

@@ -58,7 +58,7 @@ def _shap_paths(X, feature, threshold, missing_left, is_cat, cat_left, any_cat, 
             nd = step_node[p, s]
             if nd < 0:
                 break
-            if goes_left(X, i, t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+            if goes_left(X[i], t, nd, feature, threshold, missing_left, is_cat, cat_left, any_cat,
                          missing_bin) != step_left[p, s]:
                 one[step_element[p, s]] = 0.0
         pw[0] = 1.0
