@@ -5,9 +5,13 @@ the grower: bootstrap samples are per-row integer counts (the ``multiplicity``
 of :class:`gputrees._records.GrowerInputs`; no copy of X), node ids are offset
 per tree, and one histogram call serves every node of every tree of the batch.
 
-Reproducibility: tree ``t`` draws its sample (and its feature subset for
-``max_features_per_tree``) from its own generator, seeded with
-``(random_state, t)``, so the samples do not depend on how trees are batched.
+Reproducibility: tree ``t``'s bootstrap sample is ``n_draw`` counter-based
+draws keyed by ``(random_state, t)`` (:func:`gputrees.kernels.rules.sample_row`),
+counted by the fit's kernel set (on the GPU, where the counts are made and
+stay; every set makes the same counts), and its feature subset for
+``max_features_per_tree`` (and a sample without replacement) comes from its
+own generator, seeded with ``(random_state, t)``: the samples do not depend
+on how trees are batched, nor on the device.
 The per-node draws (``max_features``, extra-trees thresholds) come from one
 generator per batch, seeded with ``(random_state, first tree of the batch)``:
 the same ``random_state`` and ``batch_size`` give the same forest.
@@ -50,6 +54,8 @@ __all__ = [
     "ExtraTreesClassifier",
     "ExtraTreesRegressor",
 ]
+
+NP = _backend.namespace_of(np.empty(0))
 
 #: Device bytes per (tree, in-bag row) of a batch: active-row arrays (row, node,
 #: two multiplicities), gathered channels and routing temporaries. Batches
@@ -133,24 +139,44 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
         return max(1, int(round(ms * n)))
 
     def _tree_sample(self, t: int, n: int, n_features: int):
-        """In-bag counts (n,) and allowed features (n_features,) of tree ``t``."""
-        rng = np.random.default_rng([self._seed, int(t)])
+        """In-bag counts (n,) and allowed features (n_features,) of tree ``t``, host NumPy arrays (the draws of
+        :meth:`_batch_sample`, whose counts every kernel set makes alike)."""
+        counts, feats = self._batch_sample(NP, get_kernels(NP, "bincount"), t, t + 1, n, n_features)
+        return counts[0], None if feats is None else feats[0]
+
+    def _batch_sample(self, xp, kernels, first: int, stop: int, n: int, n_features: int):
+        """In-bag counts (trees, n) float64 in ``xp`` and allowed features (trees, n_features) bool (host) or
+        None of trees ``first .. stop - 1``.
+
+        Bootstrap counts are the kernel set's (on the GPU made on the device:
+        no (trees, n) array on the host). A sample without replacement
+        (``bootstrap=False`` with ``max_samples``) is drawn on the host from
+        the tree's generator: it needs a selection among all rows, not
+        independent draws, and scikit-learn has no such option to match.
+        """
         n_draw = self._n_draw(n)
-        if self.bootstrap:
-            counts = np.bincount(rng.integers(0, n, n_draw), minlength=n).astype(np.float64)
-        elif n_draw < n:
-            counts = np.zeros(n, dtype=np.float64)
-            counts[rng.choice(n, n_draw, replace=False)] = 1.0
-        else:
-            counts = np.ones(n, dtype=np.float64)
-        feats = None
+        pasting = not self.bootstrap and n_draw < n
         mfpt = self.max_features_per_tree
+        feats = None
         if mfpt is not None:
             k = int(mfpt) if isinstance(mfpt, numbers.Integral) else max(1, int(mfpt * n_features))
             if k > n_features:
                 raise ValueError(f"max_features_per_tree={k} is larger than n_features={n_features}")
-            feats = np.zeros(n_features, dtype=bool)
-            feats[rng.choice(n_features, k, replace=False)] = True
+            feats = np.zeros((stop - first, n_features), dtype=bool)
+        pasted = np.zeros((stop - first, n), dtype=np.float64) if pasting else None
+        if pasting or feats is not None:
+            for i, t in enumerate(range(first, stop)):
+                rng = np.random.default_rng([self._seed, int(t)])
+                if pasting:
+                    pasted[i, rng.choice(n, n_draw, replace=False)] = 1.0
+                if feats is not None:
+                    feats[i, rng.choice(n_features, k, replace=False)] = True
+        if self.bootstrap:
+            counts = kernels.bootstrap_counts(xp, self._seed, first, stop - first, n, n_draw)
+        elif pasting:
+            counts = _backend.from_numpy(xp, pasted)
+        else:
+            counts = xp.ones((stop - first, n), dtype=xp.float64)
         return counts, feats
 
     def _batch_size(self, n: int, n_channels: int, n_trees: int) -> int:
@@ -253,33 +279,25 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
         step = self._batch_size(n_samples, n_channels, self.n_estimators - first)
         n_batches = len(self._batches) + -(-(self.n_estimators - first) // step)
         monitor = Monitor(self, n_batches, len(self._batches), "batch")
-        # every batch's draws and multiplicities in the same two buffers: their
-        # pages (tens of MB a batch) written fresh once a fit, not once a batch
-        buffers = np.empty((2, step, n_samples))
         for start in range(first, self.n_estimators, step):
             stop = min(start + step, self.n_estimators)
-            draws, mult = buffers[0, : stop - start], buffers[1, : stop - start]
-            feats = []
-            for i, t in enumerate(range(start, stop)):
-                draws[i], f = self._tree_sample(t, n_samples, n_features)
-                feats.append(f)
+            draws, tree_features = self._batch_sample(xp, kernels, start, stop, n_samples, n_features)
             # as scikit-learn: a row drawn k times is one row of weight k, so
             # n_node_samples and min_samples_* count distinct in-bag rows
             # (draws are whole numbers: at least 1 in the bag)
-            np.minimum(draws, 1.0, out=mult)
+            mult = xp.minimum(draws, 1.0)
             wmult = draws
             if self._is_classifier and self.class_weight == "balanced_subsample":
-                wmult = draws * self._subsample_class_weights(draws, y_enc)
-            tree_features = None if feats[0] is None else np.stack(feats)
+                wmult = draws * self._subsample_class_weights(xp, draws, y_dev)
             inputs = GrowerInputs(
                 codes=codes,
                 channels=channels,
-                multiplicity=_backend.from_numpy(xp, mult),
+                multiplicity=mult,
                 bin_mapper=bin_mapper,
                 criterion=criterion,
                 kernels=grow_kernels,
                 rng=np.random.default_rng([self._seed, start, 1]),
-                weight_multiplicity=_backend.from_numpy(xp, wmult),
+                weight_multiplicity=wmult,
                 tree_features=tree_features,
                 random_splits=self._random_splits,
                 codes_by_feature=codes_by_feature,
@@ -307,20 +325,21 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
         self._values = [criterion.value(xp, b.stats) for b in self._batches]
         self.n_outputs_ = int(self._values[0].shape[2])
         if self.oob_score:
-            self._compute_oob(xp, Xd, y_enc, sw)
+            self._compute_oob(xp, kernels, Xd, y_enc, sw)
         self._estimators = None
         return self
 
-    def _subsample_class_weights(self, mult, y_enc):
-        """Per-tree "balanced" class weights of the in-bag sample, (n_trees, n)."""
-        k = self.n_classes_
-        onehot = y_enc[None, :] == np.arange(k)[:, None]  # (k, n)
-        per_class = mult @ onehot.T.astype(np.float64)  # (trees, k)
-        n_in = per_class.sum(axis=1, keepdims=True)
-        n_present = (per_class > 0).sum(axis=1, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cw = np.where(per_class > 0, n_in / (n_present * per_class), 0.0)
-        return cw[:, y_enc]
+    def _subsample_class_weights(self, xp, counts, y):
+        """Per-tree "balanced" class weights (n_trees, n) of the in-bag samples ``counts`` (n_trees, n), in
+        ``xp`` (``y``: the encoded classes there)."""
+        f8 = xp.float64
+        onehot = xp.astype(y[None, :] == xp.arange(self.n_classes_, dtype=y.dtype)[:, None], f8)  # (k, n)
+        per_class = xp.matmul(counts, xp.permute_dims(onehot, (1, 0)))  # (trees, k)
+        n_in = xp.sum(per_class, axis=1, keepdims=True)
+        present = per_class > 0
+        n_present = xp.sum(xp.astype(present, f8), axis=1, keepdims=True)  # at least 1: every tree draws a row
+        cw = xp.where(present, n_in / (n_present * xp.where(present, per_class, 1.0)), 0.0)
+        return xp.take(cw, xp.astype(y, xp.int64), axis=1)
 
     # -- prediction ----------------------------------------------------------
     def _X_for_predict(self, X):
@@ -504,14 +523,15 @@ class _BaseForest(ShapMixin, ModelFileMixin, BaseEstimator):
         tags.input_tags.sparse = True  # scipy.sparse X, see gputrees._sparse
         return tags
 
-    def _compute_oob(self, xp, Xd, y_enc, sw):
-        """OOB predictions from the per-tree in-bag counts, batched over trees."""
-        n = Xd.shape[0]
-        oob_w = np.stack([self._tree_sample(t, n, Xd.shape[1])[0] == 0 for t in range(self._n_trees_fitted)])
-        oob_w = oob_w.astype(np.float64)
+    def _compute_oob(self, xp, kernels, Xd, y_enc, sw):
+        """OOB predictions from the per-tree in-bag counts (the fit's, drawn again by ``kernels``), batched over
+        trees."""
+        n = int(Xd.shape[0])
+        counts, _ = self._batch_sample(xp, kernels, 0, self._n_trees_fitted, n, int(Xd.shape[1]))
+        oob_w = xp.astype(counts == 0, xp.float64)
         Xp = self._bin_mapper.encode_for_predict(xp, Xd)
-        sums = _backend.to_numpy(self._mean_values(xp, Xp, weights=_backend.from_numpy(xp, oob_w)))
-        n_oob = oob_w.sum(axis=0)
+        sums = _backend.to_numpy(self._mean_values(xp, Xp, weights=oob_w))
+        n_oob = _backend.to_numpy(xp.sum(oob_w, axis=0))
         if np.any(n_oob == 0):
             warnings.warn(
                 "Some inputs do not have OOB scores. This probably means too few trees were "

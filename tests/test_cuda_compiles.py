@@ -35,7 +35,7 @@ import numba.cuda.dispatcher  # noqa: E402
 import gputrees  # noqa: E402
 from gputrees._backend import namespace_of  # noqa: E402
 from gputrees.kernels import _cuda, quantisation_scale, quantise  # noqa: E402
-from gputrees.kernels.gpu import tree, treeshap  # noqa: E402
+from gputrees.kernels.gpu import bootstrap, tree, treeshap  # noqa: E402
 
 NP = namespace_of(np.empty(0))
 #: An H100's compute capability: the kernels compile for it without the device.
@@ -100,6 +100,11 @@ def test_device_step_forest_kernels_compile(compiled):
     params = device_params(max_depth=3, max_features=2, local_thresholds=True, sorted_small_nodes=True)
     tree.grow_tree(NP, inputs, params, scale=scale)
     assert _names(compiled) == {"_build_shared", "_split", "_route"}
+
+
+def test_bootstrap_kernel_compiles(compiled):
+    bootstrap.bootstrap_counts(NP, 2**64 - 1, 3, 2, 100, 80)
+    assert _names(compiled) == {"_count"}
 
 
 def test_walks_compile(compiled, monkeypatch):

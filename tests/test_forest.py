@@ -369,8 +369,12 @@ def test_oob_needs_bootstrap(cancer):
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_oob_score_agrees_with_sklearn(task, cancer, diabetes):
-    """Mean oob_score_ over 5 seeds within the seed-to-seed spread of scikit-learn's
-    (exact bins, so the trees differ only by the random draws)."""
+    """Mean oob_score_ over 10 seeds within the seed-to-seed spread of scikit-learn's
+    (exact bins, so the trees differ only by the random draws; over 5 seeds the
+    means' own spread, 0.63 times that, passes it one time in ten: the
+    counter-based bootstrap's first 5 regression seeds did, by 0.0186 to 0.0154,
+    while over 20 seeds its mean is 0.3939 +- 0.0157, the generator draws'
+    0.3968 +- 0.0167, scikit-learn's 0.4009 +- 0.0169)."""
     X, y = cancer if task == "classification" else diabetes
     Ours, Theirs = (
         (RandomForestClassifier, SkRandomForestClassifier)
@@ -378,8 +382,8 @@ def test_oob_score_agrees_with_sklearn(task, cancer, diabetes):
         else (RandomForestRegressor, SkRandomForestRegressor)
     )
     kw = dict(n_estimators=30, oob_score=True, max_features=0.5)
-    ours = [Ours(random_state=s, max_bins=65535, **kw).fit(X, y).oob_score_ for s in range(5)]
-    theirs = [Theirs(random_state=s, **kw).fit(X, y).oob_score_ for s in range(5)]
+    ours = [Ours(random_state=s, max_bins=65535, **kw).fit(X, y).oob_score_ for s in range(10)]
+    theirs = [Theirs(random_state=s, **kw).fit(X, y).oob_score_ for s in range(10)]
     spread = np.sqrt((np.var(ours, ddof=1) + np.var(theirs, ddof=1)) / 2)
     assert abs(np.mean(ours) - np.mean(theirs)) <= spread, (ours, theirs)
 

@@ -293,6 +293,21 @@ def test_device_step_grows_the_level_wise_forests(monkeypatch, name):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_GPU, reason="CuPy with a CUDA GPU is not available")
+def test_bootstrap_counts_on_the_gpu_equal_the_cpus():
+    """The cuda set's counter-based bootstrap counts (made on the device, CuPy out) are the CPU sets' exactly, at
+    a size whose draws span more than one grid of the launch."""
+    from gputrees.kernels import get_kernels
+
+    cp_ns = _backend.namespace_for(None, "cuda")
+    np_ns = _backend.namespace_of(np.empty(0))
+    for case in ((2**64 - 1, 3, 2, 257, 700), (12345, 0, 3, 1_000_000, 1_000_000)):
+        got = get_kernels(cp_ns, "cuda").bootstrap_counts(cp_ns, *case)
+        assert isinstance(got, cupy.ndarray) and got.dtype == cupy.float64
+        np.testing.assert_array_equal(cupy.asnumpy(got), get_kernels(np_ns, "bincount").bootstrap_counts(np_ns, *case))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="CuPy with a CUDA GPU is not available")
 def test_cupy_input_is_not_copied_and_auto_picks_the_cuda_kernels():
     from gputrees.kernels import get_kernels
 

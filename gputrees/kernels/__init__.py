@@ -137,9 +137,10 @@ def get_kernels(xp, name: str | None = None, n_jobs: int | None = None, predicti
         if is_numpy_namespace(xp):
             return assemble("bincount", _bincount.build_histograms, reference.apply_trees,
                             segmented_cumsum=_bincount.segmented_cumsum, segment_max=_bincount.segment_max,
-                            segment_min=_bincount.segment_min, scatter_rows=_bincount.scatter_rows)
+                            segment_min=_bincount.segment_min, scatter_rows=_bincount.scatter_rows,
+                            bootstrap_counts=_bincount.bootstrap_counts)
         return assemble("bincount", _bincount.build_histograms, reference.apply_trees,
-                        scatter_rows=_bincount.scatter_rows)
+                        scatter_rows=_bincount.scatter_rows, bootstrap_counts=_bincount.bootstrap_counts)
     return assemble("reference", reference.build_histograms, reference.apply_trees)
 
 
@@ -156,7 +157,7 @@ def _cuda_set(xp) -> Kernels:
     if not cuda_available():
         raise ImportError("GPUTREES_KERNELS=cuda needs numba-cuda and a CUDA GPU: pip install gputrees[cuda12]")
     from . import _cuda
-    from .gpu import tree, treeshap
+    from .gpu import bootstrap, tree, treeshap
 
     scans = {}
     if simulated:  # NumPy arrays: the CPU set's scans (Numba is a dependency of gputrees)
@@ -169,6 +170,6 @@ def _cuda_set(xp) -> Kernels:
     return assemble(
         "cuda", _cuda.build_histograms, _cuda.apply_trees, fixed_point=True, node_histograms=_cuda.node_histograms,
         node_sums=_cuda.node_sums, route_rows=_cuda.route_rows, predict_raw=_cuda.predict_raw,
-        tree_shap=treeshap.tree_shap,
+        tree_shap=treeshap.tree_shap, bootstrap_counts=bootstrap.bootstrap_counts,
         fast=FastPaths(grow_tree=tree.grow_tree) if device_step else NO_FAST_PATHS, **scans,
     )

@@ -97,3 +97,16 @@ def scatter_rows(xp, index, values, size: int):
     out = m.empty(size, dtype=values.dtype)
     out[index] = values
     return out
+
+
+def bootstrap_counts(xp, seed: int, first: int, n_trees: int, n: int, n_draw: int):
+    """Same contract as :func:`gputrees.kernels.reference.bootstrap_counts`: each tree's drawn rows counted by
+    one ``bincount`` (on NumPy or CuPy, where ``xp``'s arrays are)."""
+    from . import reference
+
+    m = _module(xp)
+    keys = m.asarray(reference.sample_keys(seed, first, n_trees))
+    out = m.empty((n_trees, n), dtype=m.float64)
+    for t in range(n_trees):  # a tree at a time: its draws' temporaries, not the batch's
+        out[t] = m.bincount(reference.bootstrap_rows(xp, keys[t : t + 1], n, n_draw), minlength=n)
+    return out

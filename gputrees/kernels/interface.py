@@ -171,6 +171,11 @@ class Kernels:
         interactions=False)``: exact path-dependent SHAP values (or
         interaction values) of every row for the sum of the batch's trees;
         see :func:`gputrees.kernels.treeshap.tree_shap`.
+    bootstrap_counts : callable
+        ``bootstrap_counts(xp, seed, first, n_trees, n, n_draw)``: the
+        in-bag counts (n_trees, n) of a forest's trees ``first ..`` drawn
+        with replacement by counter-based draws, the same on every set; see
+        :func:`gputrees.kernels.reference.bootstrap_counts`.
     workspace : callable
         ``workspace()``: a context manager inside which this set's kernels may
         hand out their large outputs in buffers they reuse once the caller
@@ -206,6 +211,7 @@ class Kernels:
     predict_raw: Callable
     tree_value_sums: Callable
     tree_shap: Callable
+    bootstrap_counts: Callable
     workspace: Callable
     fast: FastPaths
 
@@ -287,6 +293,7 @@ def assemble(name: str, build_histograms, apply_trees, *, fixed_point: bool = Fa
         sorted_splits=declines,
         round_end=reference.round_end,
         tree_shap=treeshap.tree_shap,
+        bootstrap_counts=reference.bootstrap_counts,
         workspace=contextlib.nullcontext,
         fast=NO_FAST_PATHS,
     )

@@ -16,7 +16,8 @@ import dataclasses
 
 import numpy as np
 
-from .._backend import to_numpy
+from .._backend import from_numpy, to_numpy
+from . import rules
 
 
 def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int):
@@ -457,6 +458,60 @@ def scatter_rows(xp, index, values, size: int):
 def keep_pairs(xp, arrays, keep):
     """``[a[keep] for a in arrays]``: the pairs of the row set that stay (``keep`` (m,) bool)."""
     return [a[keep] for a in arrays]
+
+
+# -- forests' bootstrap samples ------------------------------------------------
+def sample_keys(seed: int, first: int, n_trees: int):
+    """Bootstrap keys (n_trees,) uint64 of trees ``first .. first + n_trees - 1`` of a fit seeded with
+    ``seed`` (:func:`gputrees.kernels.rules.sample_key`; host NumPy arrays: their uint64 arithmetic wraps
+    silently, NumPy's scalars' warns)."""
+    seeds = np.full(n_trees, int(seed) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+    return rules.sample_key(seeds, np.arange(first, first + n_trees, dtype=np.int64))
+
+
+def bootstrap_rows(xp, key, n: int, n_draw: int):
+    """The rows (n_draw,) int64 that the draws of a tree with bootstrap key ``key`` pick.
+
+    :func:`gputrees.kernels.rules.sample_row` of draws ``0 .. n_draw - 1``
+    over whole arrays, in its operation order (the same bits). ``xp`` is
+    NumPy or CuPy (whose uint64 arrays take NumPy's uint64 scalars);
+    ``key`` a (1,) uint64 array of ``xp``.
+    """
+    d = xp.arange(1, n_draw + 1, dtype=xp.uint64)
+    bits = rules.mix64(key + d * rules.GOLDEN) >> np.uint64(11)
+    u = xp.astype(bits, xp.float64) * rules.TO_UNIT
+    return xp.minimum(xp.astype(xp.floor(u * float(n)), xp.int64), n - 1)
+
+
+def bootstrap_counts(xp, seed: int, first: int, n_trees: int, n: int, n_draw: int):
+    """In-bag counts of a batch of a forest's trees: how many of each tree's ``n_draw`` draws picked each row.
+
+    Parameters
+    ----------
+    seed : int
+        The fit's seed.
+    first, n_trees : int
+        The batch's trees: ``first .. first + n_trees - 1`` (a tree's draws
+        depend on its index, not on its batch).
+    n, n_draw : int
+        Rows, and draws per tree (with replacement).
+
+    Returns
+    -------
+    counts : array of shape (n_trees, n), float64
+        Whole numbers; each tree's sum to ``n_draw``.
+
+    Drawn on the host with NumPy (sort and search of the drawn rows: the
+    standard has no bincount), then put in ``xp``.
+    """
+    keys = sample_keys(seed, first, n_trees)
+    counts = np.empty((n_trees, n), dtype=np.float64)
+    edges = np.arange(n + 1, dtype=np.int64)
+    for t in range(n_trees):
+        drawn = np.sort(bootstrap_rows(np, keys[t : t + 1], n, n_draw))
+        bounds = np.searchsorted(drawn, edges, side="left")
+        counts[t] = np.astype(bounds[1:] - bounds[:-1], np.float64)
+    return from_numpy(xp, counts)
 
 
 # -- prediction --------------------------------------------------------------

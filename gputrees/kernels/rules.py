@@ -67,6 +67,9 @@ MIX_2 = np.uint64(0x94D049BB133111EB)
 #: unlike GOLDEN: the fractional parts of sqrt(2) and sqrt(3), as in SHA-2).
 LEFT = np.uint64(0x6A09E667F3BCC909)
 RIGHT = np.uint64(0xBB67AE8584CAA73B)
+#: Mixed into a fit's seed for its trees' bootstrap keys (the fractional part of sqrt(5), SHA-512's third
+#: word): a stream of its own, apart from the generator's node keys.
+SAMPLE = np.uint64(0x3C6EF372FE94F82B)
 #: Scale of the top 53 bits of a key to a uniform in [0, 1).
 TO_UNIT = 2.0 ** -53
 #: Most features for which :func:`draw_features` ranks integer keys: a
@@ -81,7 +84,7 @@ NEG_INF = -np.inf
 
 __all__ = [
     "EPSILON", "POISSON_EPSILON", "LOG2", "NEWTON_GAIN_RTOL", "TIE_RTOL", "UNROLL_CHANNELS", "PAIRWISE_BLOCK",
-    "MIN_HESSIAN", "GOLDEN", "MIX_1", "MIX_2", "LEFT", "RIGHT", "TO_UNIT", "RANK_DRAW_FEATURES", "NEG_INF",
+    "MIN_HESSIAN", "GOLDEN", "MIX_1", "MIX_2", "LEFT", "RIGHT", "SAMPLE", "TO_UNIT", "RANK_DRAW_FEATURES", "NEG_INF",
     "pairwise_sum", "channel_sum", "safe", "newton_gradient_channel", "criterion_weight", "entropy_term", "impurity",
     "gini_impurity", "variance", "weighted_decrease", "midpoint", "poisson_term", "sum_sq_proxy", "friedman_proxy", "newton_denominator", "newton_score", "newton_value",
     "newton_gain_at", "newton_bounded", "newton_proxy", "newton_improvement", "newton_accept",
@@ -89,7 +92,7 @@ __all__ = [
     "has_rows", "tie_target", "random_bin", "random_bin_within",
     "random_pick",
     "split_threshold", "category_orderings", "category_key", "key_before", "mix64", "draw_bits", "uniform",
-    "child_key", "draw_features", "shap_extend", "shap_unwound_sum", "shap_unwind",
+    "child_key", "draw_features", "sample_key", "sample_row", "shap_extend", "shap_unwound_sum", "shap_unwind",
 ]
 
 
@@ -518,6 +521,18 @@ def draw_features(key, k, allowed, has_allowed, u, mask):
             break
         mask[best] = True
         u[best] = np.inf
+
+
+# -- forests' bootstrap draws (gputrees._bootstrap) ------------------------------------
+def sample_key(seed, t):
+    """The key of tree ``t``'s bootstrap draws in a fit seeded with ``seed`` (uint64; arrays of them too)."""
+    return mix64(mix64(seed ^ SAMPLE) + np.uint64(t + 1) * GOLDEN)
+
+
+def sample_row(key, j, n):
+    """The row (``0 .. n - 1``) that draw ``j`` of the tree with bootstrap key ``key`` picks: ``floor(u n)``
+    of the draw's uniform ``u``; the bound keeps the row below ``n`` whatever the product's rounding."""
+    return min(np.int64(math.floor(uniform(key, j) * np.float64(n))), n - 1)
 
 
 # -- TreeSHAP's path weights (Lundberg et al. 2018, Algorithm 2) ----------------------

@@ -208,12 +208,22 @@ def test_forest_batches_are_a_few_operations_a_level_and_read_nothing(counted, m
     real_grow = tree.grow_tree
 
     def counted_grow(xp, inputs, params, **kw):
+        # the bootstrap counts and multiplicities were made on the device
+        assert isinstance(inputs.multiplicity, DeviceArray) and isinstance(inputs.weight_multiplicity, DeviceArray)
         ops, reads = COUNTS.ops, COUNTS.reads
         out = real_grow(xp, inputs, params, **kw)
         grown.append((out is not None, COUNTS.ops - ops, COUNTS.reads - reads))
         return out
 
     monkeypatch.setattr(tree, "grow_tree", counted_grow)
+    written = []  # the shapes of the host arrays the fit puts on the device
+    real_from_numpy = _backend.from_numpy
+
+    def from_numpy(xp, a, dtype=None):
+        written.append(np.shape(a))
+        return real_from_numpy(xp, a, dtype)
+
+    monkeypatch.setattr(_backend, "from_numpy", from_numpy)
     results = {}
     for depth in (3, 5):
         grown.clear()
@@ -222,6 +232,7 @@ def test_forest_batches_are_a_few_operations_a_level_and_read_nothing(counted, m
         model.fit(X.view(DeviceArray), y)
         assert [g[0] for g in grown] == [True]  # the one batch of 4 trees grown on the device
         results[depth] = grown[0]
+    assert written and (4, n) not in written, written  # no (trees, rows) array from the host
     (_, ops3, reads3), (_, ops5, reads5) = results[3], results[5]
     assert reads3 == reads5 == 0, (reads3, reads5)
     per_level = (ops5 - ops3) / 2

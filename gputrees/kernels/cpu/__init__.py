@@ -8,7 +8,8 @@ vector adds), :mod:`.binning`, :mod:`.segments` (segmented scans),
 segments, the Dask workers'), :mod:`.buffers` (reused outputs),
 :mod:`.scan` (the histogram split scan), :mod:`.sorted_scan` (the
 sort-based search of small nodes), :mod:`.predict`, :mod:`.treeshap` (SHAP
-values), :mod:`.loss` (a boosting round's end), and the whole-tree paths: :mod:`.grow` (one
+values), :mod:`.loss` (a boosting round's end), :mod:`.bootstrap` (forests' in-bag
+counts), and the whole-tree paths: :mod:`.grow` (one
 boosting tree in one call), :mod:`.subtree` (small nodes' subtrees),
 :mod:`.boost` (a fit's rounds in three calls each).
 
@@ -20,13 +21,13 @@ from __future__ import annotations
 import functools
 
 from . import (
-    binning, boost, buffers, grow, histograms, jit, loss, memory, pairs, predict, routing, scan, segment_rows, segments,
-    sorted_scan, subtree, treeshap,
+    binning, boost, bootstrap, buffers, grow, histograms, jit, loss, memory, pairs, predict, routing, scan,
+    segment_rows, segments, sorted_scan, subtree, treeshap,
 )
 
 __all__ = [
-    "make_kernels", "binning", "boost", "buffers", "grow", "histograms", "jit", "loss", "memory", "pairs", "predict",
-    "routing", "scan", "segment_rows", "segments", "sorted_scan", "subtree", "treeshap",
+    "make_kernels", "binning", "boost", "bootstrap", "buffers", "grow", "histograms", "jit", "loss", "memory",
+    "pairs", "predict", "routing", "scan", "segment_rows", "segments", "sorted_scan", "subtree", "treeshap",
 ]
 
 
@@ -66,6 +67,7 @@ def make_kernels(n_jobs: int | None):
         predict_raw=on(predict.predict_raw),
         tree_value_sums=on(predict.tree_value_sums),
         tree_shap=on(treeshap.tree_shap),
+        bootstrap_counts=on(bootstrap.bootstrap_counts),
         workspace=buffers.workspace,
         fast=FastPaths(
             grow_tree=on(grow.grow_tree),

@@ -12,7 +12,8 @@ the CPU.
 
 Modules: :mod:`.rules` (the rules of :mod:`gputrees.kernels.rules` made
 callable from CUDA kernels), :mod:`.tree` (the level step and its driver),
-:mod:`.treeshap` (exact SHAP values, one thread per row and leaf path).
+:mod:`.treeshap` (exact SHAP values, one thread per row and leaf path),
+:mod:`.bootstrap` (forests' in-bag counts, one thread per draw).
 """
 
 from __future__ import annotations
