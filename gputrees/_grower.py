@@ -56,7 +56,7 @@ search of small nodes is batched the same way (about ``(6 * n_channels + 8)
 ``memory_limit`` plus O(n_rows) for the row routing.
 
 Random draws (``max_features``, extremely randomised thresholds) are keyed by
-each node's path from its root (:mod:`gputrees._node_draws`), so a node draws
+each node's path from its root (:mod:`gputrees.kernels.node_draws`), so a node draws
 the same whether a round or a compiled subtree grows it.
 
 Host synchronisations: a few per round, each reading a few numbers or a
@@ -74,11 +74,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _node_draws
+from .kernels import node_draws
 from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._records import (
-    GrowerInputs, GrowerParams, LeafLayout, SplitConstraints, SplitRecord, SubtreeParams,
+    DRAWN_BUILD_SHARE, GrowerInputs, GrowerParams, LeafLayout, SplitConstraints, SplitRecord, SubtreeParams,
     TreeBatch, TreeRows, batch_trees, given_root_sums, unit_counts,
 )
 from ._splitting import _clamp, find_best_splits
@@ -88,12 +88,6 @@ from .kernels.reference import children_slot_table, take_features
 #: Working arrays of the split scan per byte of histogram (cumulative sums,
 #: left/right statistics for both missing-value directions, proxies, masks).
 SCAN_FACTOR = 7
-#: Per-node feature draws of at most this share of the features build both
-#: children of a pair over their drawn features (:meth:`Grower._drawn_features`):
-#: rows x k updates for the pair, which at k <= F / 2 is at most what the
-#: smaller child alone costs over every feature (up to rows / 2 x F) before
-#: the subtraction; random forests draw sqrt(F) (5 of 28).
-DRAWN_BUILD_SHARE = 0.5
 #: With a kernel set that grows whole subtrees (``FastPaths.subtrees``),
 #: children of pairs both below this many times the bins are grown to the
 #: end in it, from their rows, instead of level by level with histograms
@@ -344,13 +338,13 @@ class Grower:
         self.hist_bytes = self.n_features * self.n_bins * hist_channels * 8
         # per created node (lists of per-round arrays, concatenated at the end)
         self._parent, self._depth, self._tree, self._stats = [], [], [], []
-        # random draws keyed by each node's path from its root (gputrees._node_draws):
+        # random draws keyed by each node's path from its root (gputrees.kernels.node_draws):
         # the trees' keys, and every created node's key by id (host, grown by doubling)
         k = params.max_features
         self._keyed = inputs.random_splits or inputs.tree_features is not None or (
             k is not None and k < self.n_features
         )
-        self._tree_keys = _node_draws.tree_keys(inputs.rng, self.n_trees) if self._keyed else None
+        self._tree_keys = node_draws.tree_keys(inputs.rng, self.n_trees) if self._keyed else None
         self._keys = np.empty(0, dtype=np.uint64)
         self._bounds = []  # per created node (k, 2), with monotonic constraints
         self._n_created = 0
@@ -511,7 +505,7 @@ class Grower:
         return ok
 
     def _draw(self, ids, tree) -> "_Draws":
-        """Random draws of the nodes ``ids`` (host), from their keys (:mod:`gputrees._node_draws`).
+        """Random draws of the nodes ``ids`` (host), from their keys (:mod:`gputrees.kernels.node_draws`).
 
         A node's draws depend only on its tree's key and its path from the
         root: not on how its split is searched (histogram or sort-based, which
@@ -530,14 +524,14 @@ class Grower:
 
         ``max_features`` of the features the node's tree may use (all, or its
         ``tree_features`` subset), drawn without replacement
-        (:func:`gputrees._node_draws.feature_mask`).
+        (:func:`gputrees.kernels.node_draws.feature_mask`).
         """
         k = self.params.max_features
         tf = self.inp.tree_features
         if (k is None or k >= self.n_features) and tf is None:
             return None
         allowed = None if tf is None else tf[to_numpy(tree)]
-        return _node_draws.feature_mask(keys, self.n_features, self.n_features if k is None else k, allowed)
+        return node_draws.feature_mask(keys, self.n_features, self.n_features if k is None else k, allowed)
 
     def _drawn_features(self, draws):
         """Each node's drawn features (m, k) int64 (host) when its histograms are built over those only, else None.
@@ -566,7 +560,7 @@ class Grower:
         """
         if not self.inp.random_splits:
             return None
-        return _node_draws.uniforms(keys, self.n_features, first=self.n_features)
+        return node_draws.uniforms(keys, self.n_features, first=self.n_features)
 
     def _hist_stats(self, stats):
         """Node statistics (m, C) in the histograms' channels: without the count where they have none."""
@@ -755,7 +749,7 @@ class Grower:
         if self._rows is not None or inp.multiplicity is None or inp.channels.ndim != 2 or not self._keyed:
             return None
         roots = np.arange(self.n_trees, dtype=np.int64)
-        draws = _Draws(self._feature_mask(roots, _node_draws.root_keys(self._tree_keys)), None)
+        draws = _Draws(self._feature_mask(roots, node_draws.root_keys(self._tree_keys)), None)
         # every root counted as a pair: the rule of a round's handover
         if not self._whole_subtrees(draws, self.xp.ones(self.n_trees, dtype=self.xp.bool)):
             return None
@@ -1023,7 +1017,7 @@ class Grower:
         bounds = None
         if front.bounds is not None:
             bounds = self._child_bounds(rec, pick(front.bounds))
-        keys = _node_draws.child_keys(self._keys[to_numpy(ids)]) if self._keyed else None
+        keys = node_draws.child_keys(self._keys[to_numpy(ids)]) if self._keyed else None
         child_ids = self._new_nodes(parent, depth, tree, stats, bounds, keys)
         self._exp_ids.append(ids)
         self._exp_rec.append(rec)
@@ -1112,7 +1106,7 @@ class Grower:
             bounds = xp.stack([-inf, inf], axis=1)
         self._new_nodes(
             xp.full(t, -1, dtype=xp.int64), depth, roots, stats, bounds,
-            None if self._tree_keys is None else _node_draws.root_keys(self._tree_keys),
+            None if self._tree_keys is None else node_draws.root_keys(self._tree_keys),
         )
         front = None
         can = self._can_split(depth, stats)

@@ -31,8 +31,15 @@ __all__ = [
     "stack_node_arrays", "given_root_sums",
     "unit_counts", "GINI", "ENTROPY", "MISCLASSIFICATION", "SQUARED_ERROR", "FRIEDMAN_MSE", "POISSON", "NEWTON",
     "NEWTON_GH", "LOSS_SQUARED_ERROR", "LOSS_BINARY_LOG", "LOSS_MULTINOMIAL", "criterion_code", "loss_code",
+    "DRAWN_BUILD_SHARE",
 ]
 
+#: Per-node feature draws of at most this share of the features build both
+#: children of a pair over their drawn features (the grower's and the GPU device step's):
+#: rows x k updates for the pair, which at k <= F / 2 is at most what the
+#: smaller child alone costs over every feature (up to rows / 2 x F) before
+#: the subtraction; random forests draw sqrt(F) (5 of 28).
+DRAWN_BUILD_SHARE = 0.5
 #: Default bound on the histogram memory of a round, in bytes.
 DEFAULT_MEMORY_LIMIT = 1 << 30
 
@@ -99,7 +106,7 @@ class GrowerInputs:
     rng : numpy.random.Generator
         Host generator of the trees' draw keys (one per tree, drawn when the
         grower draws features or extra-trees thresholds; the nodes' draws
-        derive from them, :mod:`gputrees._node_draws`).
+        derive from them, :mod:`gputrees.kernels.node_draws`).
     weight_multiplicity : array of shape (n_trees, n_samples), float64, or None
         Factor of the weighted channels (all but the count) per tree and row;
         None means ``multiplicity``. Differs from it for per-tree class

@@ -1,11 +1,11 @@
-"""Per-node random draws keyed by the node's path (gputrees._node_draws), and their compiled twins."""
+"""Per-node random draws keyed by the node's path (gputrees.kernels.node_draws), and their compiled twins."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gputrees import _node_draws as nd
+from gputrees.kernels import node_draws as nd
 
 
 def test_mix64_is_splitmix64():

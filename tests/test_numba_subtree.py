@@ -388,7 +388,7 @@ def test_kernel_on_a_hand_made_node():
     assert sub.feature[0] == 0 and sub.bin[0] == 2 and sub.first_child[0] == 1
     assert sub.threshold[0] == 2.5  # midpoint of the values 2 and 3
     np.testing.assert_array_equal(sub.stats, [[6, 3, 3], [3, 3, 0], [3, 0, 3]])
-    from gputrees._node_draws import child_keys
+    from gputrees.kernels.node_draws import child_keys
 
     np.testing.assert_array_equal(sub.key[1:], child_keys(np.array([123], dtype=np.uint64)))
 

@@ -8,7 +8,7 @@ formula: the level-wise scan, the whole-tree boosting grower, the subtree
 kernel and the compiled boosting rounds. A rule changes here, in one place.
 
 The array-API engine (:mod:`gputrees._criteria`, :mod:`gputrees._splitting`,
-:mod:`gputrees._node_draws`) is the oracle the compiled kernels are tested
+:mod:`gputrees.kernels.node_draws`) is the oracle the compiled kernels are tested
 against; it uses the functions of this module that are written with
 operators only (the draws' mixing, Newton's value and score), and computes
 the rest over whole arrays in the same operation order, so both give the
@@ -460,7 +460,7 @@ def midpoint(lo, hi):
     return lo / 2.0 + hi / 2.0
 
 
-# -- draws keyed by a node's path (gputrees._node_draws) ------------------------------
+# -- draws keyed by a node's path (gputrees.kernels.node_draws) ------------------------------
 def mix64(z):
     """SplitMix64's finaliser (wrapping uint64 arithmetic; a uint64 or an array of them)."""
     z = (z ^ (z >> _U30)) * MIX_1

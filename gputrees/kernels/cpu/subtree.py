@@ -21,7 +21,7 @@ histogram search's split where thresholds are local to the node) --, the
 grower's rules with the same formulas (which nodes can split,
 scikit-learn's impurity improvement and its acceptance), the same per-node
 random draws (keyed by the node's path from its root,
-:mod:`gputrees._node_draws`), the children's statistics summed from their
+:mod:`gputrees.kernels.node_draws`), the children's statistics summed from their
 rows, which are partitioned stably. So the subtree is the one the
 level-wise grower grows, split for split (tested against it and against the
 NumPy kernel set); the grower numbers its nodes breadth-first at the end, as
@@ -128,7 +128,7 @@ class Subtrees:
         root), -1 for the roots.
     depth : int64
     key : uint64
-        The node's draw key (:mod:`gputrees._node_draws`).
+        The node's draw key (:mod:`gputrees.kernels.node_draws`).
     stats : (n_slots, C) float64
         The roots' as given; the others summed from their rows.
     split : bool

@@ -25,7 +25,7 @@ million rows, so a level fuses its steps into two kernels):
    histograms (the built child's, or its parent's minus them), its
    features drawn from its key where ``max_features`` draws some
    (:func:`gputrees.kernels.rules.draw_features`; the keys of
-   :mod:`gputrees._node_draws`, each child's made from its parent's here),
+   :mod:`gputrees.kernels.node_draws`, each child's made from its parent's here),
    one thread a feature for the running sums over the value bins, both
    sides for missing values, every candidate's proxy
    (:func:`gputrees.kernels.rules.candidate_score`, the CPU kernels'
@@ -86,9 +86,8 @@ import numba
 import numpy as np
 from numba import cuda
 
-from ... import _node_draws
-from ..._grower import DRAWN_BUILD_SHARE
-from ..._records import ENTROPY, GINI, NEWTON, SQUARED_ERROR, TreeBatch, criterion_code
+from .. import node_draws
+from ..._records import DRAWN_BUILD_SHARE, ENTROPY, GINI, NEWTON, SQUARED_ERROR, TreeBatch, criterion_code
 from .. import rules
 from .._cuda import device_views, fixed_point, grid_blocks, launch, launch_config, pair_weight
 from .rules import compile_rules
@@ -518,7 +517,7 @@ def trees_per_pass(inputs, params) -> int:
 
 def histogram_features(inputs, params) -> tuple[int, bool]:
     """(features a node's histograms hold, whether they are its drawn features): with per-node draws of at
-    most :data:`gputrees._grower.DRAWN_BUILD_SHARE` of the features (random forests: 5 of 28), every node's
+    most :data:`gputrees._records.DRAWN_BUILD_SHARE` of the features (random forests: 5 of 28), every node's
     histograms are built over its ``k`` drawn features from its rows, as the level-wise grower builds them
     (``k`` updates a row for both children against up to ``F`` for the smaller one before the subtraction,
     and ``k / F`` of the memory); else over every feature, the larger child of a pair by subtraction."""
@@ -575,7 +574,7 @@ def grow_tree(xp, inputs, params, *, scale=None):
     node = xp.zeros((n_trees, n), dtype=i8)
     allowed = (xp.ones((n_trees, n_features), dtype=xp.bool) if inputs.tree_features is None
                else _on_device(xp, inputs.tree_features, xp.bool))
-    # per-node feature draws keyed by the node's path (gputrees._node_draws): the trees' keys drawn from the
+    # per-node feature draws keyed by the node's path (gputrees.kernels.node_draws): the trees' keys drawn from the
     # batch's generator where the level-wise grower draws them, the roots' made here, the others by the
     # parents' blocks
     k = params.max_features
@@ -585,10 +584,10 @@ def grow_tree(xp, inputs, params, *, scale=None):
     # by_drawn: each node's drawn features (ascending), the roots' drawn here, the others by their parents' blocks
     fids = xp.zeros((n_trees, cap, n_hist) if by_drawn else (1, 1, 1), dtype=i8)
     if k_draw >= 0 or inputs.tree_features is not None:
-        roots = _node_draws.root_keys(_node_draws.tree_keys(inputs.rng, n_trees))
+        roots = node_draws.root_keys(node_draws.tree_keys(inputs.rng, n_trees))
         key[:, 0] = xp.asarray(roots, dtype=xp.uint64)
         if by_drawn:
-            mask = _node_draws.feature_mask(roots, n_features, k_draw)
+            mask = node_draws.feature_mask(roots, n_features, k_draw)
             fids[:, 0, :] = xp.asarray(np.nonzero(mask)[1].reshape(n_trees, n_hist), dtype=i8)
     tw = xp.zeros(n_trees, dtype=f8)
     # the bin mapper's tables, host or device arrays by where the fit bins: contiguous device copies

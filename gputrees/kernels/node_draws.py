@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import rules
-from .kernels.rules import GOLDEN, LEFT, RIGHT, TO_UNIT
+from . import rules
+from .rules import GOLDEN, LEFT, RIGHT, TO_UNIT
 
 __all__ = ["mix64", "tree_keys", "root_keys", "child_keys", "uniforms", "feature_mask", "LEFT", "RIGHT", "GOLDEN"]
 
