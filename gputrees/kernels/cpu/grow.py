@@ -868,10 +868,9 @@ def grow_tree(xp, inputs, params, *, n_threads: int = 1):
 
 
 #: Cells (rows x features) below which a tree's passes all run on one thread: on
-#: an idle machine a second thread gains nothing there (2 threads / 1: 1.04 at
-#: 1,000 x 10, 1.03 at 3,000 x 10, 0.87 at 10,000 x 10), and on busy cores each of
+#: an idle machine a second thread gains nothing there, and on busy cores each of
 #: its parallel regions (the split scans) can wait a time slice for the other
-#: thread (a 1,000-row, 100-round fit: 17.7 s on 2 threads against 0.05 s on one)
+#: thread, a hundred times the fit's own time (figures: commit 36c4e01)
 ONE_THREAD_CELLS = 1 << 16
 #: Rows per thread below which a multi-class round grows its K trees side by
 #: side, one thread each, rather than each tree on every thread: a small
