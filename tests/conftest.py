@@ -28,7 +28,7 @@ settings.load_profile(os.environ.get("GPUTREES_HYPOTHESIS_PROFILE", "ci"))
 
 # tests/cuda_sim runs only in a process with numba-cuda's simulator on (it must
 # be on before numba.cuda is imported, and the main run keeps real CUDA for the
-# gpu tests): tests/test_kernels_cuda_sim.py starts that process
+# gpu tests): tests/test_kernels_cuda_sim.py and test_device_cuda_sim.py start it (simulator_run.py)
 collect_ignore = [] if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" else ["cuda_sim"]
 
 

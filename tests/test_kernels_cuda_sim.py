@@ -6,29 +6,28 @@ that process; the main test process must keep real CUDA for the ``gpu``
 tests (``tests/test_gpu.py``). So the simulator tests live in
 ``tests/cuda_sim/`` (left out of runs without the simulator by
 ``tests/conftest.py``) and :func:`test_cuda_kernels_in_the_simulator` runs
-them in a child pytest process with the variable set, showing the child's
-output when it fails. The rest of this module checks the quantisation rule
-and that every CPU kernel set gives the same quantised model.
+the kernels' ones in a child pytest process with the variable set, showing
+the child's output when it fails (``simulator_run.py``;
+``test_device_cuda_sim.py`` runs the device step's). The rest of this module
+checks the quantisation rule and that every CPU kernel set gives the same
+quantised model.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from estimator_zoo import available_kernels, fitted_arrays
+from simulator_run import kernel_files, run_in_simulator
 
 import gputrees
 from gputrees._backend import namespace_of
 from gputrees.kernels import ActiveRows, get_kernels, quantisation_scale, quantise
 
 NP = namespace_of(np.empty(0))
-TESTS = Path(__file__).resolve().parent
 
 
 def test_numpy_too_new_for_numba_cuda_is_named():
@@ -55,15 +54,7 @@ def test_numpy_too_new_for_numba_cuda_is_named():
 
 
 def test_cuda_kernels_in_the_simulator():
-    pytest.importorskip("numba.cuda")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    env.pop("GPUTREES_KERNELS", None)
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(TESTS / "cuda_sim")],
-        cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert run.returncode == 0, f"simulator tests failed:\n{run.stdout[-6000:]}\n{run.stderr[-3000:]}"
-    assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]
+    run_in_simulator(kernel_files())
 
 
 def test_cuda_set_needs_a_gpu_or_the_simulator():
