@@ -53,6 +53,8 @@ def main():
         t = time.perf_counter()
         gputrees.GradientBoostingClassifier(device=device, **kw).fit(Xg, yg)
         print(f"{label}: second GPU fit: {time.perf_counter() - t:.3f} s")
+        if not simulated:
+            launches(label, lambda: gputrees.GradientBoostingClassifier(device=device, **kw).fit(Xg, yg))
         same = all(np.array_equal(host(getattr(gpu.trees_, f)), host(getattr(cpu.trees_, f)))
                    for f in ("left", "feature", "bin", "missing_left", "threshold", "stats"))
         print(f"{label}: GPU trees equal the CPU's quantised trees: {same}")
@@ -60,6 +62,23 @@ def main():
         diff = np.max(np.abs(host(gpu.predict_proba(Xg)) - cpu.predict_proba(X)))
         print(f"{label}: GPU probabilities against the CPU's: largest difference {diff:.3g}")
     forest(simulated, X, y, Xg, yg, device)
+
+
+def launches(label, fit):
+    """The fit's time with numba-cuda's own launch every time against the direct launches after a kernel's
+    first (gputrees.kernels.cuda_launch), alternated, best of 3 each; the launches each way."""
+    from gputrees.kernels.cuda_launch import launch_counts
+
+    times = {"0": [], "1": []}
+    for _ in range(3):
+        for direct in times:
+            os.environ["GPUTREES_DIRECT_LAUNCH"] = direct
+            t = time.perf_counter()
+            fit()
+            times[direct].append(time.perf_counter() - t)
+    os.environ.pop("GPUTREES_DIRECT_LAUNCH")
+    print(f"{label}: fit with numba-cuda's launches {min(times['0']):.3f} s, direct launches "
+          f"{min(times['1']):.3f} s; launches so far {launch_counts()}")
 
 
 def forest(simulated, X, y, Xg, yg, device):

@@ -57,11 +57,13 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 
 import numba
 from numba import cuda
 
 from .._records import ActiveRows
+from .cuda_launch import Launcher
 
 __all__ = [
     "SHARED_WORDS",
@@ -133,24 +135,43 @@ def _launch(kernel, blocks: int, threads: int, *args, shared_bytes: int = 0):
     every launch, which would put a host synchronisation in every kernel call.
     The launch goes on CuPy's current stream, so it runs after the CuPy work
     that produced its inputs and before the CuPy work that reads its outputs.
+    A kernel's later launches with arguments of the same kinds skip numba-cuda's
+    per-call handling (:class:`gputrees.kernels.cuda_launch.Launcher`).
     """
     if _simulated():
         _run(kernel[blocks, threads, 0, shared_bytes], args)
         return
     import cupy
 
-    ptr = cupy.cuda.get_current_stream().ptr
-    stream = cuda.external_stream(ptr) if ptr else cuda.default_stream()
-    _run(kernel[blocks, threads, stream, shared_bytes], device_views(*args))
+    stream = _numba_stream(cupy.cuda.get_current_stream().ptr)
+
+    def through_numba():
+        views = device_views(*args)
+        _run(kernel[blocks, threads, stream, shared_bytes], views)
+        return views
+
+    if os.environ.get("GPUTREES_DIRECT_LAUNCH", "1") == "0":  # numba-cuda's launch every time (to compare)
+        through_numba()
+    else:
+        _LAUNCHER(kernel, blocks, threads, stream, shared_bytes, args, through_numba)
+
+
+#: the GPU's launches after a kernel's first (:mod:`gputrees.kernels.cuda_launch`)
+_LAUNCHER = Launcher()
+
+
+@functools.lru_cache(maxsize=64)
+def _numba_stream(ptr: int):
+    """numba's handle of the CUDA stream at ``ptr`` (CuPy's current stream), made once a stream."""
+    return cuda.external_stream(ptr) if ptr else cuda.default_stream()
 
 
 def device_views(*args) -> tuple:
     """``args`` as a launch hands them to numba-cuda: each device array (CuPy's) as a view of its
     ``__cuda_array_interface__`` made without a host synchronisation (see :func:`_launch`), views already
-    made and anything else as they are; in the simulator everything as it is.
-
-    A caller launching kernels on the same arrays again and again (a tree's levels) makes their views
-    once: a view costs tens of microseconds of host time, and a launch of many arrays would pay it for each.
+    made and anything else as they are; in the simulator everything as it is. (A view costs tens of
+    microseconds of host time: only a kernel's first launch for a kind of arguments makes them, see
+    :func:`_launch`.)
     """
     if _simulated():
         return args

@@ -89,7 +89,7 @@ from numba import cuda
 from .. import node_draws
 from ..._records import DRAWN_BUILD_SHARE, ENTROPY, GINI, NEWTON, SQUARED_ERROR, TreeBatch, criterion_code
 from .. import rules
-from .._cuda import device_views, fixed_point, grid_blocks, launch, launch_config, pair_weight
+from .._cuda import fixed_point, grid_blocks, launch, launch_config, pair_weight
 from .rules import compile_rules
 
 __all__ = [
@@ -639,9 +639,7 @@ def grow_tree(xp, inputs, params, *, scale=None):
             threshold=threshold[a:b], stats=stats[a:b], can=can[a:b], key=key[a:b], allowed=allowed[a:b],
             tw=tw[a:b], fids=fids[a:b] if by_drawn else fids, inv=1.0 / scale_dev,  # powers of two: exact
             proxies=buffers.proxies, fbest=buffers.fbest, drawn=buffers.drawn, u=buffers.u, **tables)
-        # the arrays every level's launches take, as numba-cuda's views once for the pass (the launches then
-        # convert only each level's slices)
-        v = SimpleNamespace(**dict(zip(_TREE_ARRAYS, device_views(*(arrays[name] for name in _TREE_ARRAYS)))))
+        v = SimpleNamespace(**{name: arrays[name] for name in _TREE_ARRAYS})
         _grow_pass(v, b - a, n, n_hist, nb, depth, C, b - a if own else 1, mode, int(mapper.missing_bin), crit,
                    buffers)
     inv = 1.0 / scale_dev
@@ -663,7 +661,7 @@ def _grow_pass(v, n_trees, n, n_features, nb, depth, C, chan_trees, mode, missin
         built = cur if d == 0 or crit.by_drawn else buffers.built[: n_trees * n_pairs * cell]
         built[...] = 0
         small = buffers.small[:, :n_trees]
-        cur, built, small_right, small_next = device_views(cur, built, small[(d + 1) % 2], small[d % 2])
+        small_right, small_next = small[(d + 1) % 2], small[d % 2]
         routing = (v.codes, v.chan, chan_trees, v.mult, v.wmult, mode, v.scale, v.node, v.split, v.feature, v.bin,
                    v.missing_left, missing_bin, small_right, crit.by_drawn, v.fids, v.can, first, n_pairs, nb)
         group = shared_group_width(n_trees * n_pairs, nb, n_features, C)
