@@ -62,9 +62,15 @@ def nvvm():
         pytest.skip(f"numba-cuda cannot compile PTX here: {missing}")
 
 
+#: PTX by (kernel function, argument types), across the module's tests: the device step's largest kernel,
+#: launched with the same types by several tests, compiles once
+_PTX = {}
+
+
 @pytest.fixture()
 def compiled(monkeypatch, nvvm):
-    """Launches compile their kernel to PTX instead of running it; returns {(kernel name, types): PTX}."""
+    """Launches compile their kernel to PTX instead of running it; returns the test's
+    {(kernel name, types): PTX}."""
     # a device function compiles for the current device's capability, which needs a GPU: give it one
     monkeypatch.setattr(numba.cuda.dispatcher, "get_current_device",
                         lambda: types.SimpleNamespace(compute_capability=CC))
@@ -72,9 +78,9 @@ def compiled(monkeypatch, nvvm):
 
     def launch(kernel, blocks, threads, *args, shared_bytes=0):
         sig = tuple(numba.typeof(a) for a in args)
-        key = (kernel.py_func.__qualname__, sig)
-        if key not in ptx:
-            ptx[key] = cuda.compile_ptx(kernel.py_func, sig, cc=CC)[0]
+        if (kernel.py_func, sig) not in _PTX:
+            _PTX[kernel.py_func, sig] = cuda.compile_ptx(kernel.py_func, sig, cc=CC)[0]
+        ptx[kernel.py_func.__qualname__, sig] = _PTX[kernel.py_func, sig]
 
     monkeypatch.setattr(_cuda, "_launch", launch)
     return ptx
