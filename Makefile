@@ -22,11 +22,11 @@ demo: venv
 	$(BIN)/python -m gputrees demo --kernels bincount
 
 # two worker processes (the CI machine's cores), each test file on one of them so
-# that each compiles only its files' kernels; threads that wait sleep rather than
-# spin on the cores the other worker needs
+# that each compiles only its files' kernels, the files in the order tests/conftest.py
+# gives them; threads that wait sleep rather than spin on the cores the other worker needs
 TEST_WORKERS ?= 2
 test: venv
-	OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 bench: venv
 	$(BIN)/python bench/bench_tree.py

@@ -45,7 +45,21 @@ def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
 
 
+#: Test files that start the suite, in this order (``make test`` runs the files in collection order,
+#: ``--no-loadscope-reorder``): each simulator child process runs several minutes in one test, and the PTX
+#: compilations take long too, none of them compiling CPU kernels; so they run on one worker while the other
+#: compiles the tree kernels (test_robustness) once for both, rather than both compiling them at the start
+#: and the single long tests ending the suite on one worker.
+FIRST_FILES = ("test_device_cuda_sim.py", "test_robustness.py", "test_kernels_cuda_sim.py", "test_cuda_compiles.py")
+
+
 def pytest_collection_modifyitems(config, items):
+    # the other files after them, the largest first (what pytest-xdist's loadfile does by default)
+    counts = {}
+    for item in items:
+        counts[item.path.name] = counts.get(item.path.name, 0) + 1
+    rank = {name: i for i, name in enumerate(FIRST_FILES)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -counts[item.path.name], item.path.name))
     if config.getoption("--runslow"):
         return
     skip_slow = pytest.mark.skip(reason="slow: run with --runslow")
