@@ -130,13 +130,15 @@ def test_no_active_rows():
     assert np.array_equal(cpu.pairs.node_sums(NP, active, chan, table, 2), np.zeros((2, 3)))
 
 
-def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers, row_bytes):
-    """``cpu.histograms._run_histograms`` with every optional argument given, as the estimators call it (an output,
-    every bin ``used``): the kernel's one compiled signature rather than one of its own for the tests."""
+def _run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins, n_workers, row_bytes,
+                    kernel=None):
+    """``cpu.histograms._run_histograms`` (or ``kernel``: its Python body) with every optional argument given, as
+    the estimators call it (an output, every bin ``used``): the kernel's one compiled signature rather than one of
+    its own for the tests."""
     out = np.empty((start.shape[0], codes.shape[1], n_bins, chan.shape[1]))
     every_bin = np.full(codes.shape[1], n_bins - 1, dtype=np.int64)
-    return cpu.histograms._run_histograms(codes, row, chan_index, mult, wmult, mode, chan, start, end, n_bins,
-                                          n_workers, row_bytes, out, 0, every_bin)
+    return (kernel or cpu.histograms._run_histograms)(codes, row, chan_index, mult, wmult, mode, chan, start, end,
+                                                      n_bins, n_workers, row_bytes, out, 0, every_bin)
 
 
 def _split(seed, k, n_features, n_bins, categorical):
@@ -512,10 +514,10 @@ def test_row_blocks_summed_in_waves_equal_all_at_once(monkeypatch, wave):
     assert ok and (end - start).max() >= 4 * rb  # several blocks in one slot
     mu, wmu, mode = cpu.pairs.pair_multiplicities(grouped)
     args = (codes, grouped.row, grouped.chan_index, mu, wmu, mode, chan, start, end, 40, 1, 6)
-    at_once = cpu.histograms._run_histograms(*args)
+    at_once = _run_histograms(*args)
     blocks_at_once = cpu.histograms._blocks_at_once
     monkeypatch.setattr(cpu.histograms, "_blocks_at_once", lambda n_blocks, width, n_workers: min(n_blocks, wave))
-    in_waves = cpu.histograms._run_histograms.py_func(*args)
+    in_waves = _run_histograms(*args, kernel=cpu.histograms._run_histograms.py_func)
     assert np.array_equal(in_waves, at_once)
     assert blocks_at_once(8, 1 << 10, 2) == 8
     assert blocks_at_once(8, 1 << 20, 2) == 4  # 8 MiB a block: four in 32 MiB
