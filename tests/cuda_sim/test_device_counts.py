@@ -177,13 +177,13 @@ def test_boosting_rounds_read_nothing_and_levels_are_a_few_operations(counted, m
     for depth in (4, 6):
         per_round.clear()
         levels.clear()
-        kw = dict(n_estimators=6, max_depth=depth, max_bins=16, learning_rate=0.3, early_stopping=False)
+        kw = dict(n_estimators=3, max_depth=depth, max_bins=16, learning_rate=0.3, early_stopping=False)
         model = GradientBoostingRegressor(**kw)
         model.fit(X.view(DeviceArray), y.view(DeviceArray))
-        assert model.n_iter_ == 6
+        assert model.n_iter_ == 3
         results[depth] = (list(per_round), list(levels))
     (rounds4, trees4), (rounds6, trees6) = results[4], results[6]
-    assert len(trees6) == 6  # every round's trees grown on the device
+    assert len(trees6) == 3  # every round's trees grown on the device
     reads = [r for _, r in rounds4 + rounds6]
     assert reads == [0] * len(reads), f"host reads inside rounds: {reads}"
     # two more levels: the same operations a tree but for two levels' worth
