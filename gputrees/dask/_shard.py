@@ -231,11 +231,6 @@ class Shard:
         return (_backend.to_numpy(self.rows.sums(roots, k)),
                 _backend.to_numpy(self.rows.histograms(roots, k, int(n_bins))))
 
-    def unit_hessians(self) -> bool:
-        """Whether every row's hessian in the round's channels (:meth:`boost_round`'s ``[count, g, h]``) is 1."""
-        xp = self.xp
-        return bool(xp.all(self.table[:, :, 2] == 1.0))
-
     # -- weighted quantiles searched by the driver (gputrees.dask._quantiles) ------------------------------
     def quantile_start(self, source: str, n_seg: int):
         """Sort the values whose weighted quantiles the driver searches, by segment; their weights per segment.
@@ -355,6 +350,8 @@ class Shard:
         host = _backend.namespace_for(np.empty(0), None)
         self.grow_with = (host, get_kernels(host, n_jobs=self.n_jobs), criterion, params,
                           bin_mapper, monotonic_cst, float(learning_rate))
+        # every row's hessian is 1 where the loss's is the weight and no row is weighted (MeshRows' counts)
+        self.unit_hessians = bool(self.loss.hessian_is_weight and np.all(self.w == 1.0))
         # whether a value of these rows is missing (its bin), for the driver's ``count_free``
         xp, missing = self.xp, int(bin_mapper.missing_bin)
         return any(bool(xp.any(self.codes[i:i + (1 << 20)] == missing)) for i in range(0, self.n, 1 << 20))
@@ -508,7 +505,7 @@ class MeshRows:
         slots = np.arange(k, dtype=np.int64)
         sums = self.shard.sums((), slots, k)
         hist = self.shard.histograms((), slots, k, self.n_bins)
-        unit = self.drops_count and self.shard.unit_hessians()
+        unit = self.drops_count and self.shard.unit_hessians
         parts = self.mesh.allgather(np.concatenate([[1.0 if unit else 0.0], sums.reshape(-1), hist.reshape(-1)]))
         self.counts_from_weights = all(p[0] == 1.0 for p in parts)
         total = add_up([p[1:] for p in parts])
