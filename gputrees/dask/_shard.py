@@ -382,8 +382,13 @@ class Shard:
                                   criterion=criterion, kernels=kernels, rng=round_rng, tree_features=tree_features,
                                   record_leaves=True, monotonic_cst=mono, unit_count_channel=every_row,
                                   count_free_histograms=count_free)
+            # the roots' histograms gathered with their sums unless a node draws its features (the grower may then
+            # build the roots' over the drawn ones only)
+            n_features = int(self.codes.shape[1])
+            every_feature = params.max_features is None or params.max_features >= n_features
             rows = MeshRows(self, self.mesh, int(self.table.shape[0]), int(self.table.shape[-1]),
-                            int(bin_mapper.n_bins), drops_count=every_row and hasattr(self.rows, "histogram_count"))
+                            int(bin_mapper.n_bins) if every_feature else None,
+                            drops_count=every_row and hasattr(self.rows, "histogram_count"))
             batch = grow(host, inputs, params, rows=rows)
             values = learning_rate * leaf_values(host, kernels, self.loss, criterion, batch, None, None, None)
             sums = self._add_values(values, not last and n_sub >= n_total)
@@ -480,7 +485,8 @@ class MeshRows:
     are the shard's own operations, made as it makes the driver's (:meth:`Shard.apply`).
 
     The tree's first request (the roots' sums) gathers the roots' sums and
-    histograms at once (:meth:`_start`), one exchange instead of two.
+    histograms (over ``n_bins`` bins; None: the sums only) at once
+    (:meth:`_start`), one exchange instead of two.
 
     ``drops_count``: every row counts 1 (no row subsample), so that the
     grower may take count-free histograms ``[G, H]`` (see
@@ -490,9 +496,9 @@ class MeshRows:
     exchange), its hessian sum: no exchange of counts a level.
     """
 
-    def __init__(self, shard: Shard, mesh, n_trees: int, n_channels: int, n_bins: int, drops_count: bool = False):
+    def __init__(self, shard: Shard, mesh, n_trees: int, n_channels: int, n_bins, drops_count: bool = False):
         self.shard, self.mesh = shard, mesh
-        self.n_trees, self.n_channels, self.n_bins = n_trees, n_channels, int(n_bins)
+        self.n_trees, self.n_channels, self.n_bins = n_trees, n_channels, n_bins
         self.drops_count = bool(drops_count)
         self.counts_from_weights = False
         self.roots = None  # (sums, histograms) of the roots on every shard, added up, until the first routing
@@ -504,7 +510,7 @@ class MeshRows:
         k = self.n_trees
         slots = np.arange(k, dtype=np.int64)
         sums = self.shard.sums((), slots, k)
-        hist = self.shard.histograms((), slots, k, self.n_bins)
+        hist = np.zeros(0) if self.n_bins is None else self.shard.histograms((), slots, k, self.n_bins)
         unit = self.drops_count and self.shard.unit_hessians
         parts = self.mesh.allgather(np.concatenate([[1.0 if unit else 0.0], sums.reshape(-1), hist.reshape(-1)]))
         self.counts_from_weights = all(p[0] == 1.0 for p in parts)
@@ -517,6 +523,7 @@ class MeshRows:
         if not self.started:
             self._start()
         return None if self.roots is None else requested_roots(slots, n_slots, self.n_trees)
+
     @property
     def histogram_count(self) -> bool:
         return self.shard.rows.histogram_count
