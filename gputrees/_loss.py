@@ -100,6 +100,8 @@ class Loss:
     needs_leaf_update = False
     #: whether ``mean_loss`` is the loss's own value (a callable loss's is the fit's metric, see CallableLoss)
     has_value = True
+    #: whether a row's hessian is its weight (1 for an unweighted row), whatever the raw prediction
+    hessian_is_weight = False
     n_trees_per_round = 1
     #: the code of a compiled round end (:func:`gputrees._records.loss_code`), set by the classes that have one
     code = None
@@ -134,6 +136,7 @@ class SquaredError(Loss):
 
     name = "squared_error"
     code = LOSS_SQUARED_ERROR
+    hessian_is_weight = True
 
     def baseline(self, xp, kernels, y, w):
         return xp.reshape(_wmean(xp, y, w), (1,))
@@ -151,6 +154,7 @@ class ResidualLoss(Loss):
     """Losses grown with a unit hessian whose leaves are re-estimated from residuals."""
 
     needs_leaf_update = True
+    hessian_is_weight = True
     alpha = 0.5
 
     def baseline(self, xp, kernels, y, w):

@@ -92,3 +92,56 @@ def test_a_connection_without_the_token_is_refused():
         stranger.close()
         a.close()
         b.close()
+
+
+def _mesh_rounds(n_rounds, unit_hessians):
+    """Two shards of a squared-error regression (no weights, no missing value) growing ``n_rounds`` depth-4
+    rounds over a mesh, in threads; shard 0's (trees, values) per round."""
+    from gputrees import GradientBoostingRegressor
+    from gputrees._binning import bin_mapper_from_summaries
+    from gputrees._boost import RoundGenerator
+    from gputrees._criteria import Newton
+    from gputrees._loss import SquaredError
+    from gputrees.dask._shard import Shard
+
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(3000, 4)) * 10) / 10
+    y = X @ np.array([1.0, -0.5, 0.25, 0.0]) + rng.normal(size=3000)
+    bm = bin_mapper_from_summaries(np, [np.unique(X[:, f]) for f in range(4)], X, np.zeros(4, bool), 255)
+    params = GradientBoostingRegressor(max_depth=4, min_child_weight=1.0, min_samples_leaf=1)._grower_params(4)
+    shards = [Shard([(a, X[a:a + 1500], y[a:a + 1500], None)], n_jobs=1) for a in (0, 1500)]
+    for sh, m in zip(shards, _meshes(2)):
+        sh.set_bins(bm)
+        sh.target_sums()
+        sh.boost_start(SquaredError(), np.array([float(np.mean(y))]))
+        sh.mesh = m
+        sh.mesh_setup(Newton(1.0), params, bm, None, 0.1)
+        assert sh.unit_hessians  # squared error, every weight 1
+        sh.unit_hessians = unit_hessians
+    rounds = []
+    for it in range(n_rounds):
+        out = _run_all([sh.mesh for sh in shards],
+                       lambda i, m: shards[i].mesh_round(7, it, 3000, 3000, RoundGenerator(7, it), None,
+                                                         it + 1 == n_rounds, True))
+        assert not any(isinstance(o, Exception) for o in out), out
+        rounds.append(out[0][:2])
+    for sh in shards:
+        sh.mesh.close()
+    return rounds
+
+
+def test_mesh_rounds_count_rows_by_their_hessians_where_every_hessian_is_one(monkeypatch):
+    from gputrees.dask._shard import MeshRows
+
+    counted = []
+    original = MeshRows.counts
+    monkeypatch.setattr(MeshRows, "counts", lambda self, *a: counted.append(a) or original(self, *a))
+    # unit hessians: a child's count is its hessian sum (no count exchange a level), the same trees and values
+    by_hessians = _mesh_rounds(3, True)
+    assert not counted
+    by_rows = _mesh_rounds(3, False)
+    assert counted
+    for (a, va), (b, vb) in zip(by_hessians, by_rows):
+        for name in ("feature", "bin", "left", "right", "missing_left", "stats"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        np.testing.assert_array_equal(va, vb)

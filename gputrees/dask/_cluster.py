@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._peers import PeerLostError, add_up
-from ._shard import Shard
+from ._shard import Shard, requested_roots
 
 #: How often (seconds) a client waiting for a shard checks that its worker is
 #: still alive; also the longest a lost worker goes unnoticed.
@@ -448,15 +448,7 @@ class DaskRows:
         (nothing deferred, nodes that are roots only), else None."""
         if self.prefetched is None or self.pending:
             return None
-        slots = np.asarray(slots)
-        t = self.n_trees
-        if slots.shape[0] > t and np.any(slots[t:] >= 0):
-            return None
-        head = slots[:t]
-        roots = np.flatnonzero(head >= 0)
-        if roots.shape[0] != n_slots:
-            return None
-        return roots[np.argsort(head[roots])]
+        return requested_roots(slots, n_slots, self.n_trees)
 
     def histograms(self, slots, n_slots: int, n_bins: int, features=None):
         roots = self._roots(slots, n_slots) if features is None else None

@@ -350,6 +350,8 @@ class Shard:
         host = _backend.namespace_for(np.empty(0), None)
         self.grow_with = (host, get_kernels(host, n_jobs=self.n_jobs), criterion, params,
                           bin_mapper, monotonic_cst, float(learning_rate))
+        # every row's hessian is 1 where the loss's is the weight and no row is weighted (MeshRows' counts)
+        self.unit_hessians = bool(self.loss.hessian_is_weight and np.all(self.w == 1.0))
         # whether a value of these rows is missing (its bin), for the driver's ``count_free``
         xp, missing = self.xp, int(bin_mapper.missing_bin)
         return any(bool(xp.any(self.codes[i:i + (1 << 20)] == missing)) for i in range(0, self.n, 1 << 20))
@@ -380,7 +382,12 @@ class Shard:
                                   criterion=criterion, kernels=kernels, rng=round_rng, tree_features=tree_features,
                                   record_leaves=True, monotonic_cst=mono, unit_count_channel=every_row,
                                   count_free_histograms=count_free)
+            # the roots' histograms gathered with their sums unless a node draws its features (the grower may then
+            # build the roots' over the drawn ones only)
+            n_features = int(self.codes.shape[1])
+            every_feature = params.max_features is None or params.max_features >= n_features
             rows = MeshRows(self, self.mesh, int(self.table.shape[0]), int(self.table.shape[-1]),
+                            int(bin_mapper.n_bins) if every_feature else None,
                             drops_count=every_row and hasattr(self.rows, "histogram_count"))
             batch = grow(host, inputs, params, rows=rows)
             values = learning_rate * leaf_values(host, kernels, self.loss, criterion, batch, None, None, None)
@@ -457,22 +464,65 @@ class Shard:
         return dataclasses.replace(batch, **host)
 
 
+def requested_roots(slots, n_slots: int, n_trees: int):
+    """Which roots a row set's request ``slots`` (node -> slot, -1: none) asks for, in slot order, where it asks
+    for roots only (all the slots), else None: the requests that a round's start answered ahead
+    (:class:`gputrees.dask._cluster.DaskRows`, :class:`MeshRows`)."""
+    slots = np.asarray(slots)
+    if slots.shape[0] > n_trees and np.any(slots[n_trees:] >= 0):
+        return None
+    head = slots[:n_trees]
+    roots = np.flatnonzero(head >= 0)
+    if roots.shape[0] != n_slots:
+        return None
+    return roots[np.argsort(head[roots])]
+
+
 class MeshRows:
     """The grower's row set of :meth:`Shard.mesh_round`: this shard's rows, their histograms and sums added up
     with every other shard's (:meth:`gputrees.dask._peers.Mesh.allgather`, in shard order, as
     :class:`gputrees.dask._cluster.DaskRows` adds the shards' answers); routing, retiring and the rows' leaves
     are the shard's own operations, made as it makes the driver's (:meth:`Shard.apply`).
 
+    The tree's first request (the roots' sums) gathers the roots' sums and
+    histograms (over ``n_bins`` bins; None: the sums only) at once
+    (:meth:`_start`), one exchange instead of two.
+
     ``drops_count``: every row counts 1 (no row subsample), so that the
     grower may take count-free histograms ``[G, H]`` (see
     :class:`gputrees._grower.Grower`), a node's count then being its rows
-    counted on every shard (:meth:`counts`).
+    counted on every shard (:meth:`counts`), or, where every row of every
+    shard has a hessian of 1 (``counts_from_weights``, found by the first
+    exchange), its hessian sum: no exchange of counts a level.
     """
 
-    def __init__(self, shard: Shard, mesh, n_trees: int, n_channels: int, drops_count: bool = False):
+    def __init__(self, shard: Shard, mesh, n_trees: int, n_channels: int, n_bins, drops_count: bool = False):
         self.shard, self.mesh = shard, mesh
-        self.n_trees, self.n_channels = n_trees, n_channels
+        self.n_trees, self.n_channels, self.n_bins = n_trees, n_channels, n_bins
         self.drops_count = bool(drops_count)
+        self.counts_from_weights = False
+        self.roots = None  # (sums, histograms) of the roots on every shard, added up, until the first routing
+        self.started = False
+
+    def _start(self):
+        """Every shard's roots' sums (K, C) and histograms (K, F, B, C'), and whether all its rows have a unit
+        hessian, in one exchange (packed in one float64 array, added up element by element as apart)."""
+        k = self.n_trees
+        slots = np.arange(k, dtype=np.int64)
+        sums = self.shard.sums((), slots, k)
+        hist = np.zeros(0) if self.n_bins is None else self.shard.histograms((), slots, k, self.n_bins)
+        unit = self.drops_count and self.shard.unit_hessians
+        parts = self.mesh.allgather(np.concatenate([[1.0 if unit else 0.0], sums.reshape(-1), hist.reshape(-1)]))
+        self.counts_from_weights = all(p[0] == 1.0 for p in parts)
+        total = add_up([p[1:] for p in parts])
+        self.roots = (total[:sums.size].reshape(sums.shape), total[sums.size:].reshape(hist.shape))
+        self.started = True
+
+    def _roots(self, slots, n_slots: int):
+        """The roots a request asks for (:func:`requested_roots`) where the first exchange answered it, else None."""
+        if not self.started:
+            self._start()
+        return None if self.roots is None else requested_roots(slots, n_slots, self.n_trees)
 
     @property
     def histogram_count(self) -> bool:
@@ -487,15 +537,23 @@ class MeshRows:
         return add_up(self.mesh.allgather(_backend.to_numpy(self.shard.rows.counts(int(first), int(count)))))
 
     def histograms(self, slots, n_slots: int, n_bins: int, features=None):
+        roots = self._roots(slots, n_slots) if features is None and n_bins == self.n_bins else None
+        if roots is not None:
+            return self.roots[1][roots]
         return add_up(self.mesh.allgather(self.shard.histograms((), slots, n_slots, n_bins, features)))
 
     def sums(self, slots, n_slots: int):
+        roots = self._roots(slots, n_slots)
+        if roots is not None:
+            return self.roots[0][roots]
         return add_up(self.mesh.allgather(self.shard.sums((), slots, n_slots)))
 
     def route(self, slots, split, base: int, missing_bin: int, sums: bool = True) -> None:
+        self.roots = None  # the rows have moved: the roots' answers are gone
         self.shard.apply([("route", (np.asarray(slots), split, int(base), int(missing_bin)))])
 
     def retire(self, slots) -> None:
+        self.roots = None
         self.shard.apply([("retire", (None if slots is None else np.asarray(slots),))])
 
     def row_leaves(self, layout):
