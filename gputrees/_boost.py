@@ -38,7 +38,7 @@ from .kernels.reference import gather_node_values, round_channels
 
 __all__ = [
     "boost", "BoostPlan", "BoostHistory", "EarlyStopping", "EvalSet", "LocalRounds", "RoundGenerator", "leaf_values",
-    "round_inbag", "round_tree_features",
+    "round_draws", "round_inbag", "round_tree_features",
 ]
 
 
@@ -88,6 +88,14 @@ def round_tree_features(round_rng, k: int, n_features: int, n_col: int):
     for t in range(k):
         tree_features[t, round_rng.choice(n_features, size=n_col, replace=False)] = True
     return tree_features
+
+
+def round_draws(plan, it: int):
+    """Round ``it``'s generator, in-bag rows and trees' features, drawn in the fit's order (the module's
+    docstring): the same on the client and on a Dask worker that grows the round (``plan``: :class:`BoostPlan`)."""
+    round_rng = RoundGenerator(plan.seed, it)
+    inbag = round_inbag(round_rng, plan.n_rows, plan.n_sub)
+    return round_rng, inbag, round_tree_features(round_rng, plan.n_trees, plan.n_features, plan.n_col)
 
 
 def leaf_values(xp, kernels, loss, criterion, batch, raw, y, w):
@@ -242,9 +250,7 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
     stopped_at = None
     with rows.workspace():
         for it in range(len(history.rounds), plan.n_rounds):
-            round_rng = RoundGenerator(plan.seed, it)
-            inbag = round_inbag(round_rng, plan.n_rows, plan.n_sub)
-            tree_features = round_tree_features(round_rng, plan.n_trees, plan.n_features, plan.n_col)
+            round_rng, inbag, tree_features = round_draws(plan, it)
             batch, values, train_loss = rows.round(it, round_rng, inbag, tree_features)
             history.rounds.append(Round(batch=batch, values=values))
             history.train_scores.append(-train_loss)

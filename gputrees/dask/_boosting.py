@@ -127,10 +127,14 @@ class _DaskBoosting(DaskEstimator):
         if mesh:
             # the histograms may leave the count out where no row of any shard has a missing value
             count_free = not any(shards.call("mesh_setup", criterion, params, bin_mapper, mono, self.learning_rate))
+        monitor = Monitor(self, self.n_estimators, 0, "round")
+        # with nothing to read between rounds (no validation set, display or callback), the workers grow them all
+        # in one request
+        batched = mesh and not evals and not monitor.verbose and not monitor.callbacks
         rows = _ShardRounds(shards, plan, xp, kernels, loss, criterion, params, bin_mapper, mono, self.learning_rate,
-                            mesh, count_free)
+                            mesh, count_free, rounds_at_once=plan.n_rounds if batched else 1)
         stopped_at = boost(
-            rows, loss, plan, history, evals, monitor=Monitor(self, self.n_estimators, 0, "round"),
+            rows, loss, plan, history, evals, monitor=monitor,
             snapshot=functools.partial(self._snapshot, xp, k, history),
             early_stopping=EarlyStopping(self.n_iter_no_change, self.tol, int(self.verbose)) if es else None,
             scoring=scoring,
@@ -169,9 +173,11 @@ class _ShardRounds:
     the trees' values to their raw predictions."""
 
     def __init__(self, shards, plan, xp, kernels, loss, criterion, params, bin_mapper, monotonic_cst,
-                 learning_rate: float, mesh: bool = False, count_free: bool = False):
+                 learning_rate: float, mesh: bool = False, count_free: bool = False, rounds_at_once: int = 1):
         self.shards, self.plan, self.xp, self.kernels, self.loss = shards, plan, xp, kernels, loss
         self.mesh = mesh  # the rounds grown on the workers (gputrees.dask._shard.Shard.mesh_round)
+        self.rounds_at_once = int(rounds_at_once)  # rounds a request of ``mesh`` rounds grows (Shard.mesh_rounds)
+        self.ahead = {}  # round -> the shards' answers, of rounds grown ahead by such a request
         self.count_free = count_free  # no missing value in any shard's rows (their count-free histograms)
         self.criterion, self.params, self.bin_mapper = criterion, params, bin_mapper
         self.monotonic_cst, self.learning_rate = monotonic_cst, float(learning_rate)
@@ -203,6 +209,14 @@ class _ShardRounds:
         the rows' leaves with the update.
         """
         xp, plan = self.xp, self.plan
+        if self.mesh and self.rounds_at_once > 1:  # the rounds grown ahead, several a request
+            if it not in self.ahead:
+                stop = min(plan.n_rounds, it + self.rounds_at_once)
+                per_shard = self.shards.call("mesh_rounds", plan, it, stop, self.count_free)
+                self.ahead = {r: [a[r - it] for a in per_shard] for r in range(it, stop)}
+            answers = self.ahead.pop(it)
+            batch, values = answers[0][0], answers[0][1]
+            return batch, xp.asarray(values), _mean_loss([a[2] for a in answers])
         if self.mesh:  # one request a round: the workers exchange the levels' histograms among themselves
             last = it + 1 >= plan.n_rounds
             answers = self.shards.call("mesh_round", plan.seed, it, plan.n_sub, plan.n_rows, round_rng,

@@ -397,6 +397,20 @@ class Shard:
             raise
         return (batch, values, sums) if self.mesh.rank == 0 else (None, None, sums)
 
+    def mesh_rounds(self, plan, first: int, stop: int, count_free: bool = False):
+        """Rounds ``first .. stop - 1`` of the fit ``plan`` (:class:`gputrees._boost.BoostPlan`), each a
+        :meth:`mesh_round` with the round's draws made here as the driver makes them
+        (:func:`gputrees._boost.round_draws`): one request for rounds that need nothing of the driver between
+        them (no validation set, early stopping, display or callback). Their answers, in round order."""
+        from .._boost import round_draws
+
+        answers = []
+        for it in range(first, stop):
+            round_rng, _, tree_features = round_draws(plan, it)
+            answers.append(self.mesh_round(plan.seed, it, plan.n_sub, plan.n_rows, round_rng, tree_features,
+                                           it + 1 >= plan.n_rounds, count_free))
+        return answers
+
     # -- forests -----------------------------------------------------------------
     def forest_channels(self, criterion, classification: bool):
         """Per-row channels of a forest's criterion (from the encoded targets); their number."""
