@@ -94,7 +94,7 @@ from .rules import compile_rules
 
 __all__ = [
     "grow_tree", "covered", "is_deep", "widest_level", "shared_group_width", "trees_per_pass", "histogram_features",
-    "MAX_DEPTH", "DEEP_PERFECT_LEVELS",
+    "MAX_DEPTH", "DEEP_PERFECT_LEVELS", "DEEP_OPERATIONS_PER_LEVEL",
     "MAX_CHANNELS", "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
 ]
 
@@ -109,6 +109,9 @@ MAX_CHANNELS = 16
 CRITERIA = (NEWTON, GINI, ENTROPY, SQUARED_ERROR)
 #: Device operations a level takes (zeroing, routing and build, split) for the trees of one pass.
 LAUNCHES_PER_LEVEL = 3
+#: More a compact level of deep trees takes: the running count of its nodes that may split, and its maximum
+#: (read to the host).
+DEEP_OPERATIONS_PER_LEVEL = 2
 #: Dynamic shared memory a block of ``_build_shared`` may use: the limit without opting in to more.
 SHARED_HISTOGRAM_BYTES = 48 * 1024
 #: Most blocks of a ``_build_shared`` launch: each adds its shared histograms to the global ones once.
@@ -675,23 +678,23 @@ def grow_tree(xp, inputs, params, *, scale=None):
         local_thr=bool(params.local_thresholds), by_drawn=by_drawn,
     )
     own = chan.ndim == 3  # each tree its own channels
+    inv = 1.0 / scale_dev  # powers of two: exact
     for a in range(0, n_trees, per_pass):
         b = min(n_trees, a + per_pass)
+        rows = dict(codes=codes, chan=chan2[a * n: b * n] if own else chan2,
+                    mult=mult if mode == 0 else xp.reshape(mult[a:b], (-1,)),
+                    wmult=wmult if mode < 2 else xp.reshape(wmult[a:b], (-1,)), scale=scale_dev, node=node[a:b],
+                    allowed=allowed[a:b], tw=tw[a:b], inv=inv, proxies=buffers.proxies, fbest=buffers.fbest,
+                    drawn=buffers.drawn, u=buffers.u, **tables)
 
-        def views(table, a=a, b=b):
-            # the arrays of the pass's trees that every level's launches take (made again when the table widens)
-            arrays = dict(
-                codes=codes, chan=chan2[a * n: b * n] if own else chan2,
-                mult=mult if mode == 0 else xp.reshape(mult[a:b], (-1,)),
-                wmult=wmult if mode < 2 else xp.reshape(wmult[a:b], (-1,)), scale=scale_dev, node=node[a:b],
-                allowed=allowed[a:b], tw=tw[a:b], inv=1.0 / scale_dev,  # powers of two: exact
-                proxies=buffers.proxies, fbest=buffers.fbest, drawn=buffers.drawn, u=buffers.u, **tables,
-                **{name: t[a:b] if name != "fids" or by_drawn else t for name, t in table.items()})
+        def views(table, a=a, b=b, rows=rows):
+            # the arrays of the pass's trees that every level's launches take: the node table's views made again
+            # when it widens
+            arrays = dict(rows, **{name: t[a:b] if name != "fids" or by_drawn else t for name, t in table.items()})
             return SimpleNamespace(**{name: arrays[name] for name in _TREE_ARRAYS})
 
         table = _grow_pass(xp, table, views, b - a, n, n_hist, nb, depth, deep, C, b - a if own else 1, mode,
                            int(mapper.missing_bin), crit, buffers, widest)
-    inv = 1.0 / scale_dev
     batch = _table_batch(xp, table, node, inv, depth, deep, inputs.record_leaves)
     if deep:  # the existing nodes numbered in level order, as the level-wise grower's (one host read)
         batch, _ = reference.compact_batch(xp, batch, exists=table["depth"] >= 0)
