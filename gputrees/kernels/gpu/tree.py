@@ -1,4 +1,5 @@
-"""A batch of trees grown on the GPU, a fixed number of launches a level, no host read inside a tree.
+"""A batch of trees grown on the GPU, a fixed number of launches a level, no host read inside a tree (deep
+trees: one a level).
 
 The trees of a batch (the K trees of a boosting round, or a forest's batch)
 grow depth-wise to ``max_depth`` in a perfect-tree layout: node ``i``'s
@@ -45,8 +46,29 @@ reads them. A batch whose deepest level's histograms do not fit
 ``memory_limit`` at once is grown :func:`trees_per_pass` trees at a time,
 three launches a level a pass.
 
-The host loops over the levels (their count is ``max_depth``) and reads
-nothing: the trees come back in their perfect-tree layout (a
+Each split node's block writes its left child's id (``child``; the right
+child is the next node) and its children's depth, and the rows follow
+``child``: the layout is the host's choice of where a level's children go.
+Trees deeper than :data:`MAX_DEPTH` (``max_depth`` None, the forests'
+default, or above it; :func:`is_deep`) keep the perfect-tree layout for
+their first :data:`DEEP_PERFECT_LEVELS` levels, then compact each level: a
+running count over the level's nodes that may split ranks them on the
+device (``xp.cumulative_sum``), and the most of any tree of the pass is the
+one host read of the level (in :func:`_grow_pass`, marked there): it sizes
+the level's histograms (a slot, and a ``_split`` block, a node that may
+split: the block finds its node by a binary search of the running count)
+and the next level's slots (a node of rank ``j``'s children are slots
+``2 j`` and ``2 j + 1``), and 0 ends the trees; two more operations a level
+(:data:`DEEP_OPERATIONS_PER_LEVEL`). The node table grows with the levels
+(doubled when the next level does not fit), and a level's histograms are
+bounded by :func:`widest_level` (the nodes that may split hold at least
+``min_samples_split`` rows each), which sizes the passes. The trees are
+laid out by :func:`gputrees.kernels.reference.compact_batch` from the nodes
+that exist (their depth written) before they are returned: one more read.
+
+Up to :data:`MAX_DEPTH` the host loops over the levels (their count is
+``max_depth``) and reads nothing: the trees come back in their perfect-tree
+layout (a
 :class:`~gputrees._records.TreeBatch` whose ``node_count`` is None), which
 predicts as it is, and which the fit lays out in the level-wise grower's
 numbering once it is done (:func:`gputrees.kernels.reference.compact_batch`,
@@ -61,18 +83,20 @@ level, to compare the two); the simulator always takes it.
 
 Covered (:func:`covered`; else the grower grows the batch level by level):
 channels quantised with ``scale``; the Newton criterion over ``[count, G,
-H]`` (boosting's batches of one or K trees, every row once) or Gini, entropy
-and squared error over up to :data:`MAX_CHANNELS` channels (trees of a
-forest's batch with bootstrap multiplicities);
-depth-wise to a ``max_depth`` within :data:`MAX_DEPTH`, one tree's deepest
-level within the memory bound; numerical features with missing values,
+H]`` (boosting's batches of one or K trees, every row once) depth-wise to a
+``max_depth`` within :data:`MAX_DEPTH`, or Gini, entropy and squared error
+over up to :data:`MAX_CHANNELS` channels (trees of a forest's batch with
+bootstrap multiplicities) depth-wise to any ``max_depth`` or none (deep
+trees: one host read a level), one tree's widest level
+(:func:`widest_level`) within the memory bound; numerical features with missing values,
 ``min_samples_leaf``, ``min_weight_leaf`` / ``min_child_weight``,
 ``min_samples_split``, ``min_impurity_decrease`` / ``min_split_gain``,
 per-tree feature subsets, per-node feature draws (``max_features``),
 thresholds at the next value bin of the feature or of the node
 (``local_thresholds``; the level-wise grower's sort-based search of small
 nodes finds the same splits there). Not covered: categorical features,
-monotonic constraints, ``max_depth=None``, best-first growth
+monotonic constraints, boosting's trees deeper than :data:`MAX_DEPTH`
+(their rounds read nothing to the host), best-first growth
 (``max_leaf_nodes``), extremely randomised splits (extra trees), the
 misclassification, Friedman and Poisson criteria.
 """
@@ -763,8 +787,8 @@ def _grow_pass(xp, table, views, n_trees, n, n_features, nb, depth, deep, C, cha
             # compact: the level's nodes that may split ranked by a running count; their children take slots
             # 2 rank, 2 rank + 1 of the next level
             live = xp.cumulative_sum(v.can[:, first:first + width], axis=1, dtype=xp.int64)
-            # THE HOST READ OF A DEEP LEVEL: the most nodes of a tree that may split sizes the level's
-            # histograms and the next level's slots, and 0 ends the trees
+            # the level's one host read: the most nodes of a tree that may split sizes the level's histograms and
+            # the next level's slots, and 0 ends the trees
             n_slots = int(xp.max(live[:, -1]))
             if n_slots == 0:
                 break
