@@ -117,9 +117,9 @@ from .._cuda import fixed_point, grid_blocks, launch, launch_config, pair_weight
 from .rules import compile_rules
 
 __all__ = [
-    "grow_tree", "covered", "is_deep", "widest_level", "shared_group_width", "trees_per_pass", "histogram_features",
-    "MAX_DEPTH", "DEEP_PERFECT_LEVELS", "DEEP_OPERATIONS_PER_LEVEL",
-    "MAX_CHANNELS", "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
+    "grow_tree", "covered", "is_deep", "widest_level", "group_slots", "shared_group_width", "trees_per_pass",
+    "histogram_features", "MAX_DEPTH", "DEEP_PERFECT_LEVELS", "DEEP_OPERATIONS_PER_LEVEL", "MAX_CHANNELS",
+    "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
 ]
 
 #: Deepest trees grown in the perfect-tree layout (no host read): a level's histograms hold 2^(depth - 1) nodes.
@@ -206,11 +206,12 @@ def _level_node(codes, node, k, r, split, feature, bin_, missing_left, child, le
 
 @cuda.jit(device=True)
 def _build_pair(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin, small_right,
-                by_drawn, can, live, write):
+                every, can, live, slot0, n_pairs, write):
     """Row ``r``'s node of this level (written back to ``node`` where ``write``), and the histogram slot of
     that level that takes the row: -1 where none does (a leaf of an earlier level, or the larger child of its
-    pair, which comes by subtraction); the node's slot among the level's histograms where every node is built
-    (``by_drawn``, over its drawn features; -1 for a node that may not split) and at level 0 (the root).
+    pair, which comes by subtraction); where every node that may split is built (``every``: over its drawn
+    features, or a deep tree's compact level, whose slots ``slot0 ..`` of ``n_pairs`` are built at a time) the
+    node's slot among those (-1 for a node that may not split, or out of the group), and at level 0 (the root).
     Returns (slot, node)."""
     nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin)
     if write:
@@ -220,8 +221,9 @@ def _build_pair(codes, node, k, r, split, feature, bin_, missing_left, child, le
         return -1, nd
     if level_first == 0:
         return s, nd
-    if by_drawn:
-        return (_hist_slot(live, k, s) if can[k, nd] else -1), nd
+    if every:
+        q = _hist_slot(live, k, s) - slot0
+        return (q if can[k, nd] and 0 <= q < n_pairs else -1), nd
     q = s // 2
     return (q if s - 2 * q == small_right[k, q] else -1), nd
 
@@ -269,11 +271,11 @@ def _slot_node(live, k, j, width):
 # -- kernels (compiled at first launch) -----------------------------------------------
 @cuda.jit
 def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left, child,
-           missing_bin, small_right, by_drawn, fids, can, live, level_first, n_pairs, nb, out):
+           missing_bin, small_right, by_drawn, fids, can, live, level_first, n_pairs, nb, every, slot0, out):
     """Each row routed to its node of this level (the splits of the level above), then the histograms
     (K, n_pairs, F, nb, C) of each pair's smaller child (level 0: of the roots), int64 atomics; ``by_drawn``:
     of every node that may split (K, n_pairs slots: :func:`_hist_slot`, k, nb, C) over its ``k`` drawn
-    features (``fids`` (K, nodes, k))."""
+    features (``fids`` (K, nodes, k)); ``every``: of every node that may split, those of slots ``slot0 ..``."""
     n_trees, n = node.shape
     n_features = fids.shape[2] if by_drawn else codes.shape[1]
     C = scale.shape[0]
@@ -284,7 +286,7 @@ def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, featu
         k = idx // n
         r = idx - k * n
         q, nd = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin,
-                            small_right, by_drawn, can, live, True)
+                            small_right, every, can, live, slot0, n_pairs, True)
         if q < 0 or not _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
             continue
         base = (k * n_pairs + q) * n_features
@@ -297,7 +299,8 @@ def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, featu
 
 @cuda.jit
 def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left, child,
-                  missing_bin, small_right, by_drawn, fids, can, live, level_first, n_pairs, nb, group_width, out):
+                  missing_bin, small_right, by_drawn, fids, can, live, level_first, n_pairs, nb, every, slot0,
+                  group_width, out):
     """``_build``, a block's rows summed in shared memory first (int64 atomics there), then added to ``out``
     once a block: at the upper levels every row of a launch would otherwise add to the same few global
     addresses, and the atomics queue on them.
@@ -329,7 +332,7 @@ def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split
         k = idx // n
         r = idx - k * n
         q, nd = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin,
-                            small_right, by_drawn, can, live, g == 0)
+                            small_right, every, can, live, slot0, n_pairs, g == 0)
         if q < 0 or not _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
             continue
         base = (k * n_pairs + q) * fw
@@ -352,7 +355,7 @@ def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split
 def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed, n_value_bins, thresholds,
            bin_values, is_exact, inv, tw, kind, n_out, level, level_first, width, nb, l2, msl, mwl, min_split,
            max_depth, min_decrease, tie_rtol, k_draw, has_allowed, by_drawn, fids, local_thr, split, feature, bin_,
-           missing_left, threshold, small_right, small_next, live, n_slots, next_first, child, depth):
+           missing_left, threshold, small_right, small_next, live, n_slots, next_first, child, depth, every, slot0):
     """One block a (tree, node of the level): the node's histograms, its split and its children.
 
     0. Level 0: the root's statistics (its histogram of feature 0 summed over the bins: every row is in one),
@@ -379,10 +382,11 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     same of the next level's pairs, written here (another array: the blocks of other nodes still read
     theirs).
 
-    The level's nodes are ``level_first + s`` (``s < width``); a block a histogram slot (``n_slots`` a tree:
-    every node's in the perfect-tree layout, one a node that may split in the compact one, :func:`_slot_node`),
-    and the node's children, whose ``child`` (the left one's id) and ``depth`` it writes, are
-    ``next_first + 2 slot`` and the next: ``2 nd + 1`` in the perfect-tree layout.
+    The level's nodes are ``level_first + s`` (``s < width``); a block a histogram slot (``n_slots`` a tree
+    from ``slot0``: every node's in the perfect-tree layout, one a node that may split in the compact one,
+    :func:`_slot_node`), and the node's children, whose ``child`` (the left one's id) and ``depth`` it writes,
+    are ``next_first + 2 slot`` and the next: ``2 nd + 1`` in the perfect-tree layout. ``every``: every node's
+    histograms built (no subtraction: ``by_drawn``, and deep trees' compact levels, a group of slots at a time).
     """
     chosen = cuda.shared.array(1, dtype=numba.int64)  # the first near-best candidate
     sums = cuda.shared.array(MAX_CHANNELS, dtype=numba.int64)
@@ -392,7 +396,7 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     tmp = cuda.local.array(MAX_CHANNELS, numba.float64)
     ks = cuda.blockIdx.x  # the node's histograms and work space
     k = ks // n_slots
-    s = _slot_node(live, k, ks - k * n_slots, width)
+    s = _slot_node(live, k, slot0 + ks - k * n_slots, width)
     if s < 0:
         return  # the whole block: a tree with fewer nodes that may split than the level's slots
     nd = level_first + s
@@ -419,9 +423,9 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     cuda.syncthreads()
     if not can[k, nd]:
         return  # the whole block: no barrier below is left waiting
-    slot = ks - k * n_slots
+    slot = slot0 + ks - k * n_slots
     hs = ks
-    if level > 0 and not by_drawn:
+    if level > 0 and not every:
         q = s // 2
         small = s - 2 * q == small_right[k, q]
         src = (k * (width // 2) + q) * cell
@@ -524,8 +528,8 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
                     if mask[f]:
                         fids[k, lc + side, j] = f
                         j += 1
-    # the smaller child of the pair is built at the next level (the left on a tie)
-    small_next[k, slot] = 1 if stats[k, lc + 1, 0] < stats[k, lc, 0] else 0
+    if not every:  # the smaller child of the pair is built at the next level (the left on a tie)
+        small_next[k, slot] = 1 if stats[k, lc + 1, 0] < stats[k, lc, 0] else 0
 
 
 @cuda.jit
@@ -584,7 +588,7 @@ def trees_per_pass(inputs, params) -> int:
     n_hist, by_drawn = histogram_features(inputs, params)
     if by_drawn:
         per_channel = _BYTES_PER_BIN_CHANNEL // 2  # one level, built in place
-    else:  # deep trees: either level, and the built children, may be the widest
+    else:  # deep trees: either perfect level, and the built children, may be the widest
         per_channel = 3 * _BYTES_PER_BIN_CHANNEL // 2 if is_deep(params) else _BYTES_PER_BIN_CHANNEL
     per_tree = widest_level(inputs, params) * n_hist * int(inputs.bin_mapper.n_bins) * (
         per_channel * int(inputs.channels.shape[-1]) + _BYTES_PER_BIN)
@@ -675,24 +679,30 @@ def grow_tree(xp, inputs, params, *, scale=None):
     mode = 0 if inputs.multiplicity is None else (1 if inputs.weight_multiplicity is None else 2)
     per_pass = min(n_trees, trees_per_pass(inputs, params))
     widest = widest_level(inputs, params)
+    group = group_slots(inputs, params, per_pass) if deep else widest  # a compact level's slots at a time
+    wide = max(widest, group)
     cell = n_hist * nb * C
 
     def level_buffer(p):
         # level d's histograms in buffer d % 2: the deepest level's the widest, the other's half as wide
-        # (by_drawn: every level's in buffer 0, built in place; deep trees: either may be the widest)
+        # (by_drawn: every level's in buffer 0, built in place; deep trees: a compact level's group in buffer 0,
+        # and either may be the widest perfect level)
         if by_drawn:
-            return widest if p == 0 else 1
-        return widest if deep or p == (depth - 1) % 2 else max(1, widest // 2)
+            return wide if p == 0 else 1
+        if deep:
+            return wide if p == 0 else widest
+        return widest if p == (depth - 1) % 2 else max(1, widest // 2)
 
     buffers = SimpleNamespace(
         levels=tuple(xp.empty(per_pass * level_buffer(p) * cell, dtype=i8) for p in range(2)),
         built=xp.empty(1 if by_drawn else per_pass * max(1, widest if deep else widest // 2) * cell, dtype=i8),
-        fbest=xp.empty(per_pass * widest * n_hist, dtype=f8),
-        proxies=xp.empty(per_pass * widest * n_hist * 2 * (nb - 1), dtype=f8),
-        drawn=xp.zeros((per_pass * widest if k_draw >= 0 else 1, n_features), dtype=xp.bool),
-        u=xp.empty((per_pass * widest if k_draw >= 0 else 1, n_features), dtype=f8),
+        fbest=xp.empty(per_pass * wide * n_hist, dtype=f8),
+        proxies=xp.empty(per_pass * wide * n_hist * 2 * (nb - 1), dtype=f8),
+        drawn=xp.zeros((per_pass * wide if k_draw >= 0 else 1, n_features), dtype=xp.bool),
+        u=xp.empty((per_pass * wide if k_draw >= 0 else 1, n_features), dtype=f8),
         small=xp.zeros((2, per_pass, max(1, widest)), dtype=i8),  # level by level: read one, write one
         perfect=xp.zeros((1, 1), dtype=i8),  # the slot map of a perfect-tree level (_hist_slot)
+        group=group,
     )
     crit = SimpleNamespace(
         kind=criterion_code(inputs.criterion), n_out=int(getattr(inputs.criterion, "n_outputs", 1)),
@@ -718,7 +728,7 @@ def grow_tree(xp, inputs, params, *, scale=None):
             return SimpleNamespace(**{name: arrays[name] for name in _TREE_ARRAYS})
 
         table = _grow_pass(xp, table, views, b - a, n, n_hist, nb, depth, deep, C, b - a if own else 1, mode,
-                           int(mapper.missing_bin), crit, buffers, widest)
+                           int(mapper.missing_bin), crit, buffers)
     batch = _table_batch(xp, table, node, inv, depth, deep, inputs.record_leaves)
     if deep:  # the existing nodes numbered in level order, as the level-wise grower's (one host read)
         batch, _ = reference.compact_batch(xp, batch, exists=table["depth"] >= 0)
@@ -732,17 +742,25 @@ def is_deep(params) -> bool:
 
 
 def widest_level(inputs, params) -> int:
-    """The most nodes of one tree a level's histograms hold: the deepest level's ``2^(max_depth - 1)`` in the
-    perfect-tree layout; for deep trees also at most the rows over ``min_samples_split`` (the nodes that may
-    split hold that many in-bag rows each, and a level's nodes hold different rows), and at least the last
-    perfect level's."""
-    if not is_deep(params):
-        return 2 ** (params.max_depth - 1)
+    """The most nodes of one tree a perfect-tree level's histograms hold: the deepest level's
+    ``2^(max_depth - 1)``; for deep trees the last perfect level's (their compact levels are built a group of
+    nodes at a time, :func:`group_slots`)."""
+    return 2 ** ((DEEP_PERFECT_LEVELS if is_deep(params) else params.max_depth) - 1)
+
+
+def group_slots(inputs, params, per_pass) -> int:
+    """The nodes of one tree a deep tree's compact level builds at a time: as many as the histograms (and
+    proxies) of ``per_pass`` trees fit ``memory_limit``, at most the rows over ``min_samples_split`` (the
+    nodes that may split hold that many in-bag rows each, and a level's nodes hold different rows), and at
+    least the last perfect level's."""
+    n_hist, _ = histogram_features(inputs, params)
     most = max(2, int(math.ceil(params.min_samples_split)), int(math.ceil(2 * params.min_samples_leaf)))
     live = int(inputs.codes.shape[0]) // most
     if params.max_depth is not None:
         live = min(live, 2 ** (params.max_depth - 1))
-    return max(2 ** (DEEP_PERFECT_LEVELS - 1), live, 1)
+    per_slot = per_pass * n_hist * int(inputs.bin_mapper.n_bins) * (
+        _BYTES_PER_BIN_CHANNEL // 2 * int(inputs.channels.shape[-1]) + _BYTES_PER_BIN)
+    return max(widest_level(inputs, params), min(live, int(params.memory_limit // max(1, per_slot))))
 
 
 def _node_table(xp, n_trees, cap, C, n_drawn):
@@ -772,7 +790,7 @@ def _widen(xp, table, cap, n_drawn):
 
 
 def _grow_pass(xp, table, views, n_trees, n, n_features, nb, depth, deep, C, chan_trees, mode, missing_bin, crit,
-               buffers, widest):
+               buffers):
     """The levels of ``n_trees`` trees (``views(table)``: the arrays of their nodes and rows; ``n_features`` their
     histograms'), three launches a level, then the leaves' routing; returns the node table (widened for deep
     trees). Up to :data:`MAX_DEPTH` nothing is read to the host; deep trees read one number a level."""
@@ -783,17 +801,16 @@ def _grow_pass(xp, table, views, n_trees, n, n_features, nb, depth, deep, C, cha
     prev = None
     first, width, d = 0, 1, 0
     while deep or d < depth:
-        if deep and d >= DEEP_PERFECT_LEVELS:
-            # compact: the level's nodes that may split ranked by a running count; their children take slots
-            # 2 rank, 2 rank + 1 of the next level
+        compact = deep and d >= DEEP_PERFECT_LEVELS
+        if compact:
+            # the level's nodes that may split ranked by a running count; their children take slots 2 rank,
+            # 2 rank + 1 of the next level
             live = xp.cumulative_sum(v.can[:, first:first + width], axis=1, dtype=xp.int64)
             # the level's one host read: the most nodes of a tree that may split sizes the level's histograms and
             # the next level's slots, and 0 ends the trees
             n_slots = int(xp.max(live[:, -1]))
             if n_slots == 0:
                 break
-            if n_slots > widest:
-                raise RuntimeError(f"a level of {n_slots} nodes that may split, above the bound {widest}")
         else:
             live, n_slots = buffers.perfect, width
         next_first = first + width
@@ -801,29 +818,34 @@ def _grow_pass(xp, table, views, n_trees, n, n_features, nb, depth, deep, C, cha
         if next_first + 2 * n_slots > cap:  # deep trees only: the perfect levels fit the first table
             table = _widen(xp, table, max(2 * cap, next_first + 2 * n_slots), n_features if crit.by_drawn else 0)
             v = views(table)
-        n_pairs = n_slots if crit.by_drawn else max(1, width // 2)  # the built histograms' slots
-        cur = buffers.levels[0 if crit.by_drawn else d % 2][: n_trees * n_slots * cell]
-        built = cur if d == 0 or crit.by_drawn else buffers.built[: n_trees * n_pairs * cell]
-        built[...] = 0
         small = buffers.small[:, :n_trees]
         small_right, small_next = small[(d + 1) % 2], small[d % 2]
-        routing = (v.codes, v.chan, chan_trees, v.mult, v.wmult, mode, v.scale, v.node, v.split, v.feature, v.bin,
-                   v.missing_left, v.child, missing_bin, small_right, crit.by_drawn, v.fids, v.can, live, first,
-                   n_pairs, nb)
-        group = shared_group_width(n_trees * n_pairs, nb, n_features, C)
-        if group:
-            n_groups = -(-n_features // group)
-            chunks = min(SHARED_BUILD_BLOCKS // n_groups, grid_blocks(n_trees * n, threads, cap_blocks))
-            launch(_build_shared, n_groups * max(1, chunks), threads, *routing, group, built,
-                   shared_bytes=n_trees * n_pairs * group * nb * C * 8)
-        else:
-            launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, *routing, built)
-        launch(_split, n_trees * n_slots, threads, prev if d > 0 else cur, built, cur, v.proxies, v.fbest, v.drawn, v.u,
-               v.stats, v.can, v.key, v.allowed, v.n_value_bins, v.thresholds, v.bin_values, v.is_exact, v.inv, v.tw,
-               crit.kind, crit.n_out, d, first, width, nb, crit.l2, crit.msl, crit.mwl, crit.min_split, depth,
-               crit.min_dec, rtol, crit.k_draw, crit.has_allowed, crit.by_drawn, v.fids, crit.local_thr, v.split,
-               v.feature, v.bin, v.missing_left, v.threshold, small_right, small_next, live, n_slots, next_first,
-               v.child, v.depth)
+        # a compact level: every node that may split built (no subtraction), a group of them at a time
+        every = crit.by_drawn or compact
+        step = buffers.group if compact else n_slots
+        for slot0 in range(0, n_slots, step):
+            n_group = min(step, n_slots - slot0)
+            n_pairs = n_group if every else max(1, width // 2)  # the built histograms' slots
+            cur = buffers.levels[0 if every else d % 2][: n_trees * n_group * cell]
+            built = cur if d == 0 or every else buffers.built[: n_trees * n_pairs * cell]
+            built[...] = 0
+            routing = (v.codes, v.chan, chan_trees, v.mult, v.wmult, mode, v.scale, v.node, v.split, v.feature,
+                       v.bin, v.missing_left, v.child, missing_bin, small_right, crit.by_drawn, v.fids, v.can, live,
+                       first, n_pairs, nb, every, slot0)
+            group = shared_group_width(n_trees * n_pairs, nb, n_features, C)
+            if group:
+                n_groups = -(-n_features // group)
+                chunks = min(SHARED_BUILD_BLOCKS // n_groups, grid_blocks(n_trees * n, threads, cap_blocks))
+                launch(_build_shared, n_groups * max(1, chunks), threads, *routing, group, built,
+                       shared_bytes=n_trees * n_pairs * group * nb * C * 8)
+            else:
+                launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, *routing, built)
+            launch(_split, n_trees * n_group, threads, prev if d > 0 and not every else cur, built, cur, v.proxies,
+                   v.fbest, v.drawn, v.u, v.stats, v.can, v.key, v.allowed, v.n_value_bins, v.thresholds,
+                   v.bin_values, v.is_exact, v.inv, v.tw, crit.kind, crit.n_out, d, first, width, nb, crit.l2,
+                   crit.msl, crit.mwl, crit.min_split, depth, crit.min_dec, rtol, crit.k_draw, crit.has_allowed,
+                   crit.by_drawn, v.fids, crit.local_thr, v.split, v.feature, v.bin, v.missing_left, v.threshold,
+                   small_right, small_next, live, n_group, next_first, v.child, v.depth, every, slot0)
         prev = cur
         first, width, d = next_first, 2 * n_slots, d + 1
     # the last level's rows to their leaves
