@@ -59,12 +59,15 @@ the level's histograms (a slot, and a ``_split`` block, a node that may
 split: the block finds its node by a binary search of the running count)
 and the next level's slots (a node of rank ``j``'s children are slots
 ``2 j`` and ``2 j + 1``), and 0 ends the trees; two more operations a level
-(:data:`DEEP_OPERATIONS_PER_LEVEL`). The node table grows with the levels
-(doubled when the next level does not fit), and a level's histograms are
-bounded by :func:`widest_level` (the nodes that may split hold at least
-``min_samples_split`` rows each), which sizes the passes. The trees are
-laid out by :func:`gputrees.kernels.reference.compact_batch` from the nodes
-that exist (their depth written) before they are returned: one more read.
+(:data:`DEEP_OPERATIONS_PER_LEVEL`). A compact level builds every node that
+may split from its rows (no subtraction, so no level's histograms are kept
+for the next), a group of :func:`group_slots` nodes a tree at a time (what
+``memory_limit`` holds; three launches a group, one group on small data),
+so the passes are sized by the perfect levels (:func:`widest_level`) alone.
+The node table grows with the levels (doubled when the next level does not
+fit). The trees are laid out by
+:func:`gputrees.kernels.reference.compact_batch` from the nodes that exist
+(their depth written) before they are returned: one more read.
 
 Up to :data:`MAX_DEPTH` the host loops over the levels (their count is
 ``max_depth``) and reads nothing: the trees come back in their perfect-tree
@@ -87,8 +90,9 @@ H]`` (boosting's batches of one or K trees, every row once) depth-wise to a
 ``max_depth`` within :data:`MAX_DEPTH`, or Gini, entropy and squared error
 over up to :data:`MAX_CHANNELS` channels (trees of a forest's batch with
 bootstrap multiplicities) depth-wise to any ``max_depth`` or none (deep
-trees: one host read a level), one tree's widest level
-(:func:`widest_level`) within the memory bound; numerical features with missing values,
+trees: one host read a level), one tree's widest perfect level
+(:func:`widest_level`) within the memory bound; numerical features with
+missing values,
 ``min_samples_leaf``, ``min_weight_leaf`` / ``min_child_weight``,
 ``min_samples_split``, ``min_impurity_decrease`` / ``min_split_gain``,
 per-tree feature subsets, per-node feature draws (``max_features``),
