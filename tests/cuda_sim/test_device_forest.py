@@ -183,20 +183,21 @@ def test_forests_on_the_device_equal_the_level_wise_and_cpu_ones(kind, monkeypat
 
 def test_deep_forests_on_the_device_equal_the_cpu_ones(monkeypatch):
     """A forest deeper than the perfect-tree layout (4 here: the simulator's time) grown by the device step, its
-    trees stopping at max_depth (7 of their 8 levels): the CPU's forest (classes are integer channels: the same
-    statistics)."""
+    trees stopping at max_depth (6 of their 8 levels), a tree a pass (each pass its own levels in the shared node
+    table): the CPU's forest (classes are integer channels: the same statistics)."""
     monkeypatch.setattr(tree, "DEEP_PERFECT_LEVELS", 3)  # compact levels within the trees' depth
     monkeypatch.setattr(tree, "MAX_DEPTH", 4)
+    monkeypatch.setattr(tree, "trees_per_pass", lambda *a: 1)
     rng = np.random.default_rng(6)
     n = 120
     X = rng.normal(size=(n, 5))
     X[rng.random(X.shape) < 0.05] = np.nan
     y = np.digitize(np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 2]) + rng.normal(size=n), [-0.7, 0.7])
-    kw = dict(n_estimators=2, batch_size=2, max_depth=7, max_bins=16, max_features=2, random_state=3)
+    kw = dict(n_estimators=2, batch_size=2, max_depth=6, max_bins=16, max_features=2, random_state=3)
     device, on_device, model = _fit(RandomForestClassifier, kw, X, y, monkeypatch, "cuda")
     assert on_device == 1
     cpu, _, cpu_model = _fit(RandomForestClassifier, kw, X, y, monkeypatch, "numba")
-    assert model._batches[0].max_depth == 7  # the trees cut at 7 of their 8 levels
+    assert model._batches[0].max_depth == 6  # the trees cut at 6 of their 8 levels
     for d, c in zip(device, cpu):
         for name in d:
             np.testing.assert_array_equal(d[name], c[name], err_msg=name)
