@@ -22,9 +22,9 @@ What it measures, in one process (``--dry-run`` re-runs itself with
   time is reported as ``compile_s``), test ROC AUC on 20% held-out rows.
 * Prediction throughput: rows per second of ``predict_proba`` of each GBDT
   model on the held-out rows.
-* Random forest: ``--forest-trees`` trees of depth ``--forest-depth`` on
-  ``--forest-rows`` rows (0: none), gputrees GPU and CPU, scikit-learn's
-  RandomForestClassifier with ``n_jobs=--threads``.
+* Random forest: ``--forest-trees`` trees of depth ``--forest-depth`` (0: no
+  limit, the forests' default) on ``--forest-rows`` rows (0: none), gputrees
+  GPU and CPU, scikit-learn's RandomForestClassifier with ``n_jobs=--threads``.
 * Histogram kernel: the root histogram of all rows (one slot, 3 channels,
   int64 quantised sums), median of 10 launches; bytes read = ``n F`` (uint8
   codes) + ``24 n`` (row, channel row and node, int64) + ``24 n`` (three
@@ -77,7 +77,7 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=16)
     p.add_argument("--forest-rows", type=int, default=1_000_000)
     p.add_argument("--forest-trees", type=int, default=100)
-    p.add_argument("--forest-depth", type=int, default=10)
+    p.add_argument("--forest-depth", type=int, default=10, help="0: max_depth=None (the forests' default)")
     p.add_argument("--skip-peers", action="store_true", help="GPU only (no XGBoost, LightGBM, scikit-learn, Numba)")
     p.add_argument("--level-wise", action="store_true",
                    help="also time the GPU fit with GPUTREES_DEVICE_STEP=0 (every tree level by level)")
@@ -235,7 +235,7 @@ def run_forest(args, dev, results):
 
     X, y = make_synthetic(args.forest_rows, args.features, np.float32, seed=1)
     Xte, yte = X[: len(X) // 5], y[: len(X) // 5]
-    kw = dict(n_estimators=args.forest_trees, max_depth=args.forest_depth, random_state=0)
+    kw = dict(n_estimators=args.forest_trees, max_depth=args.forest_depth or None, random_state=0)
     entries = [("gputrees GPU", True)] + [(label, False) for p, label in
                                           (("numba", "gputrees CPU (Numba)"), ("sklearn", "scikit-learn CPU"))
                                           if p in args.peers]
@@ -254,8 +254,10 @@ def run_forest(args, dev, results):
             auc = float(roc_auc_score(yte, host(model.predict_proba(put(Xte)))[:, 1]))
         finally:
             os.environ.pop("GPUTREES_KERNELS", None)
-        results.append(dict(task="forest", rows=args.forest_rows, model=label, fit_s=fit_s, auc=auc))
-        print(f"forest {args.forest_rows:>8} {label:<22} fit {fit_s:8.3f} s  AUC {auc:.4f}", flush=True)
+        results.append(dict(task="forest", rows=args.forest_rows, depth=kw["max_depth"], model=label, fit_s=fit_s,
+                            auc=auc))
+        print(f"forest {args.forest_rows:>8} depth {kw['max_depth']} {label:<22} fit {fit_s:8.3f} s  AUC {auc:.4f}",
+              flush=True)
 
 
 def run_histogram(args, dev, n_rows, results):

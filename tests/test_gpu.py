@@ -268,15 +268,16 @@ def test_device_step_grows_the_cpus_quantised_trees(monkeypatch, depth):
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_GPU, reason="CuPy with a CUDA GPU is not available")
 @pytest.mark.parametrize("name", ["forest_clf", "forest_reg"])
-def test_device_step_grows_the_level_wise_forests(monkeypatch, name):
+@pytest.mark.parametrize("max_depth", [6, None])
+def test_device_step_grows_the_level_wise_forests(monkeypatch, name, max_depth):
     """A forest's batches grown by gputrees.kernels.gpu.tree on the GPU equal the same fit grown level by level
     (``GPUTREES_DEVICE_STEP=0``), and two such fits are bit-identical (the checks of
-    tests/cuda_sim/test_device_forest.py, on the hardware)."""
+    tests/cuda_sim/test_device_forest.py, on the hardware); max_depth=None: deep trees, compact levels."""
     from gputrees.kernels.gpu import tree
 
     X, y = _gpu_data(name)
     cls = gputrees.RandomForestClassifier if name == "forest_clf" else gputrees.RandomForestRegressor
-    kw = dict(n_estimators=6, max_depth=6, random_state=0)
+    kw = dict(n_estimators=6, max_depth=max_depth, random_state=0)
     Xd, yd = cupy.asarray(X), cupy.asarray(y)
     grown = []
     real = tree.grow_tree

@@ -846,17 +846,21 @@ def layout_grouped(xp, n_trees: int, parent, depth, tree, stats, split_ids, reco
 
 
 # -- a batch in the perfect-tree layout ------------------------------------------------
-def compact_batch(xp, batch, values=None):
+def compact_batch(xp, batch, values=None, exists=None):
     """A batch in the perfect-tree layout (``node_count`` None: node ``i``'s children are ``2 i + 1`` and
-    ``2 i + 2``, as the GPU's device step grows them) with its existing nodes numbered in level order, as the
-    level-wise grower numbers them, and padded as its batches are.
+    ``2 i + 2``, as the GPU's device step grows them), or in any level-ordered node table (``exists``), with its
+    existing nodes numbered in level order, as the level-wise grower numbers them, and padded as its batches are.
 
     Parameters
     ----------
     batch : TreeBatch
-        ``node_count`` None; ``left`` (n_trees, cap) with ``cap = 2^(depth + 1) - 1``.
+        ``node_count`` None; ``left`` (n_trees, cap), each split node's left child (the right one next to it).
     values : array of shape (n_trees, cap, ...) or None
         Per-node values to renumber alike (boosting's leaf values).
+    exists : bool array of shape (n_trees, cap) or None
+        Which nodes exist, in a table whose levels follow each other and whose children are in their parents'
+        order (the device step's deep trees); None: the perfect-tree layout (``cap = 2^(depth + 1) - 1``), where
+        a node exists when its parent split.
 
     Returns
     -------
@@ -868,9 +872,10 @@ def compact_batch(xp, batch, values=None):
     """
     n_trees, cap = int(batch.left.shape[0]), int(batch.left.shape[1])
     i8 = xp.int64
-    parent = xp.asarray(np.concatenate([[0], (np.arange(1, cap) - 1) // 2]).astype(np.int64))
-    is_root = xp.asarray(np.arange(cap) == 0)
-    exists = is_root[None, :] | xp.take(batch.left >= 0, parent, axis=1)
+    if exists is None:
+        parent = xp.asarray(np.concatenate([[0], (np.arange(1, cap) - 1) // 2]).astype(np.int64))
+        is_root = xp.asarray(np.arange(cap) == 0)
+        exists = is_root[None, :] | xp.take(batch.left >= 0, parent, axis=1)
     new_id = xp.cumulative_sum(xp.astype(exists, i8), axis=1) - 1
     deepest = xp.max(xp.where(exists, batch.depth, xp.zeros_like(batch.depth)))
     summary = to_numpy(xp.concat([xp.sum(xp.astype(exists, i8), axis=1), xp.reshape(deepest, (1,))]))
@@ -891,7 +896,7 @@ def compact_batch(xp, batch, values=None):
         return xp.where(keep, out, xp.asarray(fill, dtype=a.dtype))
 
     split = take(batch.left >= 0, False)
-    first_child = xp.take_along_axis(new_id, xp.minimum(2 * order + 1, cap - 1), axis=1)
+    first_child = xp.take_along_axis(new_id, xp.maximum(take(batch.left, -1), xp.asarray(0, dtype=i8)), axis=1)
     left = xp.where(split, first_child, xp.asarray(-1, dtype=i8))
     out = dataclasses.replace(
         batch,

@@ -245,3 +245,62 @@ def test_forest_batches_are_a_few_operations_a_level_and_read_nothing(counted, m
     print(f"device forest: {per_level:.0f} device operations a level for a batch of 4 trees, {ops5} a depth-5 "
           f"batch ({ops5 - 5 * per_level:.0f} outside the levels), 0 host reads while it grows; the benchmark's "
           f"depth-10 trees: {bench} a pass")
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the keys' uint64 mixing, simulated
+def test_deep_forest_levels_read_one_number_each(counted, monkeypatch):
+    """A random forest's batch of deep trees (max_depth None): a fixed number of operations a level and, below the
+    perfect levels, one host read a level (the most nodes of a tree that may split); the node table's widening
+    counted apart."""
+    monkeypatch.setenv("GPUTREES_KERNELS", "cuda")
+    monkeypatch.setattr(tree, "DEEP_PERFECT_LEVELS", 3)
+    rng = np.random.default_rng(2)
+    n = 120
+    X = rng.normal(size=(n, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + rng.normal(size=n) > 0).astype(np.int64)
+    marks = []  # (operations, reads) at each split launch, and the widenings' operations
+    widen_ops = []
+    real_launch, real_widen = tree.launch, tree._widen
+
+    def launch(kernel, *args, **kw):
+        if kernel is tree._split:
+            marks.append((COUNTS.ops, COUNTS.reads, sum(widen_ops)))
+        return real_launch(kernel, *args, **kw)
+
+    def widen(*args):
+        ops = COUNTS.ops
+        out = real_widen(*args)
+        widen_ops.append(COUNTS.ops - ops)
+        return out
+
+    monkeypatch.setattr(tree, "launch", launch)
+    monkeypatch.setattr(tree, "_widen", widen)
+    grown = []
+    real_grow = tree.grow_tree
+
+    def counted_grow(xp, inputs, params, **kw):
+        reads = COUNTS.reads
+        out = real_grow(xp, inputs, params, **kw)
+        grown.append((out, COUNTS.reads - reads))
+        return out
+
+    monkeypatch.setattr(tree, "grow_tree", counted_grow)
+    model = RandomForestClassifier(n_estimators=2, batch_size=2, max_depth=None, max_bins=16, max_features=2,
+                                   random_state=0)
+    model.fit(X.view(DeviceArray), y)
+    [(batch, reads)] = grown
+    assert batch is not None and batch.node_count is not None  # grown on the device, laid out
+    levels = len(marks)
+    depth = int(batch.max_depth)
+    assert levels == depth > tree.DEEP_PERFECT_LEVELS + 2, (levels, depth)  # a split launch a level
+    steps = [(o1 - o0 - (w1 - w0), r1 - r0) for (o0, r0, w0), (o1, r1, w1) in zip(marks, marks[1:])]
+    perfect, compact = steps[: tree.DEEP_PERFECT_LEVELS - 1], steps[tree.DEEP_PERFECT_LEVELS:]
+    assert perfect == [(tree.LAUNCHES_PER_LEVEL, 0)] * len(perfect), perfect
+    per_level = tree.LAUNCHES_PER_LEVEL + tree.DEEP_OPERATIONS_PER_LEVEL
+    assert compact and compact == [(per_level, 1)] * len(compact), compact
+    # a read a compact level (the one below the deepest reads 0 and stops), and the layout's one
+    assert reads == levels - tree.DEEP_PERFECT_LEVELS + 2, (reads, levels)
+    print(f"deep device forest (max_depth=None): depth {depth}, {per_level} device operations and 1 host "
+          f"read a compact level, {tree.LAUNCHES_PER_LEVEL} and 0 a perfect one; {reads} reads in the batch, "
+          f"{len(widen_ops)} widenings of the node table ({sum(widen_ops)} operations)")

@@ -97,12 +97,35 @@ def test_forests_too_large_for_one_pass_are_grown_a_few_trees_at_a_time():
                       grow(NP, level_wise(forest_batch(5, k=3, n=100)[0]), params))
 
 
+def test_deep_forest_batches_equal_the_level_wise_grower(monkeypatch):
+    """max_depth=None: the levels below the perfect ones compact (one host read a level) and are built a group of
+    nodes at a time (what memory_limit holds: 4 here), the node table widens as the trees grow; the same trees as
+    the level-wise grower's, laid out."""
+    monkeypatch.setattr(tree, "DEEP_PERFECT_LEVELS", 2)  # compact from level 2 (the simulator: few blocks a level)
+    monkeypatch.setattr(tree, "group_slots", lambda *a: 4)
+    # 3 of 5 features: the perfect levels subtract, the compact ones build every node over every feature (the
+    # forests' tests below build over the drawn features)
+    params = device_params(max_depth=None, max_features=3, local_thresholds=True, sorted_small_nodes=True)
+    inputs, scale = forest_batch(2, criterion="squared_error", n=100, k=1)
+    assert tree.histogram_features(inputs, params) == (5, False)
+    widened = []
+    real_widen = tree._widen
+    monkeypatch.setattr(tree, "_widen", lambda *a: widened.append(a[2]) or real_widen(*a))
+    got = tree.grow_tree(NP, inputs, params, scale=scale)
+    want = grow(NP, level_wise(forest_batch(2, criterion="squared_error", n=100, k=1)[0]), params)
+    assert got.node_count is not None  # laid out by grow_tree (the levels read their live counts anyway)
+    np.testing.assert_array_equal(got.node_count, want.node_count)
+    assert got.max_depth == want.max_depth > tree.MAX_DEPTH, want.max_depth  # beyond the perfect-tree layout
+    for name in ("left", "right", "feature", "bin", "missing_left", "threshold", "depth", "stats"):
+        np.testing.assert_array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(want, name)), err_msg=name)
+    assert len(widened) >= 2, widened  # from the 7 nodes of the first levels
+
+
 def test_uncovered_forest_batches_decline():
     inputs, scale = forest_batch(1)
     params = device_params(max_features=2, local_thresholds=True, sorted_small_nodes=True)
     assert tree.grow_tree(NP, inputs, params, scale=scale) is not None
-    for other in (dict(max_depth=None), dict(max_depth=tree.MAX_DEPTH + 1), dict(max_leaf_nodes=6)):
-        assert tree.grow_tree(NP, inputs, dataclasses.replace(params, **other), scale=scale) is None
+    assert tree.grow_tree(NP, inputs, dataclasses.replace(params, max_leaf_nodes=6), scale=scale) is None
     for criterion in ("misclassification", "friedman_mse", "poisson"):
         other, other_scale = forest_batch(1, criterion=criterion)
         assert tree.grow_tree(NP, other, params, scale=other_scale) is None
@@ -156,3 +179,26 @@ def test_forests_on_the_device_equal_the_level_wise_and_cpu_ones(kind, monkeypat
                 bound = 2.0 ** -50 * n * n * np.max(np.abs(c[name]), axis=(0, 1))
                 assert np.all(np.abs(d[name] - c[name]) <= bound), name
     np.testing.assert_allclose(model.predict(X), cpu_model.predict(X), rtol=1e-10, atol=1e-10)
+
+
+def test_deep_forests_on_the_device_equal_the_cpu_ones(monkeypatch):
+    """A forest deeper than the perfect-tree layout (4 here: the simulator's time) grown by the device step, its
+    trees stopping at max_depth (6 of their 8 levels), a tree a pass (each pass its own levels in the shared node
+    table): the CPU's forest (classes are integer channels: the same statistics)."""
+    monkeypatch.setattr(tree, "DEEP_PERFECT_LEVELS", 3)  # compact levels within the trees' depth
+    monkeypatch.setattr(tree, "MAX_DEPTH", 4)
+    monkeypatch.setattr(tree, "trees_per_pass", lambda *a: 1)
+    rng = np.random.default_rng(6)
+    n = 120
+    X = rng.normal(size=(n, 5))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.digitize(np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 2]) + rng.normal(size=n), [-0.7, 0.7])
+    kw = dict(n_estimators=2, batch_size=2, max_depth=6, max_bins=16, max_features=2, random_state=3)
+    device, on_device, model = _fit(RandomForestClassifier, kw, X, y, monkeypatch, "cuda")
+    assert on_device == 1
+    cpu, _, cpu_model = _fit(RandomForestClassifier, kw, X, y, monkeypatch, "numba")
+    assert model._batches[0].max_depth == 6  # the trees cut at 6 of their 8 levels
+    for d, c in zip(device, cpu):
+        for name in d:
+            np.testing.assert_array_equal(d[name], c[name], err_msg=name)
+    np.testing.assert_array_equal(model.predict_proba(X), cpu_model.predict_proba(X))

@@ -1,4 +1,5 @@
-"""A batch of trees grown on the GPU, a fixed number of launches a level, no host read inside a tree.
+"""A batch of trees grown on the GPU, a fixed number of launches a level, no host read inside a tree (deep
+trees: one a level).
 
 The trees of a batch (the K trees of a boosting round, or a forest's batch)
 grow depth-wise to ``max_depth`` in a perfect-tree layout: node ``i``'s
@@ -45,8 +46,32 @@ reads them. A batch whose deepest level's histograms do not fit
 ``memory_limit`` at once is grown :func:`trees_per_pass` trees at a time,
 three launches a level a pass.
 
-The host loops over the levels (their count is ``max_depth``) and reads
-nothing: the trees come back in their perfect-tree layout (a
+Each split node's block writes its left child's id (``child``; the right
+child is the next node) and its children's depth, and the rows follow
+``child``: the layout is the host's choice of where a level's children go.
+Trees deeper than :data:`MAX_DEPTH` (``max_depth`` None, the forests'
+default, or above it; :func:`is_deep`) keep the perfect-tree layout for
+their first :data:`DEEP_PERFECT_LEVELS` levels, then compact each level: a
+running count over the level's nodes that may split ranks them on the
+device (``xp.cumulative_sum``), and the most of any tree of the pass is the
+one host read of the level (in :func:`_grow_pass`, marked there): it sizes
+the level's histograms (a slot, and a ``_split`` block, a node that may
+split: the block finds its node by a binary search of the running count)
+and the next level's slots (a node of rank ``j``'s children are slots
+``2 j`` and ``2 j + 1``), and 0 ends the trees; two more operations a level
+(:data:`DEEP_OPERATIONS_PER_LEVEL`). A compact level builds every node that
+may split from its rows (no subtraction, so no level's histograms are kept
+for the next), a group of :func:`group_slots` nodes a tree at a time (what
+``memory_limit`` holds; three launches a group, one group on small data),
+so the passes are sized by the perfect levels (:func:`widest_level`) alone.
+The node table grows with the levels (doubled when the next level does not
+fit). The trees are laid out by
+:func:`gputrees.kernels.reference.compact_batch` from the nodes that exist
+(their depth written) before they are returned: one more read.
+
+Up to :data:`MAX_DEPTH` the host loops over the levels (their count is
+``max_depth``) and reads nothing: the trees come back in their perfect-tree
+layout (a
 :class:`~gputrees._records.TreeBatch` whose ``node_count`` is None), which
 predicts as it is, and which the fit lays out in the level-wise grower's
 numbering once it is done (:func:`gputrees.kernels.reference.compact_batch`,
@@ -61,18 +86,21 @@ level, to compare the two); the simulator always takes it.
 
 Covered (:func:`covered`; else the grower grows the batch level by level):
 channels quantised with ``scale``; the Newton criterion over ``[count, G,
-H]`` (boosting's batches of one or K trees, every row once) or Gini, entropy
-and squared error over up to :data:`MAX_CHANNELS` channels (trees of a
-forest's batch with bootstrap multiplicities);
-depth-wise to a ``max_depth`` within :data:`MAX_DEPTH`, one tree's deepest
-level within the memory bound; numerical features with missing values,
+H]`` (boosting's batches of one or K trees, every row once) depth-wise to a
+``max_depth`` within :data:`MAX_DEPTH`, or Gini, entropy and squared error
+over up to :data:`MAX_CHANNELS` channels (trees of a forest's batch with
+bootstrap multiplicities) depth-wise to any ``max_depth`` or none (deep
+trees: one host read a level), one tree's widest perfect level
+(:func:`widest_level`) within the memory bound; numerical features with
+missing values,
 ``min_samples_leaf``, ``min_weight_leaf`` / ``min_child_weight``,
 ``min_samples_split``, ``min_impurity_decrease`` / ``min_split_gain``,
 per-tree feature subsets, per-node feature draws (``max_features``),
 thresholds at the next value bin of the feature or of the node
 (``local_thresholds``; the level-wise grower's sort-based search of small
 nodes finds the same splits there). Not covered: categorical features,
-monotonic constraints, ``max_depth=None``, best-first growth
+monotonic constraints, boosting's trees deeper than :data:`MAX_DEPTH`
+(their rounds read nothing to the host), best-first growth
 (``max_leaf_nodes``), extremely randomised splits (extra trees), the
 misclassification, Friedman and Poisson criteria.
 """
@@ -86,19 +114,22 @@ import numba
 import numpy as np
 from numba import cuda
 
-from .. import node_draws
+from .. import node_draws, reference
 from ..._records import DRAWN_BUILD_SHARE, ENTROPY, GINI, NEWTON, SQUARED_ERROR, TreeBatch, criterion_code
 from .. import rules
 from .._cuda import fixed_point, grid_blocks, launch, launch_config, pair_weight
 from .rules import compile_rules
 
 __all__ = [
-    "grow_tree", "covered", "shared_group_width", "trees_per_pass", "histogram_features", "MAX_DEPTH",
-    "MAX_CHANNELS", "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
+    "grow_tree", "covered", "is_deep", "widest_level", "group_slots", "shared_group_width", "trees_per_pass",
+    "histogram_features", "MAX_DEPTH", "DEEP_PERFECT_LEVELS", "DEEP_OPERATIONS_PER_LEVEL", "MAX_CHANNELS",
+    "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
 ]
 
-#: Deepest trees grown here: a level's histograms hold 2^(depth - 1) nodes.
+#: Deepest trees grown in the perfect-tree layout (no host read): a level's histograms hold 2^(depth - 1) nodes.
 MAX_DEPTH = 12
+#: Deeper trees' levels kept in the perfect-tree layout (2^d slots, no host read) before they compact.
+DEEP_PERFECT_LEVELS = 6
 #: Most channels a node's statistics have here (the kernels' per-thread arrays are this long): 15 classes,
 #: 7 regression outputs.
 MAX_CHANNELS = 16
@@ -106,6 +137,9 @@ MAX_CHANNELS = 16
 CRITERIA = (NEWTON, GINI, ENTROPY, SQUARED_ERROR)
 #: Device operations a level takes (zeroing, routing and build, split) for the trees of one pass.
 LAUNCHES_PER_LEVEL = 3
+#: More a compact level of deep trees takes: the running count of its nodes that may split, and its maximum
+#: (read to the host).
+DEEP_OPERATIONS_PER_LEVEL = 2
 #: Dynamic shared memory a block of ``_build_shared`` may use: the limit without opting in to more.
 SHARED_HISTOGRAM_BYTES = 48 * 1024
 #: Most blocks of a ``_build_shared`` launch: each adds its shared histograms to the global ones once.
@@ -115,7 +149,7 @@ _NEG_INF = -math.inf
 #: pass).
 _TREE_ARRAYS = ("codes", "chan", "mult", "wmult", "scale", "node", "split", "feature", "bin", "missing_left",
                 "threshold", "stats", "can", "key", "allowed", "tw", "n_value_bins", "thresholds", "bin_values",
-                "is_exact", "inv", "proxies", "fbest", "drawn", "u", "fids")
+                "is_exact", "inv", "proxies", "fbest", "drawn", "u", "fids", "child", "depth")
 
 
 # -- device functions ---------------------------------------------------------------
@@ -162,36 +196,48 @@ def _feature_scan(hist, base, nb, n_scan, P, inv, kind, n_out, l2, msl, mwl, pro
 
 
 @cuda.jit(device=True)
-def _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin):
-    """Row ``r``'s node in tree ``k`` at the level starting at ``level_first``: moved to its child where its
-    node (of the level above) split, else where it is (a leaf of an earlier level: below ``level_first``)."""
+def _level_node(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin):
+    """Row ``r``'s node in tree ``k`` at the level starting at ``level_first``: moved to its child (``child``:
+    each split node's left child, the right one next to it) where its node (of the level above) split, else
+    where it is (a leaf of an earlier level: below ``level_first``)."""
     nd = node[k, r]
     if nd < level_first and split[k, nd]:
         code = numba.int64(codes[r, feature[k, nd]])
         left = missing_left[k, nd] if code == missing_bin else code <= bin_[k, nd]
-        nd = 2 * nd + (1 if left else 2)
+        nd = child[k, nd] + (0 if left else 1)
     return nd
 
 
 @cuda.jit(device=True)
-def _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
-                by_drawn, can, write):
+def _build_pair(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin, small_right,
+                every, can, live, slot0, n_pairs, write):
     """Row ``r``'s node of this level (written back to ``node`` where ``write``), and the histogram slot of
     that level that takes the row: -1 where none does (a leaf of an earlier level, or the larger child of its
-    pair, which comes by subtraction); the node's position in the level where every node is built
-    (``by_drawn``, over its drawn features; -1 for a node that may not split) and at level 0 (the root)."""
-    nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
+    pair, which comes by subtraction); where every node that may split is built (``every``: over its drawn
+    features, or a deep tree's compact level, whose slots ``slot0 ..`` of ``n_pairs`` are built at a time) the
+    node's slot among those (-1 for a node that may not split, or out of the group), and at level 0 (the root).
+    Returns (slot, node)."""
+    nd = _level_node(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin)
     if write:
         node[k, r] = nd
     s = nd - level_first
     if s < 0:
-        return -1
+        return -1, nd
     if level_first == 0:
-        return s
-    if by_drawn:
-        return s if can[k, nd] else -1
+        return s, nd
+    if every:
+        q = _hist_slot(live, k, s) - slot0
+        return (q if can[k, nd] and 0 <= q < n_pairs else -1), nd
     q = s // 2
-    return q if s - 2 * q == small_right[k, q] else -1
+    return (q if s - 2 * q == small_right[k, q] else -1), nd
+
+
+@cuda.jit(device=True)
+def _hist_slot(live, k, s):
+    """The histogram slot of tree ``k``'s node ``s`` of the level (one that may split): ``s`` in the
+    perfect-tree layout (``live`` of one column), its rank among the level's nodes that may split in the
+    compact one (``live``: their running count over the level's nodes; a level of one node: the same slot)."""
+    return s if live.shape[1] == 1 else live[k, s] - 1
 
 
 @cuda.jit(device=True)
@@ -207,13 +253,33 @@ def _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
     return filled
 
 
+@cuda.jit(device=True)
+def _slot_node(live, k, j, width):
+    """The level's node (its position ``s``) of tree ``k``'s histogram slot ``j``: ``j`` in the perfect-tree
+    layout; in the compact one the node whose rank among those that may split is ``j`` (the first whose running
+    count ``live[k, s]`` passes ``j``: a binary search), -1 where the tree has no such node."""
+    if live.shape[1] == 1:
+        return j
+    if j >= live[k, width - 1]:
+        return -1
+    lo, hi = 0, width - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if live[k, mid] > j:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 # -- kernels (compiled at first launch) -----------------------------------------------
 @cuda.jit
-def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left, missing_bin,
-           small_right, by_drawn, fids, can, level_first, n_pairs, nb, out):
+def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left, child,
+           missing_bin, small_right, by_drawn, fids, can, live, level_first, n_pairs, nb, every, slot0, out):
     """Each row routed to its node of this level (the splits of the level above), then the histograms
     (K, n_pairs, F, nb, C) of each pair's smaller child (level 0: of the roots), int64 atomics; ``by_drawn``:
-    of every node (K, width, k, nb, C) over its ``k`` drawn features (``fids`` (K, nodes, k))."""
+    of every node that may split (K, n_pairs slots: :func:`_hist_slot`, k, nb, C) over its ``k`` drawn
+    features (``fids`` (K, nodes, k)); ``every``: of every node that may split, those of slots ``slot0 ..``."""
     n_trees, n = node.shape
     n_features = fids.shape[2] if by_drawn else codes.shape[1]
     C = scale.shape[0]
@@ -223,21 +289,22 @@ def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, featu
     for idx in range(start, n_trees * n, step):
         k = idx // n
         r = idx - k * n
-        q = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
-                        by_drawn, can, True)
+        q, nd = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin,
+                            small_right, every, can, live, slot0, n_pairs, True)
         if q < 0 or not _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
             continue
         base = (k * n_pairs + q) * n_features
         for f in range(n_features):
-            col = fids[k, level_first + q, f] if by_drawn else f
+            col = fids[k, nd, f] if by_drawn else f
             j = ((base + f) * nb + numba.int64(codes[r, col])) * C
             for c in range(C):
                 cuda.atomic.add(out, j + c, w[c])
 
 
 @cuda.jit
-def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left,
-                  missing_bin, small_right, by_drawn, fids, can, level_first, n_pairs, nb, group_width, out):
+def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left, child,
+                  missing_bin, small_right, by_drawn, fids, can, live, level_first, n_pairs, nb, every, slot0,
+                  group_width, out):
     """``_build``, a block's rows summed in shared memory first (int64 atomics there), then added to ``out``
     once a block: at the upper levels every row of a launch would otherwise add to the same few global
     addresses, and the atomics queue on them.
@@ -268,13 +335,13 @@ def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split
     for idx in range(chunk * threads + tid, n_trees * n, n_chunks * threads):
         k = idx // n
         r = idx - k * n
-        q = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin, small_right,
-                        by_drawn, can, g == 0)
+        q, nd = _build_pair(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin,
+                            small_right, every, can, live, slot0, n_pairs, g == 0)
         if q < 0 or not _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
             continue
         base = (k * n_pairs + q) * fw
         for f in range(fw):
-            col = fids[k, level_first + q, f0 + f] if by_drawn else f0 + f
+            col = fids[k, nd, f0 + f] if by_drawn else f0 + f
             j = ((base + f) * nb + numba.int64(codes[r, col])) * C
             for c in range(C):
                 cuda.atomic.add(hist, j + c, w[c])
@@ -292,7 +359,7 @@ def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split
 def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed, n_value_bins, thresholds,
            bin_values, is_exact, inv, tw, kind, n_out, level, level_first, width, nb, l2, msl, mwl, min_split,
            max_depth, min_decrease, tie_rtol, k_draw, has_allowed, by_drawn, fids, local_thr, split, feature, bin_,
-           missing_left, threshold, small_right, small_next):
+           missing_left, threshold, small_right, small_next, live, n_slots, next_first, child, depth, every, slot0):
     """One block a (tree, node of the level): the node's histograms, its split and its children.
 
     0. Level 0: the root's statistics (its histogram of feature 0 summed over the bins: every row is in one),
@@ -318,6 +385,12 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     ``small_right`` (K, pairs): which child of each pair of this level was built; ``small_next``: the
     same of the next level's pairs, written here (another array: the blocks of other nodes still read
     theirs).
+
+    The level's nodes are ``level_first + s`` (``s < width``); a block a histogram slot (``n_slots`` a tree
+    from ``slot0``: every node's in the perfect-tree layout, one a node that may split in the compact one,
+    :func:`_slot_node`), and the node's children, whose ``child`` (the left one's id) and ``depth`` it writes,
+    are ``next_first + 2 slot`` and the next: ``2 nd + 1`` in the perfect-tree layout. ``every``: every node's
+    histograms built (no subtraction: ``by_drawn``, and deep trees' compact levels, a group of slots at a time).
     """
     chosen = cuda.shared.array(1, dtype=numba.int64)  # the first near-best candidate
     sums = cuda.shared.array(MAX_CHANNELS, dtype=numba.int64)
@@ -325,9 +398,11 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     left = cuda.local.array(MAX_CHANNELS, numba.float64)
     right = cuda.local.array(MAX_CHANNELS, numba.float64)
     tmp = cuda.local.array(MAX_CHANNELS, numba.float64)
-    ks = cuda.blockIdx.x
-    k = ks // width
-    s = ks - k * width
+    ks = cuda.blockIdx.x  # the node's histograms and work space
+    k = ks // n_slots
+    s = _slot_node(live, k, slot0 + ks - k * n_slots, width)
+    if s < 0:
+        return  # the whole block: a tree with fewer nodes that may split than the level's slots
     nd = level_first + s
     tid = cuda.threadIdx.x
     threads = cuda.blockDim.x
@@ -341,7 +416,7 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
         for c in range(tid, C, threads):
             acc = numba.int64(0)
             for b in range(nb):
-                acc += built[ks * cell + b * C + c]
+                acc += built[k * cell + b * C + c]
             stats[k, 0, c] = acc
         cuda.syncthreads()
         if tid == 0:
@@ -352,26 +427,28 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     cuda.syncthreads()
     if not can[k, nd]:
         return  # the whole block: no barrier below is left waiting
-    if level > 0 and not by_drawn:
+    slot = slot0 + ks - k * n_slots
+    hs = ks
+    if level > 0 and not every:
         q = s // 2
         small = s - 2 * q == small_right[k, q]
         src = (k * (width // 2) + q) * cell
         for x in range(tid, cell, threads):
             b = built[src + x]
-            hist[ks * cell + x] = b if small else prev[src + x] - b
+            hist[hs * cell + x] = b if small else prev[src + x] - b
     if k_draw >= 0 and not by_drawn and tid == 0:
-        rules.draw_features(key[k, nd], k_draw, allowed[k], has_allowed, u[ks], drawn[ks])
+        rules.draw_features(key[k, nd], k_draw, allowed[k], has_allowed, u[hs], drawn[hs])
     cuda.syncthreads()
     for c in range(C):
         P[c] = stats[k, nd, c] * inv[c]
     for f in range(tid, n_features, threads):
         p = _NEG_INF
         col = fids[k, nd, f] if by_drawn else f
-        if by_drawn or (drawn[ks, f] if k_draw >= 0 else allowed[k, f]):
-            idx = ks * n_features + f
+        if by_drawn or (drawn[hs, f] if k_draw >= 0 else allowed[k, f]):
+            idx = hs * n_features + f
             p = _feature_scan(hist, idx * nb * C, nb, n_value_bins[col], P, inv, kind, n_out, l2, msl, mwl, proxies,
                               idx * 2 * (nb - 1))
-        fbest[ks * n_features + f] = p
+        fbest[hs * n_features + f] = p
     if tid == 0:
         chosen[0] = 2 * (nb - 1)
         for c in range(C):
@@ -379,18 +456,18 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     cuda.syncthreads()
     best = _NEG_INF
     for f in range(n_features):
-        best = max(best, fbest[ks * n_features + f])
+        best = max(best, fbest[hs * n_features + f])
     if not best > _NEG_INF:
         return  # every thread read the same features' bests: the whole block
     target = rules.tie_target(best, tie_rtol)
     j_col = -1
     for f in range(n_features):
-        fb = fbest[ks * n_features + f]
+        fb = fbest[hs * n_features + f]
         if fb > _NEG_INF and fb >= target:
             j_col = f  # the first feature whose best is near the best (drawn ones ascending): one of its candidates
             break
     col = fids[k, nd, j_col] if by_drawn else j_col
-    out = (ks * n_features + j_col) * 2 * (nb - 1)
+    out = (hs * n_features + j_col) * 2 * (nb - 1)
     for j in range(tid, 2 * (nb - 1), threads):
         p = proxies[out + j]
         if p > _NEG_INF and p >= target:
@@ -399,7 +476,7 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     first = chosen[0]
     variant = first // (nb - 1)
     pos = first - variant * (nb - 1)
-    base = (ks * n_features + j_col) * nb * C
+    base = (hs * n_features + j_col) * nb * C
     for b in range(tid, pos + 1 + variant, threads):
         j = base + (b if b <= pos else nb - 1) * C  # the bins up to the candidate, and the missing bin
         for c in range(C):
@@ -436,7 +513,9 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
         nxt = pos + 1
     threshold[k, nd] = rules.split_threshold(col, pos, nxt if has_next else pos, has_next, thresholds, bin_values,
                                              is_exact)
-    lc = 2 * nd + 1
+    lc = next_first + 2 * slot
+    child[k, nd] = lc
+    depth[k, lc] = depth[k, lc + 1] = level + 1
     for c in range(C):
         stats[k, lc, c] = sums[c]
         stats[k, lc + 1, c] = stats[k, nd, c] - sums[c]
@@ -446,19 +525,19 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
         for side in range(2):
             key[k, lc + side] = rules.child_key(key[k, nd], side)
             if by_drawn and can[k, lc + side]:  # the child's features, which its histograms are built over
-                mask = drawn[ks]
-                rules.draw_features(key[k, lc + side], k_draw, allowed[k], has_allowed, u[ks], mask)
+                mask = drawn[hs]
+                rules.draw_features(key[k, lc + side], k_draw, allowed[k], has_allowed, u[hs], mask)
                 j = 0
                 for f in range(mask.shape[0]):
                     if mask[f]:
                         fids[k, lc + side, j] = f
                         j += 1
-    # the smaller child of the pair is built at the next level (the left on a tie)
-    small_next[k, s] = 1 if stats[k, lc + 1, 0] < stats[k, lc, 0] else 0
+    if not every:  # the smaller child of the pair is built at the next level (the left on a tie)
+        small_next[k, slot] = 1 if stats[k, lc + 1, 0] < stats[k, lc, 0] else 0
 
 
 @cuda.jit
-def _route(codes, node, split, feature, bin_, missing_left, level_first, missing_bin):
+def _route(codes, node, split, feature, bin_, missing_left, child, level_first, missing_bin):
     """Each (tree, row) moved to its child where its node (above ``level_first``) split: the last level's rows
     to their leaves, ``level_first`` the first node below the last level."""
     n_trees, n = node.shape
@@ -467,7 +546,8 @@ def _route(codes, node, split, feature, bin_, missing_left, level_first, missing
     for idx in range(start, n_trees * n, step):
         k = idx // n
         r = idx - k * n
-        node[k, r] = _level_node(codes, node, k, r, split, feature, bin_, missing_left, level_first, missing_bin)
+        node[k, r] = _level_node(codes, node, k, r, split, feature, bin_, missing_left, child, level_first,
+                                 missing_bin)
 
 
 # -- the host side ---------------------------------------------------------------------
@@ -495,8 +575,9 @@ def covered(xp, inputs, params, scale) -> bool:
         and (mono is None or not np.any(np.asarray(mono) != 0))
         and not np.any(mapper.is_categorical)
         and mapper.bin_values is not None
-        and params.max_depth is not None
-        and 1 <= params.max_depth <= MAX_DEPTH
+        # deeper than the perfect-tree layout: forests' and trees' criteria (boosting's rounds read nothing)
+        and (params.max_depth is None or params.max_depth >= 1)
+        and (not is_deep(params) or kind != NEWTON)
         and params.max_leaf_nodes is None
         # the sort-based search of small nodes finds the histograms' split where thresholds are local
         and (params.local_thresholds or not params.sorted_small_nodes)
@@ -509,8 +590,11 @@ def trees_per_pass(inputs, params) -> int:
     """Trees of the batch whose levels are grown together: as many as the deepest level's histograms of all of
     them fit ``memory_limit``; the batch's trees are grown that many at a time (0: not one fits)."""
     n_hist, by_drawn = histogram_features(inputs, params)
-    per_channel = _BYTES_PER_BIN_CHANNEL // 2 if by_drawn else _BYTES_PER_BIN_CHANNEL  # one level, built in place
-    per_tree = 2 ** (params.max_depth - 1) * n_hist * int(inputs.bin_mapper.n_bins) * (
+    if by_drawn:
+        per_channel = _BYTES_PER_BIN_CHANNEL // 2  # one level, built in place
+    else:  # deep trees: either perfect level, and the built children, may be the widest
+        per_channel = 3 * _BYTES_PER_BIN_CHANNEL // 2 if is_deep(params) else _BYTES_PER_BIN_CHANNEL
+    per_tree = widest_level(inputs, params) * n_hist * int(inputs.bin_mapper.n_bins) * (
         per_channel * int(inputs.channels.shape[-1]) + _BYTES_PER_BIN)
     return int(params.memory_limit // per_tree)
 
@@ -544,10 +628,11 @@ def grow_tree(xp, inputs, params, *, scale=None):
     Returns
     -------
     TreeBatch or None
-        The level-wise grower's trees with the cuda set's quantised kernels,
-        in the perfect-tree layout (``node_count`` None, rows' leaves by
-        perfect ids): :func:`gputrees.kernels.reference.compact_batch` gives
-        the level-wise grower's batch itself.
+        The level-wise grower's trees with the cuda set's quantised kernels:
+        up to :data:`MAX_DEPTH`, in the perfect-tree layout (``node_count``
+        None, rows' leaves by perfect ids), which
+        :func:`gputrees.kernels.reference.compact_batch` lays out as the
+        level-wise grower's batch; deeper (:func:`is_deep`), that batch itself.
     """
     if not covered(xp, inputs, params, scale):
         return None
@@ -556,39 +641,34 @@ def grow_tree(xp, inputs, params, *, scale=None):
     mapper = inputs.bin_mapper
     n, n_features = int(codes.shape[0]), int(codes.shape[1])
     nb = int(mapper.n_bins)
-    depth = int(params.max_depth)
+    deep = is_deep(params)
+    depth = -1 if params.max_depth is None else int(params.max_depth)  # the kernels' -1: no limit
     chan = inputs.channels
     C = int(chan.shape[-1])
     n_trees = int(chan.shape[0]) if chan.ndim == 3 else (
         1 if inputs.multiplicity is None else int(inputs.multiplicity.shape[0]))
-    cap = 2 ** (depth + 1) - 1
+    # deep trees' table starts with the perfect levels and the first compact one, and widens as they grow
+    cap = 2 ** ((DEEP_PERFECT_LEVELS if deep else depth) + 1) - 1
     f8, i8 = xp.float64, xp.int64
     scale_dev = xp.asarray(scale.array if hasattr(scale, "array") else list(scale), dtype=f8)
-    stats = xp.zeros((n_trees, cap, C), dtype=i8)
-    can = xp.zeros((n_trees, cap), dtype=xp.bool)
-    split = xp.zeros((n_trees, cap), dtype=xp.bool)
-    feature = xp.full((n_trees, cap), -2, dtype=i8)
-    bin_ = xp.full((n_trees, cap), -1, dtype=i8)
-    missing_left = xp.zeros((n_trees, cap), dtype=xp.bool)
-    threshold = xp.full((n_trees, cap), -2.0, dtype=f8)
     node = xp.zeros((n_trees, n), dtype=i8)
     allowed = (xp.ones((n_trees, n_features), dtype=xp.bool) if inputs.tree_features is None
                else _on_device(xp, inputs.tree_features, xp.bool))
-    # per-node feature draws keyed by the node's path (gputrees.kernels.node_draws): the trees' keys drawn from the
-    # batch's generator where the level-wise grower draws them, the roots' made here, the others by the
-    # parents' blocks
     k = params.max_features
     k_draw = int(k) if k is not None and k < n_features else -1
     n_hist, by_drawn = histogram_features(inputs, params)
-    key = xp.zeros((n_trees, cap), dtype=xp.uint64)
-    # by_drawn: each node's drawn features (ascending), the roots' drawn here, the others by their parents' blocks
-    fids = xp.zeros((n_trees, cap, n_hist) if by_drawn else (1, 1, 1), dtype=i8)
+    table = _node_table(xp, n_trees, cap, C, n_hist if by_drawn else 0)
+    table["depth"][:, 0] = 0  # the roots (the split kernels write their children's)
+    # per-node feature draws keyed by the node's path (gputrees.kernels.node_draws): the trees' keys drawn from the
+    # batch's generator where the level-wise grower draws them, the roots' made here, the others by the
+    # parents' blocks; by_drawn: each node's drawn features (ascending), the roots' drawn here, the others by
+    # their parents' blocks
     if k_draw >= 0 or inputs.tree_features is not None:
         roots = node_draws.root_keys(node_draws.tree_keys(inputs.rng, n_trees))
-        key[:, 0] = xp.asarray(roots, dtype=xp.uint64)
+        table["key"][:, 0] = xp.asarray(roots, dtype=xp.uint64)
         if by_drawn:
             mask = node_draws.feature_mask(roots, n_features, k_draw)
-            fids[:, 0, :] = xp.asarray(np.nonzero(mask)[1].reshape(n_trees, n_hist), dtype=i8)
+            table["fids"][:, 0, :] = xp.asarray(np.nonzero(mask)[1].reshape(n_trees, n_hist), dtype=i8)
     tw = xp.zeros(n_trees, dtype=f8)
     # the bin mapper's tables, host or device arrays by where the fit bins: contiguous device copies
     tables = dict(n_value_bins=_on_device(xp, mapper.n_value_bins, i8),
@@ -602,24 +682,31 @@ def grow_tree(xp, inputs, params, *, scale=None):
     wmult = dummy if inputs.weight_multiplicity is None else xp.astype(inputs.weight_multiplicity, f8)
     mode = 0 if inputs.multiplicity is None else (1 if inputs.weight_multiplicity is None else 2)
     per_pass = min(n_trees, trees_per_pass(inputs, params))
-    widest = 2 ** (depth - 1)  # the deepest level with histograms
+    widest = widest_level(inputs, params)
+    group = group_slots(inputs, params, per_pass) if deep else widest  # a compact level's slots at a time
+    wide = max(widest, group)
     cell = n_hist * nb * C
 
     def level_buffer(p):
         # level d's histograms in buffer d % 2: the deepest level's the widest, the other's half as wide
-        # (by_drawn: every level's in buffer 0, built in place)
+        # (by_drawn: every level's in buffer 0, built in place; deep trees: a compact level's group in buffer 0,
+        # and either may be the widest perfect level)
         if by_drawn:
-            return widest if p == 0 else 1
+            return wide if p == 0 else 1
+        if deep:
+            return wide if p == 0 else widest
         return widest if p == (depth - 1) % 2 else max(1, widest // 2)
 
     buffers = SimpleNamespace(
         levels=tuple(xp.empty(per_pass * level_buffer(p) * cell, dtype=i8) for p in range(2)),
-        built=xp.empty(1 if by_drawn else per_pass * max(1, widest // 2) * cell, dtype=i8),
-        fbest=xp.empty(per_pass * widest * n_hist, dtype=f8),
-        proxies=xp.empty(per_pass * widest * n_hist * 2 * (nb - 1), dtype=f8),
-        drawn=xp.zeros((per_pass * widest if k_draw >= 0 else 1, n_features), dtype=xp.bool),
-        u=xp.empty((per_pass * widest if k_draw >= 0 else 1, n_features), dtype=f8),
+        built=xp.empty(1 if by_drawn else per_pass * max(1, widest if deep else widest // 2) * cell, dtype=i8),
+        fbest=xp.empty(per_pass * wide * n_hist, dtype=f8),
+        proxies=xp.empty(per_pass * wide * n_hist * 2 * (nb - 1), dtype=f8),
+        drawn=xp.zeros((per_pass * wide if k_draw >= 0 else 1, n_features), dtype=xp.bool),
+        u=xp.empty((per_pass * wide if k_draw >= 0 else 1, n_features), dtype=f8),
         small=xp.zeros((2, per_pass, max(1, widest)), dtype=i8),  # level by level: read one, write one
+        perfect=xp.zeros((1, 1), dtype=i8),  # the slot map of a perfect-tree level (_hist_slot)
+        group=group,
     )
     crit = SimpleNamespace(
         kind=criterion_code(inputs.criterion), n_out=int(getattr(inputs.criterion, "n_outputs", 1)),
@@ -628,59 +715,147 @@ def grow_tree(xp, inputs, params, *, scale=None):
         min_dec=float(params.min_impurity_decrease), k_draw=k_draw, has_allowed=inputs.tree_features is not None,
         local_thr=bool(params.local_thresholds), by_drawn=by_drawn,
     )
+    own = chan.ndim == 3  # each tree its own channels
+    inv = 1.0 / scale_dev  # powers of two: exact
     for a in range(0, n_trees, per_pass):
         b = min(n_trees, a + per_pass)
-        own = chan.ndim == 3  # each tree its own channels
-        arrays = dict(
-            codes=codes, chan=chan2[a * n: b * n] if own else chan2,
-            mult=mult if mode == 0 else xp.reshape(mult[a:b], (-1,)),
-            wmult=wmult if mode < 2 else xp.reshape(wmult[a:b], (-1,)), scale=scale_dev, node=node[a:b],
-            split=split[a:b], feature=feature[a:b], bin=bin_[a:b], missing_left=missing_left[a:b],
-            threshold=threshold[a:b], stats=stats[a:b], can=can[a:b], key=key[a:b], allowed=allowed[a:b],
-            tw=tw[a:b], fids=fids[a:b] if by_drawn else fids, inv=1.0 / scale_dev,  # powers of two: exact
-            proxies=buffers.proxies, fbest=buffers.fbest, drawn=buffers.drawn, u=buffers.u, **tables)
-        v = SimpleNamespace(**{name: arrays[name] for name in _TREE_ARRAYS})
-        _grow_pass(v, b - a, n, n_hist, nb, depth, C, b - a if own else 1, mode, int(mapper.missing_bin), crit,
-                   buffers)
-    inv = 1.0 / scale_dev
-    return _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth,
-                          inputs.record_leaves)
+        rows = dict(codes=codes, chan=chan2[a * n: b * n] if own else chan2,
+                    mult=mult if mode == 0 else xp.reshape(mult[a:b], (-1,)),
+                    wmult=wmult if mode < 2 else xp.reshape(wmult[a:b], (-1,)), scale=scale_dev, node=node[a:b],
+                    allowed=allowed[a:b], tw=tw[a:b], inv=inv, proxies=buffers.proxies, fbest=buffers.fbest,
+                    drawn=buffers.drawn, u=buffers.u, **tables)
+
+        def views(table, a=a, b=b, rows=rows):
+            # the arrays of the pass's trees that every level's launches take: the node table's views made again
+            # when it widens
+            arrays = dict(rows, **{name: t[a:b] if name != "fids" or by_drawn else t for name, t in table.items()})
+            return SimpleNamespace(**{name: arrays[name] for name in _TREE_ARRAYS})
+
+        table = _grow_pass(xp, table, views, b - a, n, n_hist, nb, depth, deep, C, b - a if own else 1, mode,
+                           int(mapper.missing_bin), crit, buffers)
+    batch = _table_batch(xp, table, node, inv, depth, deep, inputs.record_leaves)
+    if deep:  # the existing nodes numbered in level order, as the level-wise grower's (one host read)
+        batch, _ = reference.compact_batch(xp, batch, exists=table["depth"] >= 0)
+    return batch
 
 
-def _grow_pass(v, n_trees, n, n_features, nb, depth, C, chan_trees, mode, missing_bin, crit, buffers):
-    """The levels of ``n_trees`` trees (their arrays' views ``v``; ``n_features`` their histograms'), three
-    launches a level, then the leaves' routing: nothing read to the host."""
+def is_deep(params) -> bool:
+    """Whether the trees grow beyond the perfect-tree layout (``max_depth`` None or above :data:`MAX_DEPTH`): the
+    levels below :data:`DEEP_PERFECT_LEVELS` compact, one host read a level."""
+    return params.max_depth is None or params.max_depth > MAX_DEPTH
+
+
+def widest_level(inputs, params) -> int:
+    """The most nodes of one tree a perfect-tree level's histograms hold: the deepest level's
+    ``2^(max_depth - 1)``; for deep trees the last perfect level's (their compact levels are built a group of
+    nodes at a time, :func:`group_slots`)."""
+    return 2 ** ((DEEP_PERFECT_LEVELS if is_deep(params) else params.max_depth) - 1)
+
+
+def group_slots(inputs, params, per_pass) -> int:
+    """The nodes of one tree a deep tree's compact level builds at a time: as many as the histograms (and
+    proxies) of ``per_pass`` trees fit ``memory_limit``, at most the rows over ``min_samples_split`` (the
+    nodes that may split hold that many in-bag rows each, and a level's nodes hold different rows), and at
+    least the last perfect level's."""
+    n_hist, _ = histogram_features(inputs, params)
+    most = max(2, int(math.ceil(params.min_samples_split)), int(math.ceil(2 * params.min_samples_leaf)))
+    live = int(inputs.codes.shape[0]) // most
+    if params.max_depth is not None:
+        live = min(live, 2 ** (params.max_depth - 1))
+    per_slot = per_pass * n_hist * int(inputs.bin_mapper.n_bins) * (
+        _BYTES_PER_BIN_CHANNEL // 2 * int(inputs.channels.shape[-1]) + _BYTES_PER_BIN)
+    return max(widest_level(inputs, params), min(live, int(params.memory_limit // max(1, per_slot))))
+
+
+def _node_table(xp, n_trees, cap, C, n_drawn):
+    """The trees' node arrays (n_trees, cap): statistics (int64 fixed point), whether a node may split, its
+    split, draw key, drawn features (``n_drawn`` of them; a placeholder where 0), left child and depth (-1:
+    no node there)."""
+    i8, b1 = xp.int64, xp.bool
+    return dict(
+        stats=xp.zeros((n_trees, cap, C), dtype=i8), can=xp.zeros((n_trees, cap), dtype=b1),
+        split=xp.zeros((n_trees, cap), dtype=b1), feature=xp.full((n_trees, cap), -2, dtype=i8),
+        bin=xp.full((n_trees, cap), -1, dtype=i8), missing_left=xp.zeros((n_trees, cap), dtype=b1),
+        threshold=xp.full((n_trees, cap), -2.0, dtype=xp.float64), key=xp.zeros((n_trees, cap), dtype=xp.uint64),
+        fids=xp.zeros((n_trees, cap, n_drawn) if n_drawn else (1, 1, 1), dtype=i8),
+        child=xp.full((n_trees, cap), -1, dtype=i8), depth=xp.full((n_trees, cap), -1, dtype=i8),
+    )
+
+
+def _widen(xp, table, cap, n_drawn):
+    """``table`` with room for ``cap`` nodes a tree, its nodes copied: a deep tree's levels are sized as they
+    grow (capacity doubled, so a tree widens it a few times)."""
+    n_trees, old, C = (int(x) for x in table["stats"].shape)
+    fresh = _node_table(xp, n_trees, cap, C, n_drawn)
+    for name, a in table.items():
+        if name != "fids" or n_drawn:
+            fresh[name][:, :old] = a
+    return fresh
+
+
+def _grow_pass(xp, table, views, n_trees, n, n_features, nb, depth, deep, C, chan_trees, mode, missing_bin, crit,
+               buffers):
+    """The levels of ``n_trees`` trees (``views(table)``: the arrays of their nodes and rows; ``n_features`` their
+    histograms'), three launches a level, then the leaves' routing; returns the node table (widened for deep
+    trees). Up to :data:`MAX_DEPTH` nothing is read to the host; deep trees read one number a level."""
     threads, cap_blocks = launch_config()
     cell = n_features * nb * C
     rtol = float(rules.TIE_RTOL)
+    v = views(table)
     prev = None
-    for d in range(depth):
-        first, width = 2 ** d - 1, 2 ** d
-        n_pairs = width if crit.by_drawn else max(1, width // 2)  # the built histograms' slots
-        cur = buffers.levels[0 if crit.by_drawn else d % 2][: n_trees * width * cell]
-        built = cur if d == 0 or crit.by_drawn else buffers.built[: n_trees * n_pairs * cell]
-        built[...] = 0
+    first, width, d = 0, 1, 0
+    while deep or d < depth:
+        compact = deep and d >= DEEP_PERFECT_LEVELS
+        if compact:
+            # the level's nodes that may split ranked by a running count; their children take slots 2 rank,
+            # 2 rank + 1 of the next level
+            live = xp.cumulative_sum(v.can[:, first:first + width], axis=1, dtype=xp.int64)
+            # the level's one host read: the most nodes of a tree that may split sizes the level's histograms and
+            # the next level's slots, and 0 ends the trees
+            n_slots = int(xp.max(live[:, -1]))
+            if n_slots == 0:
+                break
+        else:
+            live, n_slots = buffers.perfect, width
+        next_first = first + width
+        cap = int(table["stats"].shape[1])
+        if next_first + 2 * n_slots > cap:  # deep trees only: the perfect levels fit the first table
+            table = _widen(xp, table, max(2 * cap, next_first + 2 * n_slots), n_features if crit.by_drawn else 0)
+            v = views(table)
         small = buffers.small[:, :n_trees]
         small_right, small_next = small[(d + 1) % 2], small[d % 2]
-        routing = (v.codes, v.chan, chan_trees, v.mult, v.wmult, mode, v.scale, v.node, v.split, v.feature, v.bin,
-                   v.missing_left, missing_bin, small_right, crit.by_drawn, v.fids, v.can, first, n_pairs, nb)
-        group = shared_group_width(n_trees * n_pairs, nb, n_features, C)
-        if group:
-            n_groups = -(-n_features // group)
-            chunks = min(SHARED_BUILD_BLOCKS // n_groups, grid_blocks(n_trees * n, threads, cap_blocks))
-            launch(_build_shared, n_groups * max(1, chunks), threads, *routing, group, built,
-                   shared_bytes=n_trees * n_pairs * group * nb * C * 8)
-        else:
-            launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, *routing, built)
-        launch(_split, n_trees * width, threads, prev if d > 0 else cur, built, cur, v.proxies, v.fbest, v.drawn, v.u,
-               v.stats, v.can, v.key, v.allowed, v.n_value_bins, v.thresholds, v.bin_values, v.is_exact, v.inv, v.tw,
-               crit.kind, crit.n_out, d, first, width, nb, crit.l2, crit.msl, crit.mwl, crit.min_split, depth,
-               crit.min_dec, rtol, crit.k_draw, crit.has_allowed, crit.by_drawn, v.fids, crit.local_thr, v.split,
-               v.feature, v.bin, v.missing_left, v.threshold, small_right, small_next)
+        # a compact level: every node that may split built (no subtraction), a group of them at a time
+        every = crit.by_drawn or compact
+        step = buffers.group if compact else n_slots
+        for slot0 in range(0, n_slots, step):
+            n_group = min(step, n_slots - slot0)
+            n_pairs = n_group if every else max(1, width // 2)  # the built histograms' slots
+            cur = buffers.levels[0 if every else d % 2][: n_trees * n_group * cell]
+            built = cur if d == 0 or every else buffers.built[: n_trees * n_pairs * cell]
+            built[...] = 0
+            routing = (v.codes, v.chan, chan_trees, v.mult, v.wmult, mode, v.scale, v.node, v.split, v.feature,
+                       v.bin, v.missing_left, v.child, missing_bin, small_right, crit.by_drawn, v.fids, v.can, live,
+                       first, n_pairs, nb, every, slot0)
+            group = shared_group_width(n_trees * n_pairs, nb, n_features, C)
+            if group:
+                n_groups = -(-n_features // group)
+                chunks = min(SHARED_BUILD_BLOCKS // n_groups, grid_blocks(n_trees * n, threads, cap_blocks))
+                launch(_build_shared, n_groups * max(1, chunks), threads, *routing, group, built,
+                       shared_bytes=n_trees * n_pairs * group * nb * C * 8)
+            else:
+                launch(_build, grid_blocks(n_trees * n, threads, cap_blocks), threads, *routing, built)
+            launch(_split, n_trees * n_group, threads, prev if d > 0 and not every else cur, built, cur, v.proxies,
+                   v.fbest, v.drawn, v.u, v.stats, v.can, v.key, v.allowed, v.n_value_bins, v.thresholds,
+                   v.bin_values, v.is_exact, v.inv, v.tw, crit.kind, crit.n_out, d, first, width, nb, crit.l2,
+                   crit.msl, crit.mwl, crit.min_split, depth, crit.min_dec, rtol, crit.k_draw, crit.has_allowed,
+                   crit.by_drawn, v.fids, crit.local_thr, v.split, v.feature, v.bin, v.missing_left, v.threshold,
+                   small_right, small_next, live, n_group, next_first, v.child, v.depth, every, slot0)
         prev = cur
+        first, width, d = next_first, 2 * n_slots, d + 1
     # the last level's rows to their leaves
     launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, v.codes, v.node, v.split, v.feature,
-           v.bin, v.missing_left, 2 ** depth - 1, missing_bin)
+           v.bin, v.missing_left, v.child, first, missing_bin)
+    return table
 
 
 def shared_group_width(n_slots: int, nb: int, n_features: int, n_channels: int) -> int:
@@ -700,30 +875,37 @@ def _on_device(xp, a, dtype):
     return xp.asarray(a, dtype=dtype, copy=True)
 
 
-def _perfect_batch(xp, stats, split, feature, bin_, missing_left, threshold, node, inv, depth, record_leaves):
-    """The trees in their perfect-tree layout as a :class:`TreeBatch`, without a host read: node ``i``'s
-    children are ``2 i + 1`` and ``2 i + 2``, the nodes that do not exist unreachable padding, and
-    ``node_count`` None (:func:`gputrees.kernels.reference.compact_batch` numbers the existing nodes as the
-    level-wise grower does, once the fit is done)."""
+def _table_batch(xp, table, node, inv, depth, deep, record_leaves):
+    """The node table as a :class:`TreeBatch`, without a host read: up to :data:`MAX_DEPTH` in its perfect-tree
+    layout (node ``i``'s children ``2 i + 1`` and ``2 i + 2``, the nodes that do not exist unreachable padding,
+    ``node_count`` None: :func:`gputrees.kernels.reference.compact_batch` numbers the existing nodes as the
+    level-wise grower does, once the fit is done); deep trees' table as it is (``depth`` -1 where no node is),
+    for ``compact_batch`` likewise."""
+    split = table["split"]
     n_trees, cap = split.shape
     i8, f8 = xp.int64, xp.float64
-    ids = xp.arange(cap, dtype=i8)[None, :]
-    level = np.zeros(cap, dtype=np.int64)
-    for d in range(1, depth + 1):
-        level[2 ** d - 1:] = d
-    left = xp.where(split, 2 * ids + 1, xp.asarray(-1, dtype=i8))
+    if deep:
+        node_depth = xp.maximum(table["depth"], xp.asarray(0, dtype=i8))
+        max_depth = -1  # compact_batch finds it
+    else:
+        level = np.zeros(cap, dtype=np.int64)
+        for d in range(1, depth + 1):
+            level[2 ** d - 1:] = d
+        node_depth = xp.broadcast_to(xp.asarray(level)[None, :], (n_trees, cap))
+        max_depth = depth
+    left = xp.where(split, table["child"], xp.asarray(-1, dtype=i8))
     return TreeBatch(
         node_count=None,
         left=left,
         right=xp.where(split, left + 1, left),
-        feature=xp.where(split, feature, xp.asarray(-2, dtype=i8)),
-        bin=xp.where(split, bin_, xp.asarray(-1, dtype=i8)),
-        missing_left=split & missing_left,
+        feature=xp.where(split, table["feature"], xp.asarray(-2, dtype=i8)),
+        bin=xp.where(split, table["bin"], xp.asarray(-1, dtype=i8)),
+        missing_left=split & table["missing_left"],
         is_categorical=xp.zeros((n_trees, cap), dtype=xp.bool),
         cat_left=xp.zeros((n_trees, cap, 0), dtype=xp.bool),
-        threshold=xp.where(split, threshold, xp.asarray(-2.0, dtype=f8)),
-        stats=xp.astype(stats, f8) * inv[None, None, :],
-        depth=xp.broadcast_to(xp.asarray(level)[None, :], (n_trees, cap)),
-        max_depth=depth,
+        threshold=xp.where(split, table["threshold"], xp.asarray(-2.0, dtype=f8)),
+        stats=xp.astype(table["stats"], f8) * inv[None, None, :],
+        depth=node_depth,
+        max_depth=max_depth,
         row_leaf=node if record_leaves else None,
     )
