@@ -82,9 +82,15 @@ def launches(label, fit):
 
 
 def forest(simulated, X, y, Xg, yg, device):
-    """A random forest (bootstrap, max_features="sqrt") on the GPU, device step and level by level, against the
-    CPU's: the same trees (unweighted classes sum exactly everywhere)."""
-    kw = dict(n_estimators=3 if simulated else 20, max_depth=4 if simulated else 8, random_state=0)
+    """Random forests (bootstrap, max_features="sqrt") on the GPU, device step and level by level, against the
+    CPU's: the same trees (unweighted classes sum exactly everywhere); depth 8, and unlimited (the default: the
+    device step's compact deep levels)."""
+    for depth in (4 if simulated else 8, None):
+        kw = dict(n_estimators=3 if simulated else 20, max_depth=depth, random_state=0)
+        forest_both_ways(simulated, X, y, Xg, yg, device, kw, "" if depth else " (max_depth=None)")
+
+
+def forest_both_ways(simulated, X, y, Xg, yg, device, kw, suffix):
     os.environ["GPUTREES_KERNELS"] = "bincount"
     cpu = gputrees.RandomForestClassifier(**kw).fit(X, y)
     os.environ["GPUTREES_KERNELS"] = "cuda"
@@ -92,7 +98,7 @@ def forest(simulated, X, y, Xg, yg, device):
         os.environ.pop("GPUTREES_KERNELS")
     for step in ("1",) if simulated else ("1", "0"):
         os.environ["GPUTREES_DEVICE_STEP"] = step
-        label = "forest, device step" if simulated or step == "1" else "forest, level by level"
+        label = ("forest, device step" if simulated or step == "1" else "forest, level by level") + suffix
         t = time.perf_counter()
         gpu = gputrees.RandomForestClassifier(device=device, **kw).fit(Xg, yg)
         print(f"{label}: first GPU fit: {time.perf_counter() - t:.2f} s")
