@@ -352,6 +352,18 @@ _siblings_serial = serial_twin(_siblings)
 
 
 @numba.njit(**_JIT_GROW)
+def _active_bins(counts, slots, used):
+    """The bins (each feature's ``used[f]`` and the missing one) of the features with entries in the histograms
+    ``slots`` (``counts`` of :func:`~.sparse_codes.sparse_histograms`)."""
+    total = np.int64(0)
+    for q in slots:
+        for f in range(counts.shape[1]):
+            if counts[q, f] > 0:
+                total += used[f] + 1
+    return total
+
+
+@numba.njit(**_JIT_GROW)
 def _split_rows(codes_t, last, threaded, order, spare, go, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
                 missing_bin, f_cat, f_cat_left, row_leaf, base, n_threads):
     """A level's rows sent to the children of ``front`` (split by ``f_feature`` ..): the last level's leaves
@@ -642,7 +654,9 @@ def _grow(codes, codes_t, sp_ptr, sp_feat, sp_code, sp_default, chan, count_free
                 else:
                     sparse_histograms_serial(sp_ptr, sp_feat, sp_code, sp_default, order, s_a, seg_b[small], chan,
                                              first, totals, used, small_cnt, small_hist)
-                if _workers(n_can * filled * Ch, n_threads) > 1:
+                # threads by the bins of the features with entries, not of all: a parallel region costs
+                # more than the few bins of most nodes (and, on busy cores, a time slice of waiting)
+                if _workers(2 * _active_bins(cnt, parent_index, used) * Ch, n_threads) > 1:
                     sparse_siblings(hist, cnt, parent_index, small_hist, small_cnt, totals, small_is_right, children,
                                     used, sp_default, level, level_cnt)
                 else:
@@ -659,7 +673,10 @@ def _grow(codes, codes_t, sp_ptr, sp_feat, sp_code, sp_default, chan, count_free
                     _siblings_serial(hist, parent_index, small_hist, small_is_right, children, level, used)
             next_in_b = not next_in_b
             hist = level
-            ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out,
+            scan_bins = filled
+            if is_sparse:  # (the bins a node's scan reads on average)
+                scan_bins = max(1, _active_bins(cnt, np.arange(n_can), used) // n_can)
+            ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, scan_bins, out,
                              is_cat, n_cat_pos, cnt > 0, np.bool_(is_sparse))
             new_front = cand[ok]
             new_slot = np.arange(n_can, dtype=np.int64)[ok]
