@@ -32,6 +32,13 @@ few bins, not 256, in the zeroing and the sibling subtraction. The
 histograms gather each row's channels by its index rather than move them
 with the rows through the partitions (see :func:`partition_rows`).
 
+Codes that are mostly one code a feature (one-hot, text: a sparse X's or
+its dense twin's) are grown from their other entries
+(:mod:`.sparse_codes`): each node's histograms from its rows' entries,
+only its features with entries subtracted and scanned, the rows routed by
+their entries. The same splits; the default bins' sums are differences,
+equal to rounding (exact for counts).
+
 :func:`grow_tree` returns None where the case is not covered; the caller then
 uses the generic grower.
 """
