@@ -4,7 +4,8 @@ Modules by responsibility: :mod:`.jit` (compilation options, the compiled
 rules, threads), :mod:`.memory` (unchecked loads and stores, prefetch,
 vector adds), :mod:`.binning`, :mod:`.segments` (segmented scans),
 :mod:`.pairs` (the active pairs grouped by node: weights, runs, sums),
-:mod:`.histograms`, :mod:`.routing`, :mod:`.segment_rows` (a row set of node
+:mod:`.histograms`, :mod:`.sparse_codes` (histograms of
+mostly-default codes from their other entries), :mod:`.routing`, :mod:`.segment_rows` (a row set of node
 segments, the Dask workers'), :mod:`.buffers` (reused outputs),
 :mod:`.scan` (the histogram split scan), :mod:`.sorted_scan` (the
 sort-based search of small nodes), :mod:`.predict`, :mod:`.treeshap` (SHAP
@@ -22,12 +23,13 @@ import functools
 
 from . import (
     binning, boost, bootstrap, buffers, grow, histograms, jit, loss, memory, pairs, predict, routing, scan,
-    segment_rows, segments, sorted_scan, subtree, treeshap,
+    segment_rows, segments, sorted_scan, sparse_codes, subtree, treeshap,
 )
 
 __all__ = [
     "make_kernels", "binning", "boost", "bootstrap", "buffers", "grow", "histograms", "jit", "loss", "memory",
-    "pairs", "predict", "routing", "scan", "segment_rows", "segments", "sorted_scan", "subtree", "treeshap",
+    "pairs", "predict", "routing", "scan", "segment_rows", "segments", "sorted_scan", "sparse_codes", "subtree",
+    "treeshap",
 ]
 
 

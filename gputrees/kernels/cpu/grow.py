@@ -32,6 +32,13 @@ few bins, not 256, in the zeroing and the sibling subtraction. The
 histograms gather each row's channels by its index rather than move them
 with the rows through the partitions (see :func:`partition_rows`).
 
+Codes that are mostly one code a feature (one-hot, text: a sparse X's or
+its dense twin's) are grown from their other entries
+(:mod:`.sparse_codes`): each node's histograms from its rows' entries,
+only its features with entries subtracted and scanned, the rows routed by
+their entries. The same splits; the default bins' sums are differences,
+equal to rounding (exact for counts).
+
 :func:`grow_tree` returns None where the case is not covered; the caller then
 uses the generic grower.
 """
@@ -64,7 +71,7 @@ from .binning import feature_major_codes, search_range
 from .buffers import kept
 from .histograms import grouped_histograms
 from .jit import JIT, MIN_WORK_PER_THREAD, Threads, serial_twin
-from .memory import at, at1, put1, row_bytes
+from .memory import at1, put1, row_bytes
 from .pairs import run_sums_serial
 from .scan import (
     BLOCKS_PER_THREAD,
@@ -72,6 +79,14 @@ from .scan import (
     mapper_arrays,
     scan_nodes_kernel,
     scan_nodes_kernel_serial,
+)
+from .sparse_codes import (
+    code_at,
+    sparse_histograms,
+    sparse_histograms_serial,
+    sparse_layout,
+    sparse_siblings,
+    sparse_siblings_serial,
 )
 
 #: Deepest tree grown here: node arrays are sized for a full tree
@@ -140,8 +155,9 @@ def _node_totals(t_of, per_task, n_nodes):
 
 @numba.njit(inline="always")
 def goes_left_numerical(codes_t, r, feature, bin_, missing_left, missing_bin):
-    """Whether row ``r`` goes left at a numerical split (``routing._goes_left``)."""
-    code = at(codes_t, feature, r)
+    """Whether row ``r`` goes left at a numerical split (``routing._goes_left``); ``codes_t``: the feature-major
+    codes or the sparse entries (:func:`~.sparse_codes.code_at`)."""
+    code = code_at(codes_t, r, feature)
     if code == missing_bin:
         return missing_left
     return code <= bin_
@@ -152,7 +168,7 @@ def goes_left(codes_t, r, feature, bin_, missing_left, missing_bin, cat, cat_row
     """Whether row ``r`` goes left at a split, categorical (``cat``: the codes sent left are ``cat_row``'s) or
     numerical (``routing._goes_left``)."""
     if cat:
-        code = at(codes_t, feature, r)
+        code = code_at(codes_t, r, feature)
         return missing_left if code == missing_bin else cat_row[code]
     return goes_left_numerical(codes_t, r, feature, bin_, missing_left, missing_bin)
 
@@ -343,6 +359,37 @@ _siblings_serial = serial_twin(_siblings)
 
 
 @numba.njit(**_JIT_GROW)
+def _active_bins(counts, slots, used):
+    """The bins (each feature's ``used[f]`` and the missing one) of the features with entries in the histograms
+    ``slots`` (``counts`` of :func:`~.sparse_codes.sparse_histograms`)."""
+    total = np.int64(0)
+    for q in slots:
+        for f in range(counts.shape[1]):
+            if counts[q, f] > 0:
+                total += used[f] + 1
+    return total
+
+
+@numba.njit(**_JIT_GROW)
+def _split_rows(codes_t, last, threaded, order, spare, go, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
+                missing_bin, f_cat, f_cat_left, row_leaf, base, n_threads):
+    """A level's rows sent to the children of ``front`` (split by ``f_feature`` ..): the last level's leaves
+    written (:func:`leaf_pass`), else the rows partitioned from ``order`` into ``spare``
+    (:func:`partition_rows`); on threads where ``threaded``. Returns the left counts."""
+    if last and threaded:
+        return leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
+                         f_cat, f_cat_left, row_leaf, base, n_threads)
+    if last:
+        return leaf_pass_serial(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
+                                missing_bin, f_cat, f_cat_left, row_leaf, base, np.int64(1))
+    if threaded:
+        return partition_rows(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
+                              missing_bin, f_cat, f_cat_left)
+    return partition_rows_serial(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
+                                 f_missing_left, missing_bin, f_cat, f_cat_left)
+
+
+@numba.njit(**_JIT_GROW)
 def threaded_rows(seg_a, seg_b, sel, n_threads):
     """Whether a pass over the rows of the nodes ``sel`` runs on threads (:data:`PARTITION_THREAD_ROWS` rows or
     more), else on its serial twin."""
@@ -367,7 +414,7 @@ def _workers(work, n_threads):
 
 @numba.njit(**_JIT_GROW)
 def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out, is_cat,
-                n_cat_pos):
+                n_cat_pos, fmask, has_mask):
     """Best splits of the nodes ``cand`` (histograms ``hist``, one per node in order) and whether each is kept.
 
     ``filled``: the bins a node's scan reads, over all features (each
@@ -378,7 +425,8 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
     Writes the kept nodes' records to ``out`` (feature, bin, missing_left,
     threshold, left (nodes, Ch), is_categorical, cat_left (nodes, bins or 0))
     at the nodes' ids; returns the kept mask (len(cand),). ``is_cat``,
-    ``n_cat_pos``: the categorical features, as ``scan.best_splits`` passes them.
+    ``n_cat_pos``: the categorical features, as ``scan.best_splits`` passes them. ``fmask`` (len(cand), F) bool,
+    read where ``has_mask``: the features scanned (the others hold no split).
     """
     thresholds, bin_values, is_exact, n_value_bins = mapper
     m, F, _, Ch = hist.shape
@@ -390,7 +438,7 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
     n_blocks = _scan_blocks(m, F, m * filled * Ch * SCAN_WORK_PER_BIN, n_threads)
     # np.bool_ flags, not literals: the signature of :func:`scan.best_splits`' call (one compilation for both)
     no, yes = np.bool_(False), np.bool_(True)
-    args = (hist, parent, crit, np.ones((1, 1), dtype=np.bool_), no, d1, no, np.zeros((1, 1), dtype=np.int64),
+    args = (hist, parent, crit, fmask, has_mask, d1, no, np.zeros((1, 1), dtype=np.int64),
             no, d1, d1, no, thresholds, bin_values, is_exact, n_value_bins, yes, no, tie_rtol, n_blocks,
             is_cat, n_cat_pos)
     if n_blocks > 1:
@@ -436,8 +484,8 @@ def _right_children(first_child, depth, n_nodes):
 
 
 @numba.njit(**_JIT_GROW)
-def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, max_depth, min_split, mapper,
-          is_cat, n_cat_pos, tie_rtol, n_threads, row_bytes, work, row_leaf, root_sums):
+def _grow(codes, codes_t, sp_ptr, sp_feat, sp_code, sp_default, chan, count_free, n_bins, missing_bin, crit, min_dec,
+          max_depth, min_split, mapper, is_cat, n_cat_pos, tie_rtol, n_threads, row_bytes, work, row_leaf, root_sums):
     """The tree's node arrays and every row's leaf (see :func:`grow_tree`).
 
     ``is_cat`` (F,) bool, ``n_cat_pos``: the categorical features and the
@@ -446,9 +494,12 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     ``work``: the row and histogram buffers (:class:`_Work`'s arrays, in its
     field order), written before they are read; ``row_leaf`` (n,) int64 out;
     ``root_sums`` (C,) float64, the root's statistics as given, or empty (the
-    rows summed in row order).
+    rows summed in row order). ``sp_ptr`` .. ``sp_default``: the codes off
+    their features' defaults (:func:`~.sparse_codes.sparse_layout`), the
+    histograms then built from them; empty arrays: the dense histograms.
     """
-    order, spare, go, hist_a, hist_b, small_buf = work
+    order, spare, go, hist_a, hist_b, small_buf, cnt_a, cnt_b, cnt_small = work
+    is_sparse = sp_ptr.shape[0] > 0
     n, F = codes.shape
     C = chan.shape[1]
     first = 1 if count_free else 0
@@ -503,11 +554,18 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
     # a level's histograms are written over the level before the last
     # (the parents' stay for the subtraction): two buffers in turn
     # (mode an int64, not the literal 0: one signature of the histogram kernels with the level-wise grower's)
-    hist = grouped_histograms(codes, order, order, empty, empty, np.int64(0), chan, seg_a[:1], seg_b[:1], n_bins,
-                       _workers(n * F, n_threads), row_bytes, hist_a[:1], first, used, n_threads)
+    cnt = cnt_a[:1]
+    if is_sparse:
+        # (one slot: one thread builds it either way)
+        sparse_histograms_serial(sp_ptr, sp_feat, sp_code, sp_default, order, seg_a[:1], seg_b[:1], chan, first,
+                                 stats[:1, first:], used, cnt, hist_a[:1])
+        hist = hist_a[:1]
+    else:
+        hist = grouped_histograms(codes, order, order, empty, empty, np.int64(0), chan, seg_a[:1], seg_b[:1],
+                                  n_bins, _workers(n * F, n_threads), row_bytes, hist_a[:1], first, used, n_threads)
     next_in_b = True
     ok = _scan_nodes(hist, stats, root, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out, is_cat,
-                     n_cat_pos)
+                     n_cat_pos, cnt > 0, np.bool_(is_sparse))
     front = root[ok]
     if front.shape[0] == 0:  # no split kept: every row in the root
         row_leaf[:] = 0
@@ -521,19 +579,13 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
         threaded = threaded_rows(seg_a, seg_b, front, n_threads)
         f_feature, f_bin, f_missing_left = feature[front], bin_[front], missing_left[front]
         f_cat, f_cat_left = node_cat[front], node_cat_left[front]
-        if last and threaded:
-            n_left = leaf_pass(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left, missing_bin,
-                                f_cat, f_cat_left, row_leaf, base, n_threads)
-        elif last:
-            n_left = leaf_pass_serial(codes_t, order, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
-                                       missing_bin, f_cat, f_cat_left, row_leaf, base, np.int64(1))
+        split = (last, threaded, order, spare, go, seg_a, seg_b, front, f_feature, f_bin, f_missing_left,
+                 missing_bin, f_cat, f_cat_left, row_leaf, base, n_threads)
+        if is_sparse:
+            n_left = _split_rows((sp_ptr, sp_feat, sp_code, sp_default), *split)
         else:
-            if threaded:
-                n_left = partition_rows(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
-                                         f_missing_left, missing_bin, f_cat, f_cat_left)
-            else:
-                n_left = partition_rows_serial(codes_t, order, spare, go, seg_a, seg_b, front, f_feature, f_bin,
-                                                f_missing_left, missing_bin, f_cat, f_cat_left)
+            n_left = _split_rows(codes_t, *split)
+        if not last:
             order, spare = spare, order
         can = np.zeros(2 * k, dtype=np.bool_)
         for j in range(k):
@@ -595,18 +647,44 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
             for i in range(n_pairs):
                 if seg_b[small[i]] == s_a[i]:
                     s_a[i] = -1  # no rows (the kernels' mark of an empty run)
-            small_hist = grouped_histograms(codes, order, order, empty, empty, np.int64(0), chan, s_a, seg_b[small],
-                                            n_bins, _workers(built * F, n_threads), row_bytes, small_buf[:n_pairs],
-                                            first, used, n_threads)
             level = hist_b[:n_can] if next_in_b else hist_a[:n_can]
-            if _workers(n_can * filled * Ch, n_threads) > 1:
-                _siblings(hist, parent_index, small_hist, small_is_right, children, level, used)
+            if is_sparse:
+                level_cnt = cnt_b[:n_can] if next_in_b else cnt_a[:n_can]
+                small_hist, small_cnt = small_buf[:n_pairs], cnt_small[:n_pairs]
+                totals = np.empty((n_pairs, Ch))
+                for i in range(n_pairs):
+                    for c in range(Ch):
+                        totals[i, c] = stats[small[i], first + c]
+                if _workers(built + n_pairs * F, n_threads) > 1 and n_pairs > 1:
+                    sparse_histograms(sp_ptr, sp_feat, sp_code, sp_default, order, s_a, seg_b[small], chan, first,
+                                      totals, used, small_cnt, small_hist)
+                else:
+                    sparse_histograms_serial(sp_ptr, sp_feat, sp_code, sp_default, order, s_a, seg_b[small], chan,
+                                             first, totals, used, small_cnt, small_hist)
+                # threads by the bins of the features with entries, not of all: a parallel region costs
+                # more than the few bins of most nodes (and, on busy cores, a time slice of waiting)
+                if _workers(2 * _active_bins(cnt, parent_index, used) * Ch, n_threads) > 1:
+                    sparse_siblings(hist, cnt, parent_index, small_hist, small_cnt, totals, small_is_right, children,
+                                    used, sp_default, level, level_cnt)
+                else:
+                    sparse_siblings_serial(hist, cnt, parent_index, small_hist, small_cnt, totals, small_is_right,
+                                           children, used, sp_default, level, level_cnt)
+                cnt = level_cnt
             else:
-                _siblings_serial(hist, parent_index, small_hist, small_is_right, children, level, used)
+                small_hist = grouped_histograms(codes, order, order, empty, empty, np.int64(0), chan, s_a,
+                                                seg_b[small], n_bins, _workers(built * F, n_threads), row_bytes,
+                                                small_buf[:n_pairs], first, used, n_threads)
+                if _workers(n_can * filled * Ch, n_threads) > 1:
+                    _siblings(hist, parent_index, small_hist, small_is_right, children, level, used)
+                else:
+                    _siblings_serial(hist, parent_index, small_hist, small_is_right, children, level, used)
             next_in_b = not next_in_b
             hist = level
-            ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, filled, out,
-                             is_cat, n_cat_pos)
+            scan_bins = filled
+            if is_sparse:  # (the bins a node's scan reads on average)
+                scan_bins = max(1, _active_bins(cnt, np.arange(n_can), used) // n_can)
+            ok = _scan_nodes(hist, stats, cand, first, crit, min_dec, mapper, tie_rtol, n_threads, scan_bins, out,
+                             is_cat, n_cat_pos, cnt > 0, np.bool_(is_sparse))
             new_front = cand[ok]
             new_slot = np.arange(n_can, dtype=np.int64)[ok]
         if not last:
@@ -633,13 +711,15 @@ def _grow(codes, codes_t, chan, count_free, n_bins, missing_bin, crit, min_dec, 
 
 @dataclass(frozen=True)
 class _WorkShape:
-    """What a tree's work buffers are sized by: rows, features, bins, histogram channels, depth."""
+    """What a tree's work buffers are sized by: rows, features, bins, histogram channels, depth, and whether the
+    histograms are built from sparse entries (their per-feature counts kept)."""
 
     n: int
     n_features: int
     n_bins: int
     n_channels: int
     max_depth: int
+    sparse: bool = False
 
 
 @dataclass(frozen=True)
@@ -660,6 +740,8 @@ class _Work:
         A level's histograms and its parents', in turn.
     small : (max(1, 2 ** (max_depth - 2)), F, n_bins, C) float64
         The built (smaller) children's histograms of a level.
+    cnt_a, cnt_b, cnt_small : int64, the histograms' first two dimensions
+        Each histogram's entries per feature (:mod:`.sparse_codes`), (0, 0) without sparse entries.
     """
 
     order: np.ndarray
@@ -668,6 +750,9 @@ class _Work:
     hist_a: np.ndarray
     hist_b: np.ndarray
     small: np.ndarray
+    cnt_a: np.ndarray
+    cnt_b: np.ndarray
+    cnt_small: np.ndarray
 
     @classmethod
     def new(cls, shape: _WorkShape) -> "_Work":
@@ -676,13 +761,18 @@ class _Work:
         # at most 2 ** (max_depth - 1) nodes of a level have histograms (the
         # last level's children are leaves), half of them built
         level = 2 ** (shape.max_depth - 1)
+        small = max(1, level // 2)
+        f = shape.n_features if shape.sparse else 0
         return cls(
             order=np.empty(n, dtype=np.int64),
             spare=np.empty(n, dtype=np.int64),
             go=np.empty(n, dtype=np.bool_),
             hist_a=np.empty((level,) + per_node),
             hist_b=np.empty((level,) + per_node),
-            small=np.empty((max(1, level // 2),) + per_node),
+            small=np.empty((small,) + per_node),
+            cnt_a=np.empty((level if f else 0, f), dtype=np.int64),
+            cnt_b=np.empty((level if f else 0, f), dtype=np.int64),
+            cnt_small=np.empty((small if f else 0, f), dtype=np.int64),
         )
 
     def arrays(self) -> tuple:
@@ -762,6 +852,8 @@ class _Fixed:
         :func:`_fixed_covered`.
     codes : (n, F) uint8/uint16, C-contiguous
     codes_t : (F, n), the same dtype, C-contiguous (or ``codes.T``: :func:`~.binning.feature_major_codes`)
+    sparse : tuple
+        :func:`~.sparse_codes.sparse_layout`'s arrays, or four empty ones (the dense histograms).
     mapper_arrays : tuple
         ``mapper_arrays(mapper)``.
     count_free : bool
@@ -775,6 +867,7 @@ class _Fixed:
     covered: bool
     codes: np.ndarray
     codes_t: np.ndarray
+    sparse: tuple
     mapper_arrays: tuple
     count_free: bool
     categories: tuple
@@ -783,13 +876,17 @@ class _Fixed:
     def new(cls, inputs, params) -> "_Fixed":
         source = (inputs.codes, inputs.codes_by_feature, inputs.bin_mapper, inputs.monotonic_cst, params)
         if not _fixed_covered(inputs, params):
-            return cls(source, False, None, None, (), False, ())
+            return cls(source, False, None, None, (), (), False, ())
         codes = np.ascontiguousarray(inputs.codes)
         codes_t = feature_major_codes(codes, inputs.codes_by_feature)
         mapper = inputs.bin_mapper
         is_cat = np.ascontiguousarray(mapper.is_categorical, dtype=np.bool_)
         n_cat_pos = category_positions(is_cat, int(mapper.n_bins), mapper) if is_cat.any() else 0
-        return cls(source, True, codes, codes_t, tuple(mapper_arrays(mapper)),
+        sparse = sparse_layout(codes, int(mapper.n_bins))
+        if sparse is None:
+            sparse = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int32), codes[:0, 0].copy(),
+                      np.empty(0, dtype=np.int64))
+        return cls(source, True, codes, codes_t, sparse, tuple(mapper_arrays(mapper)),
                    _count_free(inputs, params), (is_cat, n_cat_pos))
 
 
@@ -914,7 +1011,7 @@ class TreeCall:
     Attributes
     ----------
     head : tuple
-        ``codes`` (n, F) and ``codes_t`` (F, n), :class:`_Fixed`'s.
+        ``codes`` (n, F), ``codes_t`` (F, n) and the sparse entries' four arrays, :class:`_Fixed`'s.
     tail : tuple
         The count-free flag, bins, missing bin, criterion record, minimum
         decrease, depth, minimum split, mapper arrays, tie tolerance,
@@ -946,7 +1043,8 @@ class TreeCall:
         )
         threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
         n, n_features = codes.shape
-        shape = _WorkShape(n, n_features, int(mapper.n_bins), 2 if count_free else 3, int(params.max_depth))
+        shape = _WorkShape(n, n_features, int(mapper.n_bins), 2 if count_free else 3, int(params.max_depth),
+                           fixed.sparse[0].shape[0] > 0)
         # inside a fit's workspace (Kernels.workspace) every tree reuses the buffers
         work = kept("grow_tree", (shape, slot), lambda: _Work.new(shape))
         tail = (
@@ -955,7 +1053,7 @@ class TreeCall:
             TIE_RTOL, 1 if n * n_features < ONE_THREAD_CELLS else threads,
             row_bytes(codes), work.arrays(),
         )
-        return cls((codes, fixed.codes_t), tail, threads, int(n))
+        return cls((codes, fixed.codes_t, *fixed.sparse), tail, threads, int(n))
 
     def __call__(self, chan, row_leaf, root_sums):
         """:func:`_grow` on ``chan`` (n, 3) float64, C-contiguous; ``row_leaf`` (n,) int64 out; ``root_sums``
