@@ -236,6 +236,10 @@ class _SplitRules:
 
 def _concat_rules(xp, recs) -> _SplitRules:
     """The records' :class:`_SplitRules` fields concatenated, the others (statistics, proxies) left out."""
+    if len(recs) == 1:
+        # one record (a forest grown whole by the subtree kernel): its arrays as they are, not copied (a
+        # categorical batch's codes sent left are (splits, n_bins), tens of MB for a 100-tree forest)
+        return _SplitRules(*(getattr(recs[0], f.name) for f in dataclasses.fields(_SplitRules)))
     joined = (xp.concat([getattr(r, f.name) for r in recs], axis=0) for f in dataclasses.fields(_SplitRules))
     return _SplitRules(*joined)
 

@@ -297,11 +297,19 @@ def scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, sta
     if pick < 0 or pick >= n:
         return best, -1, -1
     start = min(start, pick)
-    for c in range(C):
-        cum[c] = h[start, c]
-    for b in range(start + 1, pick + 1):
+    if C == 4:
+        # squared error's (or three classes') channels summed in registers: through ``cum`` each bin's adds wait
+        # on the store of the bin before (``cum`` and ``h`` may alias for the compiler); the same adds, in order
+        c0, c1, c2, c3 = h[start, 0], h[start, 1], h[start, 2], h[start, 3]
+        for b in range(start + 1, pick + 1):
+            c0, c1, c2, c3 = c0 + h[b, 0], c1 + h[b, 1], c2 + h[b, 2], c3 + h[b, 3]
+        cum[0], cum[1], cum[2], cum[3] = c0, c1, c2, c3
+    else:
         for c in range(C):
-            cum[c] = cum[c] + h[b, c]
+            cum[c] = h[start, c]
+        for b in range(start + 1, pick + 1):
+            for c in range(C):
+                cum[c] = cum[c] + h[b, c]
     for variant in range(2 if has_rows(kind, h[nb - 1]) else 1):
         for c in range(C):
             L[pick, c] = cum[c] + h[nb - 1, c] if variant == 1 else cum[c]
@@ -367,7 +375,6 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
     nb, C = h.shape
     n_var = 2 if h[nb - 1, 0] > 0 else 1
     n_orders = category_orderings(kind, C)
-    pick = -1
     if has_u:
         n_present = 0
         for b in range(min(n_pos, n_valid)):
@@ -376,14 +383,14 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
         if n_present <= 1:
             return NEG_INF, -1, -1, -1
         pick = np.int64(math.floor(u * np.float64(n_present - 1)))
-        n_orders = 1
+        return _scan_category_pick(h, P, crit, mono, lo, up, pick, target, scratch, keys, order, n_pos, n_valid)
     best = NEG_INF
     for k in range(n_orders):
         category_order(h, kind, k, n_out, l2, n_pos, n_valid, keys, order, tmp)
         for variant in range(n_var):
             for j in range(n_pos):
                 b = order[j]
-                skip = pick >= 0 and j != pick
+                skip = False
                 empty = True
                 if b < n_valid:
                     for c in range(C):
@@ -395,7 +402,7 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
                 elif not empty:
                     for c in range(C):
                         cum[c] = cum[c] + h[b, c]
-                elif pick < 0:
+                else:
                     skip = True  # the same candidate as the position before, which comes first
                 out[j] = NEG_INF if skip else 0.0
                 if not skip:
@@ -407,6 +414,48 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
             if j >= 0:
                 return p, j, variant, k
             best = max(best, p)
+    return best, -1, -1, -1
+
+
+@numba.njit(**JIT_LEAF)
+def _scan_category_pick(h, P, crit, mono, lo, up, pick, target, scratch, keys, order, n_pos, n_valid):
+    """:func:`scan_categorical`'s extremely randomised candidate, the cut after sorted position ``pick``, scored
+    alone (as :func:`scan_pick` scores a numerical one): the categories up to it summed in their sorted order,
+    empty ones skipped, then its proxy per missing-value variant. The same adds and results as the scan of every
+    position, which sets the others -inf (a small node then sums and skips its 12 positions per feature)."""
+    kind, n_out, l2, msl, mwl = crit
+    cum, R, tmp, res, L, out = scratch
+    nb, C = h.shape
+    category_order(h, kind, 0, n_out, l2, n_pos, n_valid, keys, order, tmp)
+    for j in range(pick + 1):
+        b = order[j]
+        empty = True
+        if b < n_valid:
+            for c in range(C):
+                if h[b, c] != 0:
+                    empty = False
+        if j == 0:
+            for c in range(C):
+                cum[c] = 0.0 if empty else h[b, c]
+        elif not empty:
+            for c in range(C):
+                cum[c] = cum[c] + h[b, c]
+    best = NEG_INF
+    for variant in range(2 if h[nb - 1, 0] > 0 else 1):
+        for c in range(C):
+            L[pick, c] = cum[c] + h[nb - 1, c] if variant == 1 else cum[c]
+        out[pick] = 0.0
+        # categorical features carry no monotonic direction, only the node's bounds
+        candidate_proxies(kind, L[pick:pick + 1], out[pick:pick + 1], P, n_out, l2, msl, mwl, mono, lo, up, 0.0, R,
+                          tmp)
+        p = out[pick]
+        if target > NEG_INF:
+            if p >= target and p > NEG_INF:
+                for c in range(C):
+                    res[c] = L[pick, c]
+                return p, pick, variant, 0
+        elif p > best:
+            best = p
     return best, -1, -1, -1
 
 
