@@ -389,21 +389,8 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
         category_order(h, kind, k, n_out, l2, n_pos, n_valid, keys, order, tmp)
         for variant in range(n_var):
             for j in range(n_pos):
-                b = order[j]
-                skip = False
-                empty = True
-                if b < n_valid:
-                    for c in range(C):
-                        if h[b, c] != 0:
-                            empty = False
-                if j == 0:
-                    for c in range(C):
-                        cum[c] = 0.0 if empty else h[b, c]
-                elif not empty:
-                    for c in range(C):
-                        cum[c] = cum[c] + h[b, c]
-                else:
-                    skip = True  # the same candidate as the position before, which comes first
+                # an empty category after the first: the same candidate as the position before, which comes first
+                skip = _add_category(h, order[j], j, n_valid, cum) and j > 0
                 out[j] = NEG_INF if skip else 0.0
                 if not skip:
                     for c in range(C):
@@ -417,6 +404,25 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
     return best, -1, -1, -1
 
 
+@numba.njit(inline="always", **JIT_NUMPY)
+def _add_category(h, b, j, n_valid, cum):
+    """Category ``b``, at sorted position ``j``, added to the running sums ``cum`` (set from it at position 0);
+    an empty category (no value in any channel, or past ``n_valid``) adds nothing. Returns whether it was empty."""
+    C = h.shape[1]
+    empty = True
+    if b < n_valid:
+        for c in range(C):
+            if h[b, c] != 0:
+                empty = False
+    if j == 0:
+        for c in range(C):
+            cum[c] = 0.0 if empty else h[b, c]
+    elif not empty:
+        for c in range(C):
+            cum[c] = cum[c] + h[b, c]
+    return empty
+
+
 @numba.njit(**JIT_LEAF)
 def _scan_category_pick(h, P, crit, mono, lo, up, pick, target, scratch, keys, order, n_pos, n_valid):
     """:func:`scan_categorical`'s extremely randomised candidate, the cut after sorted position ``pick``, scored
@@ -428,18 +434,7 @@ def _scan_category_pick(h, P, crit, mono, lo, up, pick, target, scratch, keys, o
     nb, C = h.shape
     category_order(h, kind, 0, n_out, l2, n_pos, n_valid, keys, order, tmp)
     for j in range(pick + 1):
-        b = order[j]
-        empty = True
-        if b < n_valid:
-            for c in range(C):
-                if h[b, c] != 0:
-                    empty = False
-        if j == 0:
-            for c in range(C):
-                cum[c] = 0.0 if empty else h[b, c]
-        elif not empty:
-            for c in range(C):
-                cum[c] = cum[c] + h[b, c]
+        _add_category(h, order[j], j, n_valid, cum)
     best = NEG_INF
     for variant in range(2 if h[nb - 1, 0] > 0 else 1):
         for c in range(C):
