@@ -60,10 +60,14 @@ def test_code_at_reads_the_entries_as_the_codes(always_sparse):
     codes[100:200] = _mostly_default(rng, 100, 70, 9, 0.05)  # ~3: searched
     entries = codes_mod.sparse_layout(codes, 9)
     assert np.diff(entries[0]).max() > codes_mod.LINEAR_ENTRIES
+    codes_t = np.ascontiguousarray(codes.T)
     for r in range(codes.shape[0]):
         for f in range(codes.shape[1]):
             assert _code_at(entries, r, f) == codes[r, f]
-            assert _code_at(np.ascontiguousarray(codes.T), r, f) == codes[r, f]
+            assert _code_at(codes_t, r, f) == codes[r, f]
+            # the Python body (a kernel's py_func) reads the same codes
+            assert codes_mod.code_at(entries, r, f) == codes[r, f]
+            assert codes_mod.code_at(codes_t, r, f) == codes[r, f]
 
 
 def test_layout_is_made_only_for_large_sparse_codes(monkeypatch):

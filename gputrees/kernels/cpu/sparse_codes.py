@@ -121,10 +121,16 @@ def _fill_entries(codes, default, ptr, feat, code):
 
 
 def code_at(codes_t, r, f):
-    """Row ``r``'s code of feature ``f`` in compiled code: ``codes_t`` the feature-major codes (F, n), or
-    :func:`sparse_layout`'s tuple (the routing of a fit grown from entries reads a row's few entries in
-    sequence rather than a byte of its row of the codes, one cache line a row)."""
-    raise NotImplementedError("code_at is called from compiled code only")
+    """Row ``r``'s code of feature ``f``: ``codes_t`` the feature-major codes (F, n), or :func:`sparse_layout`'s
+    tuple (the routing of a fit grown from entries reads a row's few entries in sequence rather than a byte of
+    its row of the codes, one cache line a row). Compiled code calls the overload below; this is the same rule
+    for a kernel's Python body."""
+    if isinstance(codes_t, tuple):
+        ptr, feat, code, default = codes_t
+        a, b = int(ptr[r]), int(ptr[r + 1])
+        j = a + int(np.searchsorted(feat[a:b], f))  # the first entry of a feature >= f
+        return int(code[j]) if j < b and feat[j] == f else int(default[f])
+    return int(codes_t[f, r])
 
 
 #: Entries of a row searched one by one; more are bisected
