@@ -70,7 +70,7 @@ def numba_type(value):
 def numba_parameters(ty, value):
     out, compiled = [], SimpleNamespace(extensions=[])
     _Kernel._prepare_args(compiled, ty, value, 0, [], out)
-    return cuda_launch._comparable(out)
+    return cuda_launch.comparable_parameters(out)
 
 
 @pytest.mark.parametrize("host", [
@@ -91,7 +91,7 @@ def test_array_parameters_equal_numba_cudas(host):
 def test_scalar_parameters_equal_numba_cudas(ty, value, convert):
     import ctypes
 
-    assert cuda_launch._comparable([getattr(ctypes, convert)(value)]) == numba_parameters(ty, value)
+    assert cuda_launch.comparable_parameters([getattr(ctypes, convert)(value)]) == numba_parameters(ty, value)
 
 
 def test_argument_keys_separate_what_numba_types_apart():
@@ -147,7 +147,7 @@ def test_a_kernels_later_launches_go_straight_to_cuda_core(monkeypatch):
     views = (NumbaView(x), NumbaView(rows), 6, 0.25, False)
     want = sum((numba_parameters(t, v) for t, v in zip(dispatcher.overloads[next(iter(dispatcher.overloads))]
                                                          .argument_types, views)), [])
-    assert cuda_launch._comparable(params) == want
+    assert cuda_launch.comparable_parameters(params) == want
     # another kind of argument (a float32 array) goes through numba-cuda again (here: not compiled for it)
     launch((DeviceArray(np.zeros((10, 3), dtype=np.float32)), rows, 6, 0.25, False))
     assert len(dispatcher.numba_calls) == 2 and len(direct) == 1

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-__all__ = ["Launcher", "argument_key", "array_parameters", "launch_counts"]
+__all__ = ["Launcher", "argument_key", "array_parameters", "comparable_parameters", "launch_counts"]
 
 #: The kinds of scalars numba types by their Python type (a Python int by its range: int64 or uint64).
 _SCALARS = (bool, int, float)
@@ -100,7 +100,25 @@ def launch_counts() -> dict:
     return dict(_counts)
 
 
-def _comparable(params) -> list:
+def _parameters(converters, args, stride_extents=None) -> list:
+    """The launch's parameters: each array's (:func:`array_parameters`, where its converter is None), each
+    scalar converted; ``stride_extents`` (a dict), where given, gets each stride's position -> its dimension's
+    extent."""
+    params = []
+    for convert, value in zip(converters, args):
+        if convert is None:
+            if stride_extents is not None:
+                first_stride = len(params) + 5 + len(value.shape)
+                for d, extent in enumerate(value.shape):
+                    stride_extents[first_stride + d] = extent
+            params += array_parameters(value)
+        else:
+            params.append(convert(value))
+    return params
+
+
+def comparable_parameters(params) -> list:
+    """Kernel parameters as plain values (a ctypes scalar's value; a null pointer 0), to compare two launches'."""
     out = []
     for p in params:
         if isinstance(p, ctypes._SimpleCData):
@@ -111,7 +129,7 @@ def _comparable(params) -> list:
 
 def _same_parameters(mine, theirs, array_shapes) -> bool:
     """Equal, but for the strides of dimensions of extent 0 or 1 (never multiplied by a nonzero index)."""
-    mine, theirs = _comparable(mine), _comparable(theirs)
+    mine, theirs = comparable_parameters(mine), comparable_parameters(theirs)
     if len(mine) != len(theirs):
         return False
     for i, (a, b) in enumerate(zip(mine, theirs)):
@@ -138,14 +156,8 @@ class Launcher:
         kinds = tuple(map(argument_key, args))
         entry = None if None in kinds else self._compiled.get((dispatcher, kinds), False)
         if entry:
-            params = []
-            for convert, value in zip(entry.converters, args):
-                if convert is None:
-                    params += array_parameters(value)
-                else:
-                    params.append(convert(value))
             _counts["direct"] += 1
-            self._launch(entry.kernel, blocks, threads, stream, shared_bytes, params)
+            self._launch(entry.kernel, blocks, threads, stream, shared_bytes, _parameters(entry.converters, args))
             return
         views = numba_launch()
         _counts["numba"] += 1
@@ -197,19 +209,13 @@ class Launcher:
                 converters.append(bool)
             else:
                 return None
-        mine, theirs, retr, array_shapes = [], [], [], {}
-        for convert, value, view, ty in zip(converters, args, views, arg_types):
-            if convert is None:
-                start = len(mine)
-                mine += array_parameters(value)
-                ndim = len(value.shape)
-                for d, extent in enumerate(value.shape):
-                    array_shapes[start + 5 + ndim + d] = extent
-            else:
-                mine.append(convert(value))
+        array_shapes = {}
+        mine = _parameters(converters, args, array_shapes)
+        theirs, retr = [], []
+        for view, ty in zip(views, arg_types):
             prepare(ty, view, stream, retr, theirs)
         if not _same_parameters(mine, theirs, array_shapes):
             raise RuntimeError(
                 f"gputrees' launch parameters of {getattr(dispatcher, 'py_func', dispatcher)} differ from "
-                f"numba-cuda's: {_comparable(mine)} against {_comparable(theirs)}")
+                f"numba-cuda's: {comparable_parameters(mine)} against {comparable_parameters(theirs)}")
         return _Compiled(kernel, tuple(converters))
