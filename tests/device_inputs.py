@@ -78,9 +78,13 @@ def forest_batch(seed, criterion="gini", n=150, n_features=5, k=3, missing=0.1, 
 
 
 def level_wise(inputs):
-    """The same inputs grown level by level (the device step declining)."""
-    fast = dataclasses.replace(inputs.kernels.fast, grow_tree=declines)
-    return dataclasses.replace(inputs, kernels=dataclasses.replace(inputs.kernels, fast=fast))
+    """The same inputs grown level by level on the CPU's NumPy (``bincount``) set: its float64 sums of the
+    quantised channels are exact, so they equal the device's fixed-point ones; the simulated cuda set's own
+    level-wise kernels (as slow to simulate as the device step) are compared with the CPU's in
+    ``test_cuda_kernels.py``."""
+    kernels = get_kernels(NP, "bincount")
+    assert not kernels.fixed_point and kernels.fast.grow_tree is declines  # nothing to quantise or decline
+    return dataclasses.replace(inputs, kernels=kernels)
 
 
 def assert_same_batch(got, want):
