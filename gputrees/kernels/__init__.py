@@ -157,7 +157,7 @@ def _cuda_set(xp) -> Kernels:
     if not cuda_available():
         raise ImportError("GPUTREES_KERNELS=cuda needs numba-cuda and a CUDA GPU: pip install gputrees[cuda12]")
     from . import _cuda
-    from .gpu import bootstrap, tree, treeshap
+    from .gpu import bootstrap, tree, treeshap, workspace
 
     scans = {}
     if simulated:  # NumPy arrays: the CPU set's scans (Numba is a dependency of gputrees)
@@ -170,6 +170,6 @@ def _cuda_set(xp) -> Kernels:
     return assemble(
         "cuda", _cuda.build_histograms, _cuda.apply_trees, fixed_point=True, node_histograms=_cuda.node_histograms,
         node_sums=_cuda.node_sums, route_rows=_cuda.route_rows, predict_raw=_cuda.predict_raw,
-        tree_shap=treeshap.tree_shap, bootstrap_counts=bootstrap.bootstrap_counts,
+        tree_shap=treeshap.tree_shap, bootstrap_counts=bootstrap.bootstrap_counts, workspace=workspace.workspace,
         fast=FastPaths(grow_tree=tree.grow_tree) if device_step else NO_FAST_PATHS, **scans,
     )
