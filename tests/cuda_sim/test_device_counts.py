@@ -31,6 +31,11 @@ from gputrees.kernels import _cuda  # noqa: E402
 from gputrees.kernels.gpu import tree  # noqa: E402
 
 
+#: Most device operations of a depth-6 boosting tree (of one tree a round), and of its round after the first.
+TREE_OPERATIONS = 19
+ROUND_OPERATIONS = 52
+
+
 class Counts:
     def __init__(self):
         self.ops = 0
@@ -189,6 +194,11 @@ def test_boosting_rounds_read_nothing_and_levels_are_a_few_operations(counted, m
     # two more levels: the same operations a tree but for two levels' worth
     per_level = (trees6[-1][1] - trees4[-1][1]) / 2
     assert per_level == tree.LAUNCHES_PER_LEVEL, per_level
+    # upper bounds, as tight as reached (a regression fails): a depth-6 tree's operations (its levels, the
+    # routing, the batch's launch and its four arrays), and its round's (quantisation: two launches; the leaf
+    # values and the round's end: the generic array operations)
+    assert trees6[-1][1] <= TREE_OPERATIONS, trees6
+    assert max(ops for ops, _ in rounds6[1:]) <= ROUND_OPERATIONS, rounds6
     print(f"device booster: {per_level:.0f} device operations a level, "
           f"{trees6[-1][1]} a depth-6 tree ({trees6[-1][1] - 6 * per_level:.0f} outside the levels), "
           f"{rounds6[-1][0]} a round, 0 host reads in {len(reads)} rounds")
