@@ -817,7 +817,7 @@ def _fit_arrays(xp, inputs, params, n_trees, n, C, nb, n_hist, by_drawn, k_draw,
     # levels built by subtraction (the perfect ones, unless every node is built over its drawn features): level
     # d's histograms in buffer d % 3, its smaller children built in place, the buffer of level d + 1 cleared
     # while level d reads the other two; each buffer as wide as its widest level
-    widths = [2 ** d for d in range(0 if by_drawn else (min(depth, DEEP_PERFECT_LEVELS) if deep else depth))]
+    widths = [2 ** d for d in range(0 if by_drawn else (DEEP_PERFECT_LEVELS if deep else depth))]
     level_slots = [max([w for d, w in enumerate(widths) if d % 3 == p], default=0) for p in range(3)]
     buffers = SimpleNamespace(
         levels=tuple(xp.zeros(max(1, per_pass * level_slots[p] * cell), dtype=i8) for p in range(3)),
