@@ -33,7 +33,7 @@ from ._grower import grow
 from ._predictor import apply_trees
 from ._progress import Step
 from ._records import GrowerInputs, Round
-from .kernels import quantisation_scale, quantisation_scale_array, quantise, reference, scale_failure
+from .kernels import quantisation_scale, quantise, reference
 from .kernels.reference import gather_node_values, round_channels
 
 __all__ = [
@@ -348,11 +348,11 @@ class LocalRounds:
         self.table_sums = None  # its column sums, where the round end made them
         self.ahead = False  # whether ``table`` holds the channels of ``raw``
         self.runner = None  # the compiled rounds, made at the fit's first round
-        self.scales = []  # the device quantisation scales, checked when the fit ends
+        self.quantiser = None  # the device's quantisation (FastPaths.quantiser), made at the first round
 
     def close(self):
-        """The checks the rounds left to the fit's end (one host read): every device quantisation scale made."""
-        failure = scale_failure(self.xp, self.scales)
+        """The checks the rounds left to the fit's end (one host read): every device quantisation's scales."""
+        failure = None if self.quantiser is None else self.quantiser.failure()
         if failure is not None:
             raise ValueError(failure)
 
@@ -385,11 +385,12 @@ class LocalRounds:
             # with the GPU's device step the scale stays on the device, its
             # failure read when the fit ends; elsewhere it is read each round
             if kernels.fixed_point and kernels.fast.grows_trees:
-                scale = quantisation_scale_array(xp, channels, int(self.codes.shape[0]))
-                self.scales.append(scale)
+                if self.quantiser is None:
+                    self.quantiser = kernels.fast.quantiser(xp, int(channels.shape[-1]))
+                scale = self.quantiser(channels, int(self.codes.shape[0]))  # the table quantised in place
             else:
                 scale = quantisation_scale(xp, channels, int(self.codes.shape[0]))
-            channels = quantise(xp, channels, scale)
+                channels = quantise(xp, channels, scale)
             grow_kernels = kernels.quantised(scale)
         inputs = GrowerInputs(
             codes=self.codes,

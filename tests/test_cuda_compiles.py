@@ -96,7 +96,14 @@ def test_device_step_kernels_compile(compiled, monkeypatch, shared_bytes):
     inputs, scale = boosting_round(3, k=2, kernels="bincount")
     tree.grow_tree(NP, inputs, device_params(max_depth=3), scale=scale)
     build = "_build_shared" if shared_bytes else "_build"
-    assert _names(compiled) == {build, "_split", "_route"}
+    assert _names(compiled) == {build, "_split", "_route", "_finish"}
+
+
+def test_device_quantisation_kernels_compile(compiled):
+    from gputrees.kernels.gpu.quantise import DeviceQuantiser
+
+    DeviceQuantiser(NP, 3)(np.random.default_rng(0).normal(size=(2, 50, 3)), 50)
+    assert _names(compiled) == {"_channel_max", "_quantise"}
 
 
 def test_device_step_forest_kernels_compile(compiled):
@@ -105,7 +112,7 @@ def test_device_step_forest_kernels_compile(compiled):
     inputs, scale = forest_batch(3, criterion="squared_error", kernels="bincount")
     params = device_params(max_depth=3, max_features=2, local_thresholds=True, sorted_small_nodes=True)
     tree.grow_tree(NP, inputs, params, scale=scale)
-    assert _names(compiled) == {"_build_shared", "_split", "_route"}
+    assert _names(compiled) == {"_build_shared", "_split", "_route", "_finish"}
 
 
 def test_bootstrap_kernel_compiles(compiled):

@@ -159,23 +159,3 @@ def test_quantised_model_is_close_to_the_plain_one():
 def test_quantised_gradients_parameter_is_validated():
     with pytest.raises(ValueError, match="quantised_gradients"):
         gputrees.GradientBoostingRegressor(quantised_gradients="yes").fit(np.ones((10, 1)), np.arange(10.0))
-
-
-@pytest.mark.parametrize("n_rows", [1, 7, 1000, 10**7])
-def test_scale_made_on_the_device_is_the_hosts(n_rows):
-    """quantisation_scale_array (no host read) gives quantisation_scale's powers of two; NaN where it raises."""
-    from gputrees.kernels._quantise import quantisation_scale_array, scale_failure
-
-    rng = np.random.default_rng(n_rows)
-    chan = np.stack([np.ones(50), rng.normal(size=50) * 3.7, np.zeros(50)], axis=1)
-    got = quantisation_scale_array(NP, chan, n_rows)
-    assert got.dtype == np.float64 and got.shape == (3,)
-    assert tuple(got.tolist()) == quantisation_scale(NP, chan, n_rows)
-    assert scale_failure(NP, [got]) is None
-    bad = chan.copy()
-    bad[3, 1] = np.inf
-    with pytest.raises(ValueError, match="non-finite"):
-        quantisation_scale(NP, bad, n_rows)
-    nan_scale = quantisation_scale_array(NP, bad, n_rows)
-    assert np.isnan(nan_scale[1]) and nan_scale[0] == got[0]
-    assert "non-finite" in scale_failure(NP, [got, nan_scale])

@@ -49,12 +49,11 @@ import os
 from .._backend import is_cupy_namespace, is_numpy_namespace
 from .._records import ActiveRows, TreeRows
 from . import cold_start, reference
-from ._quantise import quantisation_scale, quantisation_scale_array, quantise, scale_failure
+from ._quantise import quantisation_scale, quantise
 from .interface import NO_FAST_PATHS, FastPaths, Kernels, assemble
 
 __all__ = ["ActiveRows", "TreeRows", "Kernels", "FastPaths", "NO_FAST_PATHS", "get_kernels", "KERNEL_NAMES",
-           "numba_available", "cuda_available", "quantisation_scale", "quantisation_scale_array", "quantise",
-           "scale_failure"]
+           "numba_available", "cuda_available", "quantisation_scale", "quantise"]
 
 KERNEL_NAMES = ("auto", "reference", "bincount", "numba", "cuda")
 
@@ -157,7 +156,7 @@ def _cuda_set(xp) -> Kernels:
     if not cuda_available():
         raise ImportError("GPUTREES_KERNELS=cuda needs numba-cuda and a CUDA GPU: pip install gputrees[cuda12]")
     from . import _cuda
-    from .gpu import bootstrap, tree, treeshap
+    from .gpu import bootstrap, quantise, tree, treeshap, workspace
 
     scans = {}
     if simulated:  # NumPy arrays: the CPU set's scans (Numba is a dependency of gputrees)
@@ -170,6 +169,7 @@ def _cuda_set(xp) -> Kernels:
     return assemble(
         "cuda", _cuda.build_histograms, _cuda.apply_trees, fixed_point=True, node_histograms=_cuda.node_histograms,
         node_sums=_cuda.node_sums, route_rows=_cuda.route_rows, predict_raw=_cuda.predict_raw,
-        tree_shap=treeshap.tree_shap, bootstrap_counts=bootstrap.bootstrap_counts,
-        fast=FastPaths(grow_tree=tree.grow_tree) if device_step else NO_FAST_PATHS, **scans,
+        tree_shap=treeshap.tree_shap, bootstrap_counts=bootstrap.bootstrap_counts, workspace=workspace.workspace,
+        fast=FastPaths(grow_tree=tree.grow_tree, quantiser=quantise.DeviceQuantiser) if device_step
+        else NO_FAST_PATHS, **scans,
     )

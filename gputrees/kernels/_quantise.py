@@ -38,18 +38,18 @@ import math
 import numpy as np
 
 from .._backend import to_numpy
+from .rules import SCALE_BITS, quantisation_scale_of
 
-__all__ = ["quantisation_scale", "quantisation_scale_array", "quantise", "scale_failure", "HostScale", "SCALE_BITS"]
+__all__ = ["quantisation_scale", "quantise", "HostScale", "SCALE_BITS", "SCALE_FAILURE"]
 
-#: Bits of the fixed-point sums: ``n_rows * max|value| * scale < 2 ** SCALE_BITS``,
-#: so that every sum stays below ``2 ** 53`` (exact in float64) and far below int64's range.
-SCALE_BITS = 52
-#: Bound on ``|log2(scale)|``: ``scale`` and ``1 / scale`` stay normal float64 numbers.
-MAX_EXPONENT = 1000
+#: Why a device quantisation (which cannot raise) failed, said when the fit ends.
+SCALE_FAILURE = ("cannot quantise non-finite gradients or hessians, or gradients too large to quantise over the "
+                 "rows")
 
 
 def quantisation_scale(xp, channels, n_rows: int) -> tuple:
-    """Power-of-two scale of every channel (see the module docstring).
+    """Power-of-two scale of every channel (see the module docstring; the rule:
+    :func:`gputrees.kernels.rules.quantisation_scale_of`, which the GPU's quantisation kernel applies too).
 
     Parameters
     ----------
@@ -76,49 +76,23 @@ def quantisation_scale(xp, channels, n_rows: int) -> tuple:
     for value in np.asarray(big, dtype=np.float64).tolist():
         if not math.isfinite(value):
             raise ValueError("cannot quantise non-finite gradients or hessians")
-        if value == 0.0:
-            out.append(1.0)
-            continue
-        _, e = math.frexp(float(n_rows) * value)
-        if not math.isfinite(float(n_rows) * value) or SCALE_BITS - e < -MAX_EXPONENT:
+        scale = quantisation_scale_of(value, n_rows)
+        if math.isnan(scale):
             raise ValueError(f"gradients up to {value:.3g} are too large to quantise over {n_rows} rows")
-        out.append(math.ldexp(1.0, min(MAX_EXPONENT, SCALE_BITS - e)))
+        out.append(scale)
     return tuple(out)
-
-
-def quantisation_scale_array(xp, channels, n_rows: int):
-    """:func:`quantisation_scale` made on the device: an (n_channels,) float64 array, no host read.
-
-    The same powers of two (``frexp`` and ``ldexp`` of the namespace, which
-    CuPy and NumPy have). Where :func:`quantisation_scale` raises (a
-    non-finite value, values too large to quantise), the channel's scale is
-    NaN instead: :func:`scale_failure` reads that once, when the caller can
-    afford a read.
-    """
-    if n_rows < 1:
-        raise ValueError(f"n_rows must be positive, got {n_rows}")
-    n_channels = int(channels.shape[-1])
-    flat = xp.reshape(channels, (-1, n_channels))
-    if int(flat.shape[0]) == 0:
-        return xp.ones(n_channels, dtype=xp.float64)
-    total = float(n_rows) * xp.max(xp.abs(flat), axis=0)
-    _, e = xp.frexp(total)
-    exponent = SCALE_BITS - xp.astype(e, xp.int64)
-    scale = xp.ldexp(xp.ones_like(total), xp.minimum(exponent, MAX_EXPONENT))
-    bad = ~xp.isfinite(total) | (exponent < -MAX_EXPONENT)
-    scale = xp.where(total == 0, xp.ones_like(scale), scale)
-    return xp.where(bad, xp.full_like(scale, xp.nan), scale)
 
 
 class HostScale:
     """A device array of scales read to the host the first time it is iterated (a sequence of floats).
 
-    The device step takes the array as it is; the level-wise kernels, which
-    take host floats, read it once, when a round is grown by them.
+    The device step takes the array as it is (and its ``inverse``, ``1 / scale``, where the quantisation
+    made it); the level-wise kernels, which take host floats, read it once, when a round is grown by them.
     """
 
-    def __init__(self, array):
+    def __init__(self, array, inverse=None):
         self.array = array
+        self.inverse = inverse
         self._floats = None
 
     def _host(self):
@@ -131,18 +105,6 @@ class HostScale:
 
     def __len__(self):
         return int(self.array.shape[0])
-
-
-def scale_failure(xp, scales) -> str | None:
-    """Why one of the device scales of :func:`quantisation_scale_array` (arrays of one fit) failed, or None.
-
-    One host read (all the scales' check at once).
-    """
-    if not scales:
-        return None
-    if bool(xp.all(xp.isfinite(xp.stack(scales)))):
-        return None
-    return "cannot quantise non-finite gradients or hessians, or gradients too large to quantise over the rows"
 
 
 def quantise(xp, channels, scale):

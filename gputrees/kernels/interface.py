@@ -38,6 +38,12 @@ class FastPaths:
         depth-wise in one compiled call, or None for the inputs it does not
         cover (:func:`gputrees._grower.grow` then grows it level by level);
         see :func:`gputrees.kernels.cpu.grow.grow_tree`.
+    quantiser : callable
+        ``quantiser(xp, n_channels)``: a fit's quantisation of its rounds'
+        channel tables (K, n, C) on the device, in place, returning their
+        scales without a host read (its ``failure()`` read once, at the
+        fit's end), for a set whose ``grow_tree`` takes such scales; see
+        :class:`gputrees.kernels.gpu.quantise.DeviceQuantiser`.
     boost_rounds : callable
         ``boost_rounds(xp, inputs, params, loss, learning_rate, y, w)``: a
         runner of a boosting fit's rounds, made once at its first round
@@ -64,6 +70,7 @@ class FastPaths:
     """
 
     grow_tree: Callable = declines
+    quantiser: Callable = declines
     boost_rounds: Callable = declines
     segment_rows: Callable = declines
     subtrees: object = NoSubtrees()
@@ -252,7 +259,8 @@ class Kernels:
             return self
         # a device array of scales stays on the device for the tree path; the
         # level-wise kernels read it (once) if they grow the round
-        scale = HostScale(scale) if hasattr(scale, "shape") else tuple(float(s) for s in scale)
+        if not isinstance(scale, HostScale):
+            scale = HostScale(scale) if hasattr(scale, "shape") else tuple(float(s) for s in scale)
         node_sums = functools.partial(self.node_sums, scale=scale)
         return dataclasses.replace(
             self,

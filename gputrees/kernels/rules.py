@@ -85,6 +85,7 @@ NEG_INF = -np.inf
 __all__ = [
     "EPSILON", "POISSON_EPSILON", "LOG2", "NEWTON_GAIN_RTOL", "TIE_RTOL", "UNROLL_CHANNELS", "PAIRWISE_BLOCK",
     "MIN_HESSIAN", "GOLDEN", "MIX_1", "MIX_2", "LEFT", "RIGHT", "SAMPLE", "TO_UNIT", "RANK_DRAW_FEATURES", "NEG_INF",
+    "SCALE_BITS", "MAX_EXPONENT", "quantisation_scale_of",
     "pairwise_sum", "channel_sum", "safe", "newton_gradient_channel", "criterion_weight", "entropy_term", "impurity",
     "gini_impurity", "variance", "weighted_decrease", "midpoint", "poisson_term", "sum_sq_proxy", "friedman_proxy", "newton_denominator", "newton_score", "newton_value",
     "newton_gain_at", "newton_bounded", "newton_proxy", "newton_improvement", "newton_accept",
@@ -366,6 +367,28 @@ def has_rows(kind, s):
         if s[c] != 0:
             return True
     return False
+
+
+#: Bits of the quantised channels' fixed-point sums and the bound on ``|log2(scale)|``
+#: (:mod:`gputrees.kernels._quantise`).
+SCALE_BITS = 52
+MAX_EXPONENT = 1000
+
+
+def quantisation_scale_of(big, n_rows):
+    """The power-of-two scale of a channel whose largest absolute value is ``big`` (``n_rows`` rows summed):
+    the largest power of two with ``n_rows * big * scale < 2 ** SCALE_BITS``, at most ``2 ** MAX_EXPONENT``;
+    1 for an all-zero channel; NaN where there is none (``big`` not finite, or values too large)."""
+    total = float(n_rows) * big
+    if not math.isfinite(total):
+        return math.nan
+    if total == 0.0:
+        return 1.0
+    _, e = math.frexp(total)
+    exponent = SCALE_BITS - e
+    if exponent < -MAX_EXPONENT:
+        return math.nan
+    return math.ldexp(1.0, min(exponent, MAX_EXPONENT))
 
 
 def tie_target(best, tie_rtol):

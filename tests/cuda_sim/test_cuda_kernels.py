@@ -352,3 +352,30 @@ def test_quantised_auto_is_on_with_the_cuda_kernels(monkeypatch):
 
     auto_cuda = _fit(make("auto"), X, y, "cuda", monkeypatch)
     _compare(auto_cuda, _fit(make(True), X, y, "numba", monkeypatch), True)
+
+
+@pytest.mark.parametrize("n_rows", [1, 1000, 10**7])
+def test_device_quantiser_is_the_hosts(n_rows):
+    """The device's quantisation (two launches, in place) gives the host's scales and values bit for bit,
+    signs of zeros included, round after round of one fit; a channel without a scale (a non-finite value) is
+    reported by ``failure()``, not raised."""
+    from gputrees.kernels.gpu.quantise import DeviceQuantiser
+
+    rng = np.random.default_rng(n_rows)
+    quantiser = DeviceQuantiser(NP, 4)
+    for round_ in range(3):
+        table = np.stack([np.ones((2, 40)), rng.normal(size=(2, 40)) * 10.0 ** (round_ - 1),
+                          np.zeros((2, 40)), rng.normal(size=(2, 40)) * 1e-18], axis=2)
+        table[0, :5, 1] = [0.5, -0.5, 1.5, -1e-30, -0.0]  # ties and tiny negatives (to -0.0)
+        want_scale = quantisation_scale(NP, table, n_rows)
+        want = quantise(NP, table, want_scale)
+        got = table.copy()
+        scale = quantiser(got, n_rows)
+        assert tuple(np.asarray(scale.array).tolist()) == want_scale
+        np.testing.assert_array_equal(scale.inverse, 1.0 / np.asarray(want_scale))
+        assert got.tobytes() == want.tobytes()  # bit for bit: -0.0 where numpy.round gives it
+        assert quantiser.failure() is None
+    bad = table.copy()
+    bad[1, 3, 1] = np.inf
+    quantiser(bad, n_rows)
+    assert "non-finite" in quantiser.failure()

@@ -31,6 +31,11 @@ from gputrees.kernels import _cuda  # noqa: E402
 from gputrees.kernels.gpu import tree  # noqa: E402
 
 
+#: Most device operations of a depth-6 boosting tree (of one tree a round), and of its round after the first.
+TREE_OPERATIONS = 19
+ROUND_OPERATIONS = 52
+
+
 class Counts:
     def __init__(self):
         self.ops = 0
@@ -189,6 +194,11 @@ def test_boosting_rounds_read_nothing_and_levels_are_a_few_operations(counted, m
     # two more levels: the same operations a tree but for two levels' worth
     per_level = (trees6[-1][1] - trees4[-1][1]) / 2
     assert per_level == tree.LAUNCHES_PER_LEVEL, per_level
+    # upper bounds, as tight as reached (a regression fails): a depth-6 tree's operations (its levels, the
+    # routing, the batch's launch and its four arrays), and its round's (quantisation: two launches; the leaf
+    # values and the round's end: the generic array operations)
+    assert trees6[-1][1] <= TREE_OPERATIONS, trees6
+    assert max(ops for ops, _ in rounds6[1:]) <= ROUND_OPERATIONS, rounds6
     print(f"device booster: {per_level:.0f} device operations a level, "
           f"{trees6[-1][1]} a depth-6 tree ({trees6[-1][1] - 6 * per_level:.0f} outside the levels), "
           f"{rounds6[-1][0]} a round, 0 host reads in {len(reads)} rounds")
@@ -236,7 +246,8 @@ def test_forest_batches_are_a_few_operations_a_level_and_read_nothing(counted, m
     (_, ops3, reads3), (_, ops5, reads5) = results[3], results[5]
     assert reads3 == reads5 == 0, (reads3, reads5)
     per_level = (ops5 - ops3) / 2
-    assert per_level == tree.LAUNCHES_PER_LEVEL, per_level
+    # every node built over its drawn features: the level's histograms zeroed too
+    assert per_level == tree.LAUNCHES_PER_LEVEL + tree.EVERY_OPERATIONS_PER_LEVEL, per_level
     # the benchmark's forest (bench/bench_gpu.py: 1,000,000 rows, 28 features, 255 bins, binary, depth 10,
     # max_features="sqrt": 5) in batches of 7 trees (memory_limit), grown trees_per_pass at a time
     bench = tree.trees_per_pass(SimpleNamespace(codes=np.empty((0, 28)), bin_mapper=SimpleNamespace(n_bins=256),
@@ -296,11 +307,12 @@ def test_deep_forest_levels_read_one_number_each(counted, monkeypatch):
     assert levels == depth > tree.DEEP_PERFECT_LEVELS + 2, (levels, depth)  # a split launch a level
     steps = [(o1 - o0 - (w1 - w0), r1 - r0) for (o0, r0, w0), (o1, r1, w1) in zip(marks, marks[1:])]
     perfect, compact = steps[: tree.DEEP_PERFECT_LEVELS - 1], steps[tree.DEEP_PERFECT_LEVELS:]
-    assert perfect == [(tree.LAUNCHES_PER_LEVEL, 0)] * len(perfect), perfect
-    per_level = tree.LAUNCHES_PER_LEVEL + tree.DEEP_OPERATIONS_PER_LEVEL
+    every = tree.LAUNCHES_PER_LEVEL + tree.EVERY_OPERATIONS_PER_LEVEL  # drawn features: every node built
+    assert perfect == [(every, 0)] * len(perfect), perfect
+    per_level = every + tree.DEEP_OPERATIONS_PER_LEVEL
     assert compact and compact == [(per_level, 1)] * len(compact), compact
     # a read a compact level (the one below the deepest reads 0 and stops), and the layout's one
     assert reads == levels - tree.DEEP_PERFECT_LEVELS + 2, (reads, levels)
     print(f"deep device forest (max_depth=None): depth {depth}, {per_level} device operations and 1 host "
-          f"read a compact level, {tree.LAUNCHES_PER_LEVEL} and 0 a perfect one; {reads} reads in the batch, "
+          f"read a compact level, {every} and 0 a perfect one; {reads} reads in the batch, "
           f"{len(widen_ops)} widenings of the node table ({sum(widen_ops)} operations)")

@@ -165,9 +165,31 @@ def test_a_level_is_a_fixed_number_of_launches(monkeypatch):
     inputs, scale = boosting_round(7, k=2)
     params = device_params(max_depth=4)
     tree.grow_tree(NP, inputs, params, scale=scale)
-    assert launched == [tree._build_shared, tree._split] * params.max_depth + [tree._route]
+    assert launched == [tree._build_shared, tree._split] * params.max_depth + [tree._route, tree._finish]
     print(f"device step: {len(launched)} launches for {params.max_depth} levels "
-          f"({tree.LAUNCHES_PER_LEVEL} device operations a level with the zeroing)")
+          f"({tree.LAUNCHES_PER_LEVEL} device operations a level)")
+
+
+def test_a_fit_workspace_grows_each_batch_as_a_fresh_one():
+    """Inside a fit's workspace the next round's batch reuses the last one's node table, positions and level
+    histograms (reset by the kernels, not by the host): it equals the same batch grown with fresh arrays, here
+    in passes of 2 of 3 trees (the last pass narrower than the first)."""
+    from gputrees.kernels.gpu.workspace import workspace
+
+    first, scale = boosting_round(21, k=3)
+    other, other_scale = boosting_round(22, k=3)
+    second = dataclasses.replace(first, channels=other.channels, rng=np.random.default_rng(5))
+    params = device_params(max_depth=4)
+    per_tree = params.memory_limit // tree.trees_per_pass(first, params)
+    params = dataclasses.replace(params, memory_limit=2 * per_tree)
+    assert tree.trees_per_pass(first, params) == 2
+    fresh = tree.grow_tree(NP, second, params, scale=other_scale)
+    with workspace():
+        tree.grow_tree(NP, first, params, scale=scale)
+        again = tree.grow_tree(NP, second, params, scale=other_scale)
+    for name in ("left", "right", "feature", "bin", "missing_left", "is_categorical", "threshold", "depth",
+                 "stats", "row_leaf"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(fresh, name), err_msg=name)
 
 
 @pytest.mark.parametrize("kind", ["classifier", "regressor", "multiclass"])

@@ -10,20 +10,24 @@ and row); each node its statistics as int64 fixed-point sums of the
 quantised channels (:mod:`gputrees.kernels._quantise`: exact, so in any
 order the same numbers as the CPU's float64 sums), a row's channels times
 its multiplicities (a forest's bootstrap counts) rounded as the level-wise
-cuda histograms round them. A level is three operations on the device
+cuda histograms round them. A level is two launches on the device
 (numba-cuda's launches cost far more host time than the kernels take at a
 million rows, so a level fuses its steps into two kernels):
 
-1. the built children's histograms zeroed;
-2. ``_build_shared`` (or ``_build``), one thread per (tree, row): the row
+1. ``_build_shared`` (or ``_build``), one thread per (tree, row): the row
    moved to its child where its node split at the level above, then the
    histograms of each split node's smaller child (of the root at level
-   0), int64 atomics: into a block's shared memory where the level's
+   0), int64 atomics, into that child's own slot of the level's
+   histograms: into a block's shared memory where the level's
    histograms of a few features fit there, then added to the global ones
    once a block (the upper levels, whose rows all add to few addresses);
-   else straight into global memory;
-3. ``_split``, one block per (tree, node of the level): the node's
-   histograms (the built child's, or its parent's minus them), its
+   else straight into global memory. The same launch zeroes the next
+   level's histograms: the levels' histograms rotate through three
+   buffers (level ``d``'s in buffer ``d % 3``: this level's, its
+   parent's, and the next one's, which no launch of this level reads);
+2. ``_split``, one block per (tree, node of the level): the node's
+   histograms (the built child's, or for the larger child its parent's
+   minus its sibling's, written beside it), its
    features drawn from its key where ``max_features`` draws some
    (:func:`gputrees.kernels.rules.draw_features`; the keys of
    :mod:`gputrees.kernels.node_draws`, each child's made from its parent's here),
@@ -41,10 +45,16 @@ feature draws of at most half the features (random forests' ``sqrt``), every
 node's histograms are its ``k`` drawn features' (:func:`histogram_features`,
 as the level-wise grower builds them): the parent's block draws its
 children's features, the build adds each row to its own node's histograms
-over them (both children, no subtraction, one level's buffer), and the scan
-reads them. A batch whose deepest level's histograms do not fit
+over them (both children, no subtraction, one level's buffer, zeroed before
+the level's build: one more operation a level, :data:`EVERY_OPERATIONS_PER_LEVEL`),
+and the scan reads them. A batch whose deepest level's histograms do not fit
 ``memory_limit`` at once is grown :func:`trees_per_pass` trees at a time,
-three launches a level a pass.
+two launches a level a pass (``_route`` zeroes level 0's histograms for
+the next pass). After the last pass ``_finish`` writes the batch's arrays
+from the node table and resets the table: inside a fit's workspace
+(:mod:`.workspace`, a boosting fit's rounds) the next round's batch reuses
+the node table, the rows' positions, the level buffers and the bin
+mapper's device tables, and allocates only its own four output arrays.
 
 Each split node's block writes its left child's id (``child``; the right
 child is the next node) and its children's depth, and the rows follow
@@ -119,10 +129,12 @@ from ..._records import DRAWN_BUILD_SHARE, ENTROPY, GINI, NEWTON, SQUARED_ERROR,
 from .. import rules
 from .._cuda import fixed_point, grid_blocks, launch, launch_config, pair_weight
 from .rules import compile_rules
+from .workspace import kept
 
 __all__ = [
     "grow_tree", "covered", "is_deep", "widest_level", "group_slots", "shared_group_width", "trees_per_pass",
     "histogram_features", "MAX_DEPTH", "DEEP_PERFECT_LEVELS", "DEEP_OPERATIONS_PER_LEVEL", "MAX_CHANNELS",
+    "EVERY_OPERATIONS_PER_LEVEL",
     "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
 ]
 
@@ -135,8 +147,12 @@ DEEP_PERFECT_LEVELS = 6
 MAX_CHANNELS = 16
 #: The criteria grown here (their codes): Newton (boosting), Gini, entropy and squared error (trees, forests).
 CRITERIA = (NEWTON, GINI, ENTROPY, SQUARED_ERROR)
-#: Device operations a level takes (zeroing, routing and build, split) for the trees of one pass.
-LAUNCHES_PER_LEVEL = 3
+#: Device operations a level takes (routing and build, split) for the trees of one pass: the histograms
+#: that start from zero are cleared by the level above's build (a perfect level built by subtraction).
+LAUNCHES_PER_LEVEL = 2
+#: More a level takes where every node is built (over its drawn features, or a deep tree's compact level):
+#: its histograms zeroed first (the level reads them while the next level's would be cleared).
+EVERY_OPERATIONS_PER_LEVEL = 1
 #: More a compact level of deep trees takes: the running count of its nodes that may split, and its maximum
 #: (read to the host).
 DEEP_OPERATIONS_PER_LEVEL = 2
@@ -199,7 +215,10 @@ def _feature_scan(hist, base, nb, n_scan, P, inv, kind, n_out, l2, msl, mwl, pro
 def _level_node(codes, node, k, r, split, feature, bin_, missing_left, child, level_first, missing_bin):
     """Row ``r``'s node in tree ``k`` at the level starting at ``level_first``: moved to its child (``child``:
     each split node's left child, the right one next to it) where its node (of the level above) split, else
-    where it is (a leaf of an earlier level: below ``level_first``)."""
+    where it is (a leaf of an earlier level: below ``level_first``). Level 0: the root, whatever ``node`` holds
+    (a fit's workspace keeps it from its last tree)."""
+    if level_first == 0:
+        return 0
     nd = node[k, r]
     if nd < level_first and split[k, nd]:
         code = numba.int64(codes[r, feature[k, nd]])
@@ -241,6 +260,24 @@ def _hist_slot(live, k, s):
 
 
 @cuda.jit(device=True)
+def _out_slot(k, q, n_pairs, every, level_first, small_right):
+    """Where the histograms of tree ``k``'s built slot ``q`` go: slot ``q`` of ``n_pairs`` where every node is
+    built (and at level 0); else the smaller child's own slot among the level's ``2 n_pairs`` nodes (``_split``
+    makes its sibling's beside it, so that no other buffer holds the built children)."""
+    if every or level_first == 0:
+        return k * n_pairs + q
+    return k * 2 * n_pairs + 2 * q + small_right[k, q]
+
+
+@cuda.jit(device=True)
+def _clear(buf, n_clear):
+    """``buf[:n_clear]`` zeroed by the launch's threads (grid stride): the next level's histograms, whose
+    atomics start from zero, cleared by a launch of this level that does not read them."""
+    for j in range(cuda.grid(1), n_clear, cuda.gridsize(1)):
+        buf[j] = 0
+
+
+@cuda.jit(device=True)
 def _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
     """Tree ``k``'s row ``r``'s channels, multiplicities applied (:func:`pair_weight`), as int64 multiples of
     ``1 / scale`` into ``w``; whether any is non-zero (a row out of the tree's sample adds nothing)."""
@@ -275,11 +312,15 @@ def _slot_node(live, k, j, width):
 # -- kernels (compiled at first launch) -----------------------------------------------
 @cuda.jit
 def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left, child,
-           missing_bin, small_right, by_drawn, fids, can, live, level_first, n_pairs, nb, every, slot0, out):
+           missing_bin, small_right, by_drawn, fids, can, live, level_first, n_pairs, nb, every, slot0, clear,
+           n_clear, out):
     """Each row routed to its node of this level (the splits of the level above), then the histograms
     (K, n_pairs, F, nb, C) of each pair's smaller child (level 0: of the roots), int64 atomics; ``by_drawn``:
     of every node that may split (K, n_pairs slots: :func:`_hist_slot`, k, nb, C) over its ``k`` drawn
-    features (``fids`` (K, nodes, k)); ``every``: of every node that may split, those of slots ``slot0 ..``."""
+    features (``fids`` (K, nodes, k)); ``every``: of every node that may split, those of slots ``slot0 ..``.
+    Each built slot's histograms go where :func:`_out_slot` says; ``clear[:n_clear]`` is zeroed (the next
+    level's)."""
+    _clear(clear, n_clear)
     n_trees, n = node.shape
     n_features = fids.shape[2] if by_drawn else codes.shape[1]
     C = scale.shape[0]
@@ -293,7 +334,7 @@ def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, featu
                             small_right, every, can, live, slot0, n_pairs, True)
         if q < 0 or not _row_weights(chan, chan_trees, n, k, r, mult, wmult, mode, scale, w):
             continue
-        base = (k * n_pairs + q) * n_features
+        base = _out_slot(k, q, n_pairs, every, level_first, small_right) * n_features
         for f in range(n_features):
             col = fids[k, nd, f] if by_drawn else f
             j = ((base + f) * nb + numba.int64(codes[r, col])) * C
@@ -304,7 +345,7 @@ def _build(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, featu
 @cuda.jit
 def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split, feature, bin_, missing_left, child,
                   missing_bin, small_right, by_drawn, fids, can, live, level_first, n_pairs, nb, every, slot0,
-                  group_width, out):
+                  clear, n_clear, group_width, out):
     """``_build``, a block's rows summed in shared memory first (int64 atomics there), then added to ``out``
     once a block: at the upper levels every row of a launch would otherwise add to the same few global
     addresses, and the atomics queue on them.
@@ -315,6 +356,7 @@ def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split
     group's block finds a row's node (the same child whether it reads the node before or after the first
     group's block writes it: a routed node is at this level, not above it); the first group's writes it.
     """
+    _clear(clear, n_clear)
     hist = cuda.shared.array(0, dtype=numba.int64)
     n_trees, n = node.shape
     n_features = fids.shape[2] if by_drawn else codes.shape[1]
@@ -352,6 +394,8 @@ def _build_shared(codes, chan, chan_trees, mult, wmult, mode, scale, node, split
         if v != 0:
             slot = j // cell
             x = j - slot * cell  # (feature of the group, bin, channel) within the slot
+            k = slot // n_pairs
+            slot = _out_slot(k, slot - k * n_pairs, n_pairs, every, level_first, small_right)
             cuda.atomic.add(out, (slot * n_features + f0) * nb * C + x, v)
 
 
@@ -364,8 +408,8 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
 
     0. Level 0: the root's statistics (its histogram of feature 0 summed over the bins: every row is in one),
        its tree's total weight (``tw``) and whether it may split.
-    1. The node's histograms into ``hist`` (K, width, F, nb, C): the built smaller child of its pair, or
-       its parent's (``prev``) minus that (level 0: built in place).
+    1. The node's histograms in ``hist`` (K, width, F, nb, C): the smaller child of its pair built there
+       (``built`` is ``hist``), the larger one its parent's (``prev``) minus that (level 0: built in place).
     2. With per-node feature draws (``k_draw`` >= 0, ``max_features``): the first thread draws the node's
        features from its key (:func:`gputrees.kernels.rules.draw_features`, into ``drawn``; ``u``: its work
        space), as the level-wise grower and the CPU's subtree kernel draw them. ``by_drawn``: the node's
@@ -431,11 +475,11 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     hs = ks
     if level > 0 and not every:
         q = s // 2
-        small = s - 2 * q == small_right[k, q]
-        src = (k * (width // 2) + q) * cell
-        for x in range(tid, cell, threads):
-            b = built[src + x]
-            hist[hs * cell + x] = b if small else prev[src + x] - b
+        if s - 2 * q != small_right[k, q]:  # the larger child: its parent's minus its sibling's, built in place
+            src = (k * (width // 2) + q) * cell
+            sib = (hs - s + (s ^ 1)) * cell
+            for x in range(tid, cell, threads):
+                hist[hs * cell + x] = prev[src + x] - built[sib + x]
     if k_draw >= 0 and not by_drawn and tid == 0:
         rules.draw_features(key[k, nd], k_draw, allowed[k], has_allowed, u[hs], drawn[hs])
     cuda.syncthreads()
@@ -537,9 +581,11 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
 
 
 @cuda.jit
-def _route(codes, node, split, feature, bin_, missing_left, child, level_first, missing_bin):
+def _route(codes, node, split, feature, bin_, missing_left, child, level_first, missing_bin, clear, n_clear):
     """Each (tree, row) moved to its child where its node (above ``level_first``) split: the last level's rows
-    to their leaves, ``level_first`` the first node below the last level."""
+    to their leaves, ``level_first`` the first node below the last level; ``clear[:n_clear]`` zeroed (the
+    next pass's level 0 histograms)."""
+    _clear(clear, n_clear)
     n_trees, n = node.shape
     start = cuda.grid(1)
     step = cuda.gridsize(1)
@@ -548,6 +594,46 @@ def _route(codes, node, split, feature, bin_, missing_left, child, level_first, 
         r = idx - k * n
         node[k, r] = _level_node(codes, node, k, r, split, feature, bin_, missing_left, child, level_first,
                                  missing_bin)
+
+
+@cuda.jit
+def _finish(split, child, feature, bin_, missing_left, threshold, stats, can, key, depth, inv, ints, flags,
+            out_threshold, out_stats):
+    """The perfect-tree node table (K, cap) as a :class:`TreeBatch`'s arrays, one thread a (tree, node): ``ints``
+    (5, K, cap) left, right, feature, bin and depth, ``flags`` (2, K, cap) missing_left and is_categorical
+    (False), the threshold and the statistics (the fixed-point sums times ``inv``); the nodes without a split
+    padded as the grower pads them. Each node's table entry is then reset as :func:`_node_table` makes it, so
+    that a fit's workspace hands the next tree a fresh table with no launch of its own."""
+    n_trees, cap = split.shape
+    C = inv.shape[0]
+    for idx in range(cuda.grid(1), n_trees * cap, cuda.gridsize(1)):
+        k = idx // cap
+        i = idx - k * cap
+        sp = split[k, i]
+        left = child[k, i] if sp else -1
+        ints[0, k, i] = left
+        ints[1, k, i] = left + 1 if sp else left
+        ints[2, k, i] = feature[k, i] if sp else -2
+        ints[3, k, i] = bin_[k, i] if sp else -1
+        level = 0
+        while (2 << level) - 1 <= i:  # node i's level: the last d with 2^d - 1 <= i
+            level += 1
+        ints[4, k, i] = level
+        flags[0, k, i] = sp and missing_left[k, i]
+        flags[1, k, i] = False
+        out_threshold[k, i] = threshold[k, i] if sp else -2.0
+        for c in range(C):
+            out_stats[k, i, c] = stats[k, i, c] * inv[c]
+            stats[k, i, c] = 0
+        split[k, i] = False
+        can[k, i] = False
+        child[k, i] = -1
+        feature[k, i] = -2
+        bin_[k, i] = -1
+        missing_left[k, i] = False
+        threshold[k, i] = -2.0
+        key[k, i] = 0
+        depth[k, i] = 0 if i == 0 else -1
 
 
 # -- the host side ---------------------------------------------------------------------
@@ -647,18 +733,25 @@ def grow_tree(xp, inputs, params, *, scale=None):
     C = int(chan.shape[-1])
     n_trees = int(chan.shape[0]) if chan.ndim == 3 else (
         1 if inputs.multiplicity is None else int(inputs.multiplicity.shape[0]))
-    # deep trees' table starts with the perfect levels and the first compact one, and widens as they grow
-    cap = 2 ** ((DEEP_PERFECT_LEVELS if deep else depth) + 1) - 1
     f8, i8 = xp.float64, xp.int64
-    scale_dev = xp.asarray(scale.array if hasattr(scale, "array") else list(scale), dtype=f8)
-    node = xp.zeros((n_trees, n), dtype=i8)
-    allowed = (xp.ones((n_trees, n_features), dtype=xp.bool) if inputs.tree_features is None
-               else _on_device(xp, inputs.tree_features, xp.bool))
+    # a device scale as it is (with its inverse where the quantisation made it), a host one copied
+    scale_dev = scale.array if hasattr(scale, "array") else xp.asarray(list(scale), dtype=f8)
+    inv = getattr(scale, "inverse", None)
+    if inv is None:
+        inv = 1.0 / scale_dev  # powers of two: exact
     k = params.max_features
     k_draw = int(k) if k is not None and k < n_features else -1
     n_hist, by_drawn = histogram_features(inputs, params)
-    table = _node_table(xp, n_trees, cap, C, n_hist if by_drawn else 0)
-    table["depth"][:, 0] = 0  # the roots (the split kernels write their children's)
+    per_pass = min(n_trees, trees_per_pass(inputs, params))
+    fixed = kept("device_step", (id(mapper), n_trees, n, n_features, nb, C, depth, n_hist, by_drawn, k_draw >= 0,
+                                 per_pass, int(params.memory_limit)),
+                 lambda: _fit_arrays(xp, inputs, params, n_trees, n, C, nb, n_hist, by_drawn, k_draw, per_pass))
+    buffers = fixed.buffers
+    # deep trees' table starts with the perfect levels and the first compact one, and widens as they grow: a
+    # fresh one a batch; the perfect-tree table is the fit's, reset by _finish
+    table = _node_table(xp, n_trees, fixed.cap, C, n_hist if by_drawn else 0) if deep else fixed.table
+    node = fixed.node
+    allowed = fixed.allowed if inputs.tree_features is None else _on_device(xp, inputs.tree_features, xp.bool)
     # per-node feature draws keyed by the node's path (gputrees.kernels.node_draws): the trees' keys drawn from the
     # batch's generator where the level-wise grower draws them, the roots' made here, the others by the
     # parents' blocks; by_drawn: each node's drawn features (ascending), the roots' drawn here, the others by
@@ -669,45 +762,12 @@ def grow_tree(xp, inputs, params, *, scale=None):
         if by_drawn:
             mask = node_draws.feature_mask(roots, n_features, k_draw)
             table["fids"][:, 0, :] = xp.asarray(np.nonzero(mask)[1].reshape(n_trees, n_hist), dtype=i8)
-    tw = xp.zeros(n_trees, dtype=f8)
-    # the bin mapper's tables, host or device arrays by where the fit bins: contiguous device copies
-    tables = dict(n_value_bins=_on_device(xp, mapper.n_value_bins, i8),
-                  thresholds=_on_device(xp, mapper.thresholds, f8), bin_values=_on_device(xp, mapper.bin_values, f8),
-                  is_exact=_on_device(xp, mapper.is_exact, xp.bool))
     # the channels as (trees with their own, or 1) x rows; multiplicities flat (tree-major), one-element
     # placeholders where there are none (mode 0: none, 1: one for every channel, 2: the count's and the others')
     chan2 = xp.reshape(chan, (-1, C))
-    dummy = xp.zeros(1, dtype=f8)
-    mult = dummy if inputs.multiplicity is None else xp.astype(inputs.multiplicity, f8)
-    wmult = dummy if inputs.weight_multiplicity is None else xp.astype(inputs.weight_multiplicity, f8)
+    mult = fixed.dummy if inputs.multiplicity is None else xp.astype(inputs.multiplicity, f8)
+    wmult = fixed.dummy if inputs.weight_multiplicity is None else xp.astype(inputs.weight_multiplicity, f8)
     mode = 0 if inputs.multiplicity is None else (1 if inputs.weight_multiplicity is None else 2)
-    per_pass = min(n_trees, trees_per_pass(inputs, params))
-    widest = widest_level(inputs, params)
-    group = group_slots(inputs, params, per_pass) if deep else widest  # a compact level's slots at a time
-    wide = max(widest, group)
-    cell = n_hist * nb * C
-
-    def level_buffer(p):
-        # level d's histograms in buffer d % 2: the deepest level's the widest, the other's half as wide
-        # (by_drawn: every level's in buffer 0, built in place; deep trees: a compact level's group in buffer 0,
-        # and either may be the widest perfect level)
-        if by_drawn:
-            return wide if p == 0 else 1
-        if deep:
-            return wide if p == 0 else widest
-        return widest if p == (depth - 1) % 2 else max(1, widest // 2)
-
-    buffers = SimpleNamespace(
-        levels=tuple(xp.empty(per_pass * level_buffer(p) * cell, dtype=i8) for p in range(2)),
-        built=xp.empty(1 if by_drawn else per_pass * max(1, widest if deep else widest // 2) * cell, dtype=i8),
-        fbest=xp.empty(per_pass * wide * n_hist, dtype=f8),
-        proxies=xp.empty(per_pass * wide * n_hist * 2 * (nb - 1), dtype=f8),
-        drawn=xp.zeros((per_pass * wide if k_draw >= 0 else 1, n_features), dtype=xp.bool),
-        u=xp.empty((per_pass * wide if k_draw >= 0 else 1, n_features), dtype=f8),
-        small=xp.zeros((2, per_pass, max(1, widest)), dtype=i8),  # level by level: read one, write one
-        perfect=xp.zeros((1, 1), dtype=i8),  # the slot map of a perfect-tree level (_hist_slot)
-        group=group,
-    )
     crit = SimpleNamespace(
         kind=criterion_code(inputs.criterion), n_out=int(getattr(inputs.criterion, "n_outputs", 1)),
         l2=float(getattr(inputs.criterion, "l2", 0.0)), msl=float(params.min_samples_leaf),
@@ -716,14 +776,13 @@ def grow_tree(xp, inputs, params, *, scale=None):
         local_thr=bool(params.local_thresholds), by_drawn=by_drawn,
     )
     own = chan.ndim == 3  # each tree its own channels
-    inv = 1.0 / scale_dev  # powers of two: exact
     for a in range(0, n_trees, per_pass):
         b = min(n_trees, a + per_pass)
         rows = dict(codes=codes, chan=chan2[a * n: b * n] if own else chan2,
                     mult=mult if mode == 0 else xp.reshape(mult[a:b], (-1,)),
                     wmult=wmult if mode < 2 else xp.reshape(wmult[a:b], (-1,)), scale=scale_dev, node=node[a:b],
-                    allowed=allowed[a:b], tw=tw[a:b], inv=inv, proxies=buffers.proxies, fbest=buffers.fbest,
-                    drawn=buffers.drawn, u=buffers.u, **tables)
+                    allowed=allowed[a:b], tw=fixed.tw[a:b], inv=inv, proxies=buffers.proxies, fbest=buffers.fbest,
+                    drawn=buffers.drawn, u=buffers.u, **fixed.tables)
 
         def views(table, a=a, b=b, rows=rows):
             # the arrays of the pass's trees that every level's launches take: the node table's views made again
@@ -733,10 +792,61 @@ def grow_tree(xp, inputs, params, *, scale=None):
 
         table = _grow_pass(xp, table, views, b - a, n, n_hist, nb, depth, deep, C, b - a if own else 1, mode,
                            int(mapper.missing_bin), crit, buffers)
-    batch = _table_batch(xp, table, node, inv, depth, deep, inputs.record_leaves)
     if deep:  # the existing nodes numbered in level order, as the level-wise grower's (one host read)
-        batch, _ = reference.compact_batch(xp, batch, exists=table["depth"] >= 0)
-    return batch
+        batch, _ = reference.compact_batch(xp, _table_batch(xp, table, node, inv, inputs.record_leaves),
+                                           exists=table["depth"] >= 0)
+        return batch
+    return _finished_batch(xp, table, node, inv, depth, inputs.record_leaves, fixed.cat_left)
+
+
+def _fit_arrays(xp, inputs, params, n_trees, n, C, nb, n_hist, by_drawn, k_draw, per_pass):
+    """What every batch of a fit's device step (the same shapes) uses, made once a fit (kept in its workspace):
+    the perfect-tree node table, the rows' positions, the bin mapper's tables, the level buffers, placeholders.
+    Every kernel writes what it reads before reading it, or resets it for the next batch (the histograms that
+    start from zero: :func:`_clear`; the node table: :func:`_finish`)."""
+    mapper = inputs.bin_mapper
+    n_features = int(inputs.codes.shape[1])
+    deep = is_deep(params)
+    depth = -1 if params.max_depth is None else int(params.max_depth)
+    f8, i8 = xp.float64, xp.int64
+    cap = 2 ** ((DEEP_PERFECT_LEVELS if deep else depth) + 1) - 1
+    widest = widest_level(inputs, params)
+    group = group_slots(inputs, params, per_pass) if deep else widest  # a compact level's slots at a time
+    wide = max(widest, group)
+    cell = n_hist * nb * C
+    # levels built by subtraction (the perfect ones, unless every node is built over its drawn features): level
+    # d's histograms in buffer d % 3, its smaller children built in place, the buffer of level d + 1 cleared
+    # while level d reads the other two; each buffer as wide as its widest level
+    widths = [2 ** d for d in range(0 if by_drawn else (DEEP_PERFECT_LEVELS if deep else depth))]
+    level_slots = [max([w for d, w in enumerate(widths) if d % 3 == p], default=0) for p in range(3)]
+    buffers = SimpleNamespace(
+        levels=tuple(xp.zeros(max(1, per_pass * level_slots[p] * cell), dtype=i8) for p in range(3)),
+        n_subtracted=len(widths),
+        # the levels whose every node that may split is built (by_drawn, deep trees' compact levels)
+        every=xp.empty(per_pass * wide * cell if by_drawn or deep else 1, dtype=i8),
+        fbest=xp.empty(per_pass * wide * n_hist, dtype=f8),
+        proxies=xp.empty(per_pass * wide * n_hist * 2 * (nb - 1), dtype=f8),
+        drawn=xp.zeros((per_pass * wide if k_draw >= 0 else 1, n_features), dtype=xp.bool),
+        u=xp.empty((per_pass * wide if k_draw >= 0 else 1, n_features), dtype=f8),
+        small=xp.zeros((2, per_pass, max(1, widest)), dtype=i8),  # level by level: read one, write one
+        perfect=xp.zeros((1, 1), dtype=i8),  # the slot map of a perfect-tree level (_hist_slot)
+        group=group,
+        per_pass=per_pass,
+    )
+    return SimpleNamespace(
+        cap=cap, buffers=buffers,
+        table=None if deep else _node_table(xp, n_trees, cap, C, n_hist if by_drawn else 0),
+        node=xp.empty((n_trees, n), dtype=i8),  # each row's node: level 0 starts every row at its root
+        allowed=xp.ones((n_trees, n_features), dtype=xp.bool),
+        tw=xp.empty(n_trees, dtype=f8),  # each tree's total weight, written at level 0
+        # the bin mapper's tables, host or device arrays by where the fit bins: contiguous device copies
+        tables=dict(n_value_bins=_on_device(xp, mapper.n_value_bins, i8),
+                    thresholds=_on_device(xp, mapper.thresholds, f8),
+                    bin_values=_on_device(xp, mapper.bin_values, f8),
+                    is_exact=_on_device(xp, mapper.is_exact, xp.bool)),
+        dummy=xp.zeros(1, dtype=f8),
+        cat_left=xp.zeros((n_trees, cap, 0), dtype=xp.bool),  # no categorical splits (no elements: shared)
+    )
 
 
 def is_deep(params) -> bool:
@@ -770,7 +880,7 @@ def group_slots(inputs, params, per_pass) -> int:
 def _node_table(xp, n_trees, cap, C, n_drawn):
     """The trees' node arrays (n_trees, cap): statistics (int64 fixed point), whether a node may split, its
     split, draw key, drawn features (``n_drawn`` of them; a placeholder where 0), left child and depth (-1:
-    no node there)."""
+    no node there; 0 at the roots: the split kernels write their children's)."""
     i8, b1 = xp.int64, xp.bool
     return dict(
         stats=xp.zeros((n_trees, cap, C), dtype=i8), can=xp.zeros((n_trees, cap), dtype=b1),
@@ -778,7 +888,8 @@ def _node_table(xp, n_trees, cap, C, n_drawn):
         bin=xp.full((n_trees, cap), -1, dtype=i8), missing_left=xp.zeros((n_trees, cap), dtype=b1),
         threshold=xp.full((n_trees, cap), -2.0, dtype=xp.float64), key=xp.zeros((n_trees, cap), dtype=xp.uint64),
         fids=xp.zeros((n_trees, cap, n_drawn) if n_drawn else (1, 1, 1), dtype=i8),
-        child=xp.full((n_trees, cap), -1, dtype=i8), depth=xp.full((n_trees, cap), -1, dtype=i8),
+        child=xp.full((n_trees, cap), -1, dtype=i8),
+        depth=xp.concat([xp.zeros((n_trees, 1), dtype=i8), xp.full((n_trees, cap - 1), -1, dtype=i8)], axis=1),
     )
 
 
@@ -796,8 +907,9 @@ def _widen(xp, table, cap, n_drawn):
 def _grow_pass(xp, table, views, n_trees, n, n_features, nb, depth, deep, C, chan_trees, mode, missing_bin, crit,
                buffers):
     """The levels of ``n_trees`` trees (``views(table)``: the arrays of their nodes and rows; ``n_features`` their
-    histograms'), three launches a level, then the leaves' routing; returns the node table (widened for deep
-    trees). Up to :data:`MAX_DEPTH` nothing is read to the host; deep trees read one number a level."""
+    histograms'), two launches a level (three where every node is built: its histograms zeroed), then the leaves'
+    routing; returns the node table (widened for deep trees). Up to :data:`MAX_DEPTH` nothing is read to the
+    host; deep trees read one number a level."""
     threads, cap_blocks = launch_config()
     cell = n_features * nb * C
     rtol = float(rules.TIE_RTOL)
@@ -830,12 +942,18 @@ def _grow_pass(xp, table, views, n_trees, n, n_features, nb, depth, deep, C, cha
         for slot0 in range(0, n_slots, step):
             n_group = min(step, n_slots - slot0)
             n_pairs = n_group if every else max(1, width // 2)  # the built histograms' slots
-            cur = buffers.levels[0 if every else d % 2][: n_trees * n_group * cell]
-            built = cur if d == 0 or every else buffers.built[: n_trees * n_pairs * cell]
-            built[...] = 0
+            clear, n_clear = buffers.levels[(d + 1) % 3], 0
+            if every:
+                cur = buffers.every[: n_trees * n_group * cell]
+                cur[...] = 0
+            else:  # zeroed by the level above's build (level 0: by the routing that ended the last pass)
+                cur = buffers.levels[d % 3][: n_trees * n_group * cell]
+                if d + 1 < buffers.n_subtracted:  # the next level's, which no launch of this level reads
+                    n_clear = n_trees * 2 * n_group * cell
+            built = cur  # the built children in their own slots (every node's, or the smaller of each pair)
             routing = (v.codes, v.chan, chan_trees, v.mult, v.wmult, mode, v.scale, v.node, v.split, v.feature,
                        v.bin, v.missing_left, v.child, missing_bin, small_right, crit.by_drawn, v.fids, v.can, live,
-                       first, n_pairs, nb, every, slot0)
+                       first, n_pairs, nb, every, slot0, clear, n_clear)
             group = shared_group_width(n_trees * n_pairs, nb, n_features, C)
             if group:
                 n_groups = -(-n_features // group)
@@ -852,9 +970,10 @@ def _grow_pass(xp, table, views, n_trees, n, n_features, nb, depth, deep, C, cha
                    small_right, small_next, live, n_group, next_first, v.child, v.depth, every, slot0)
         prev = cur
         first, width, d = next_first, 2 * n_slots, d + 1
-    # the last level's rows to their leaves
+    # the last level's rows to their leaves; level 0's histograms zeroed for the next pass (of the widest)
     launch(_route, grid_blocks(n_trees * n, threads, cap_blocks), threads, v.codes, v.node, v.split, v.feature,
-           v.bin, v.missing_left, v.child, first, missing_bin)
+           v.bin, v.missing_left, v.child, first, missing_bin, buffers.levels[0],
+           buffers.per_pass * cell if buffers.n_subtracted else 0)
     return table
 
 
@@ -875,24 +994,12 @@ def _on_device(xp, a, dtype):
     return xp.asarray(a, dtype=dtype, copy=True)
 
 
-def _table_batch(xp, table, node, inv, depth, deep, record_leaves):
-    """The node table as a :class:`TreeBatch`, without a host read: up to :data:`MAX_DEPTH` in its perfect-tree
-    layout (node ``i``'s children ``2 i + 1`` and ``2 i + 2``, the nodes that do not exist unreachable padding,
-    ``node_count`` None: :func:`gputrees.kernels.reference.compact_batch` numbers the existing nodes as the
-    level-wise grower does, once the fit is done); deep trees' table as it is (``depth`` -1 where no node is),
-    for ``compact_batch`` likewise."""
+def _table_batch(xp, table, node, inv, record_leaves):
+    """A deep batch's node table as a :class:`TreeBatch`, without a host read (``depth`` -1 where no node is),
+    for :func:`gputrees.kernels.reference.compact_batch` to number its nodes as the level-wise grower does."""
     split = table["split"]
     n_trees, cap = split.shape
     i8, f8 = xp.int64, xp.float64
-    if deep:
-        node_depth = xp.maximum(table["depth"], xp.asarray(0, dtype=i8))
-        max_depth = -1  # compact_batch finds it
-    else:
-        level = np.zeros(cap, dtype=np.int64)
-        for d in range(1, depth + 1):
-            level[2 ** d - 1:] = d
-        node_depth = xp.broadcast_to(xp.asarray(level)[None, :], (n_trees, cap))
-        max_depth = depth
     left = xp.where(split, table["child"], xp.asarray(-1, dtype=i8))
     return TreeBatch(
         node_count=None,
@@ -905,7 +1012,30 @@ def _table_batch(xp, table, node, inv, depth, deep, record_leaves):
         cat_left=xp.zeros((n_trees, cap, 0), dtype=xp.bool),
         threshold=xp.where(split, table["threshold"], xp.asarray(-2.0, dtype=f8)),
         stats=xp.astype(table["stats"], f8) * inv[None, None, :],
-        depth=node_depth,
-        max_depth=max_depth,
+        depth=xp.maximum(table["depth"], xp.asarray(0, dtype=i8)),
+        max_depth=-1,  # compact_batch finds it
         row_leaf=node if record_leaves else None,
+    )
+
+
+def _finished_batch(xp, table, node, inv, depth, record_leaves, cat_left):
+    """The perfect-tree node table as a :class:`TreeBatch` (node ``i``'s children ``2 i + 1`` and ``2 i + 2``,
+    the nodes that do not exist unreachable padding, ``node_count`` None:
+    :func:`gputrees.kernels.reference.compact_batch` numbers the existing nodes as the level-wise grower does,
+    once the fit is done), written by one launch (:func:`_finish`, which also resets the table) into four new
+    arrays; no host read."""
+    n_trees, cap = (int(x) for x in table["split"].shape)
+    C = int(inv.shape[0])
+    ints = xp.empty((5, n_trees, cap), dtype=xp.int64)
+    flags = xp.empty((2, n_trees, cap), dtype=xp.bool)
+    threshold = xp.empty((n_trees, cap), dtype=xp.float64)
+    stats = xp.empty((n_trees, cap, C), dtype=xp.float64)
+    threads, cap_blocks = launch_config()
+    launch(_finish, grid_blocks(n_trees * cap, threads, cap_blocks), threads, table["split"], table["child"],
+           table["feature"], table["bin"], table["missing_left"], table["threshold"], table["stats"], table["can"],
+           table["key"], table["depth"], inv, ints, flags, threshold, stats)
+    return TreeBatch(
+        node_count=None, left=ints[0], right=ints[1], feature=ints[2], bin=ints[3], missing_left=flags[0],
+        is_categorical=flags[1], cat_left=cat_left, threshold=threshold, stats=stats, depth=ints[4],
+        max_depth=depth, row_leaf=node if record_leaves else None,
     )
