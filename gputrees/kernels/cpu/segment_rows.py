@@ -148,7 +148,7 @@ class SegmentRows:
         self.unit_count = bool(unit_count)
         #: whether the histograms carry the count channel (the grower's count-free histograms: channels 1.. only)
         self.histogram_count = True
-        self.row_bytes = row_bytes(self.codes)
+        self.row_bytes = row_bytes(self.codes, self.n_channels)  # each row's channels read with its codes
         self._route = None  # the last routing, not made yet (see :meth:`route`)
         buffers = None if previous is None else previous._buffers
         if buffers is None or buffers.order.shape[0] != self.n_trees * self.n or buffers.iota.shape[0] != self.n:
