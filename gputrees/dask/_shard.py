@@ -136,7 +136,6 @@ class Shard:
         self.codes = bm.transform(self.xp, self.X, self.kernels)
         # the routing's feature-major copy when the kernels read one, once
         self.codes_by_feature = self.kernels.feature_major(self.xp, self.codes)
-        self.pred_codes = bm.encode_for_predict(self.xp, self.X)
         return True
 
     # -- the row set of the tree being grown -----------------------------------
