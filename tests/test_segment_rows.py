@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -99,3 +101,28 @@ def test_segment_rows_decline_what_they_do_not_cover():
     assert segment_rows(NP, codes, np.ones((10, 3), dtype=np.float32)) is None  # not float64
     assert segment_rows(NP, codes, np.ones((11, 3))) is None  # not one channel row a row
     assert segment_rows(NP, codes, np.ones((10, 3))) is not None
+
+
+@pytest.mark.parametrize("n", [3000, 90_000])
+def test_unit_hessian_histograms_are_the_channel_ones(n):
+    """Where every hessian is 1, the count-free histograms read the gradients alone and add 1.0 for the hessian:
+    the same [G, H] bit for bit as read from the channel table, at the root (rows in sequence; in blocks of rows
+    for 90,000) and at children whose rows lie apart."""
+    codes, mapper, table = _round(0, n, 4)
+    table[0, :, 2] = 1.0
+    n_bins = int(mapper.n_bins)
+    split = types.SimpleNamespace(feature=np.array([0, 1]), bin=np.array([100, 60]),
+                                  missing_left=np.array([False, True]), is_categorical=np.zeros(2, dtype=bool),
+                                  cat_left=np.zeros((2, n_bins), dtype=bool))
+    got = []
+    for unit in (False, True):
+        rows = segment_rows(NP, codes, table[0], unit_count=True, unit_hessian=unit, n_threads=2)
+        rows.histogram_count = False
+        root = rows.histograms(np.array([0]), 1, n_bins)
+        rows.route(np.array([0]), split, 1, int(mapper.missing_bin))
+        children = rows.histograms(np.array([-1, 1, 0]), 2, n_bins)  # right child first: slots out of node order
+        got.append((root, children))
+    for want, have in zip(got[0], got[1]):
+        assert want.shape[-1] == 2
+        np.testing.assert_array_equal(want, have)
+    assert got[0][1][0, :, :, 1].sum() > 0  # the slot has rows

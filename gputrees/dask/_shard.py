@@ -136,7 +136,6 @@ class Shard:
         self.codes = bm.transform(self.xp, self.X, self.kernels)
         # the routing's feature-major copy when the kernels read one, once
         self.codes_by_feature = self.kernels.feature_major(self.xp, self.codes)
-        self.pred_codes = bm.encode_for_predict(self.xp, self.X)
         return True
 
     # -- the row set of the tree being grown -----------------------------------
@@ -172,6 +171,7 @@ class Shard:
         self.y_dev = _backend.from_numpy(xp, self.y_enc)
         self.w_dev = _backend.from_numpy(xp, self.w)
         self.w_sum = float(xp.sum(self.w_dev))
+        self.unit_weights = bool(np.all(self.w == 1.0))
         base = _backend.from_numpy(xp, baseline)
         self.raw = xp.asarray(xp.broadcast_to(base[None, :], (self.n, int(base.shape[0]))), copy=True)
         self.table = None  # the channel table, written over every round
@@ -218,8 +218,11 @@ class Shard:
             channels = self.table = round_channels(xp, g, h, count, self.table)
         self.ahead = False
         # the kernel set's compiled row set where it has one (reusing the last round's buffers), else LocalRows
+        # every row's hessian 1 where the loss's is the weight, no row weighted and every row in the bag
+        unit_hessian = inbag is None and self.loss.hessian_is_weight and self.unit_weights
         self.rows = self.kernels.fast.segment_rows(xp, self.codes, channels, self.codes_by_feature,
-                                                   previous=self._last_rows, unit_count=inbag is None)
+                                                   previous=self._last_rows, unit_count=inbag is None,
+                                                   unit_hessian=unit_hessian)
         if self.rows is None:
             self.rows = LocalRows(xp, self.codes, channels, self.kernels, record_leaves=True,
                                   codes_by_feature=self.codes_by_feature)
@@ -351,7 +354,7 @@ class Shard:
         self.grow_with = (host, get_kernels(host, n_jobs=self.n_jobs), criterion, params,
                           bin_mapper, monotonic_cst, float(learning_rate))
         # every row's hessian is 1 where the loss's is the weight and no row is weighted (MeshRows' counts)
-        self.unit_hessians = bool(self.loss.hessian_is_weight and np.all(self.w == 1.0))
+        self.unit_hessians = bool(self.loss.hessian_is_weight and self.unit_weights)
         # whether a value of these rows is missing (its bin), for the driver's ``count_free``
         xp, missing = self.xp, int(bin_mapper.missing_bin)
         return any(bool(xp.any(self.codes[i:i + (1 << 20)] == missing)) for i in range(0, self.n, 1 << 20))

@@ -1051,7 +1051,7 @@ class TreeCall:
             count_free, int(mapper.n_bins), int(mapper.missing_bin), crit, float(params.min_impurity_decrease),
             int(params.max_depth), float(params.min_samples_split), fixed.mapper_arrays, *fixed.categories,
             TIE_RTOL, 1 if n * n_features < ONE_THREAD_CELLS else threads,
-            row_bytes(codes), work.arrays(),
+            row_bytes(codes, 3), work.arrays(),  # (each row's (n, 3) channels read with its codes)
         )
         return cls((codes, fixed.codes_t, *fixed.sparse), tail, threads, int(n))
 

@@ -119,6 +119,37 @@ def _vector_rows3(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch
             add3(out, s, f, at(codes, r, f), w)
 
 
+#: The histogram kernels' ``mode`` where the second of two channels is 1 on
+#: every row (a round's hessians under squared error without weights): ``chan``
+#: holds the first channel only, each row's 8 bytes instead of a whole
+#: channel row (a node's rows lie far apart: fewer bytes fetched a row). The
+#: ones are added as the 1.0s of the channel would be: the same sums. Only for
+#: two-channel histograms without multiplicities (:func:`grouped_histograms`).
+UNIT_SECOND = 3
+
+
+@numba.njit(**JIT)
+def _unit_rows2(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch, first):
+    """:func:`_vector_rows2` where the second channel is 1 on every row (:data:`UNIT_SECOND`): column ``first`` of
+    ``chan`` and 1.0."""
+    if _consecutive(row, i0, i1) and _consecutive(chan_index, i0, i1):
+        r0, c0 = row[i0] - i0, chan_index[i0] - i0
+        for i in range(i0, i1):
+            r = r0 + i
+            w = (at(chan, c0 + i, first), 1.0)
+            for f in range(f0, f1):
+                add2(out, s, f, at(codes, r, f), w)
+        return
+    stop = i1 - PREFETCH_AHEAD
+    for i in range(i0, i1):
+        if prefetch and i < stop:
+            _prefetch_pair(codes, chan, at1(row, i + PREFETCH_AHEAD), at1(chan_index, i + PREFETCH_AHEAD))
+        r = at1(row, i)
+        w = (at(chan, at1(chan_index, i), first), 1.0)
+        for f in range(f0, f1):
+            add2(out, s, f, at(codes, r, f), w)
+
+
 # The row loop of the histogram is a plain (not parallel) function called
 # from _run_histograms' parallel loop (see _mark_sides).
 @numba.njit(**JIT)
@@ -135,6 +166,9 @@ def _add_rows(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, mult, wmult,
     """
     n_channels = out.shape[3]
     stop = i1 - PREFETCH_AHEAD
+    if n_channels == 2 and mode == UNIT_SECOND:
+        _unit_rows2(out, s, codes, row, chan_index, i0, i1, f0, f1, chan, prefetch, first)
+        return
     if (n_channels == 2 or n_channels == 3) and mode == 0:
         # boosting's [G, H] or [count, G, H]: loops of their own, without the
         # general loop's multiplicity tests

@@ -31,7 +31,7 @@ from .grow import (
     leaf_pass, leaf_pass_serial, mark_leaves, mark_leaves_serial, partition_rows, partition_rows_serial,
     threaded_rows,
 )
-from .histograms import grouped_histograms, run_drawn_histograms
+from .histograms import UNIT_SECOND, grouped_histograms, run_drawn_histograms
 from .jit import JIT, Threads, threads_for
 from .memory import PREFETCH_AHEAD, as_int64, at, prefetch, row_bytes
 from .pairs import run_sums, run_sums_serial
@@ -41,7 +41,8 @@ __all__ = ["SegmentRows", "segment_rows"]
 _EMPTY_F = np.empty(0, dtype=np.float64)
 
 
-def segment_rows(xp, codes, channels, codes_by_feature=None, previous=None, unit_count=False, *, n_threads: int = 1):
+def segment_rows(xp, codes, channels, codes_by_feature=None, previous=None, unit_count=False, unit_hessian=False, *,
+                 n_threads: int = 1):
     """A :class:`SegmentRows` over every row of ``channels``' trees, or None where it does not cover them.
 
     Parameters
@@ -59,12 +60,15 @@ def segment_rows(xp, codes, channels, codes_by_feature=None, previous=None, unit
         Channel 0 is 1 on every row (a round without row subsample): a
         root's count histogram is then every row's codes counted, kept in
         the buffers for the next batches.
+    unit_hessian : bool
+        Channel 2 (the hessian) is 1 on every row (squared error, no
+        weights): the count-free histograms read the gradients alone.
     n_threads : int
     """
     if not (isinstance(codes, np.ndarray) and isinstance(channels, np.ndarray) and channels.dtype == np.float64
             and channels.ndim in (2, 3) and codes.ndim == 2 and channels.shape[-2] == codes.shape[0]):
         return None
-    return SegmentRows(codes, codes_by_feature, channels, n_threads, previous, unit_count)
+    return SegmentRows(codes, codes_by_feature, channels, n_threads, previous, unit_count, unit_hessian)
 
 
 @numba.njit(**JIT)
@@ -138,7 +142,8 @@ class SegmentRows:
     the compiled tree's, whose histograms have those two channels).
     """
 
-    def __init__(self, codes, codes_by_feature, channels, n_threads: int = 1, previous=None, unit_count=False):
+    def __init__(self, codes, codes_by_feature, channels, n_threads: int = 1, previous=None, unit_count=False,
+                 unit_hessian=False):
         chan = channels if channels.ndim == 3 else channels[None]
         self.n_trees, self.n, self.n_channels = (int(d) for d in chan.shape)
         self.codes = np.ascontiguousarray(codes)
@@ -146,9 +151,13 @@ class SegmentRows:
         self.chan = [np.ascontiguousarray(chan[t]) for t in range(self.n_trees)]
         self.n_threads = int(n_threads)
         self.unit_count = bool(unit_count)
+        #: channel 2 is 1 on every row: the count-free histograms read each tree's gradients (:meth:`_gradients`)
+        #: and add 1.0 for the hessian (``histograms.UNIT_SECOND``), 8 bytes a row read instead of 24
+        self.unit_hessian = bool(unit_hessian) and self.n_channels == 3
+        self._g = [None] * self.n_trees
         #: whether the histograms carry the count channel (the grower's count-free histograms: channels 1.. only)
         self.histogram_count = True
-        self.row_bytes = row_bytes(self.codes)
+        self.row_bytes = row_bytes(self.codes, self.n_channels)  # each row's channels read with its codes
         self._route = None  # the last routing, not made yet (see :meth:`route`)
         buffers = None if previous is None else previous._buffers
         if buffers is None or buffers.order.shape[0] != self.n_trees * self.n or buffers.iota.shape[0] != self.n:
@@ -234,9 +243,13 @@ class SegmentRows:
             m, c = s.shape[0], self.n_channels
             rest = np.empty((m, width, int(n_bins), c - 1))
             every_bin = np.full(width, int(n_bins) - 1, dtype=np.int64)
+            if self.unit_hessian and not self.histogram_count:  # [G, H] of the gradients and ones
+                chan, mode, first, nbytes = self._gradients(t), UNIT_SECOND, 0, row_bytes(self.codes, 1)
+            else:
+                chan, mode, first, nbytes = self.chan[t], 0, 1, self.row_bytes
             with Threads(threads):
-                grouped_histograms(self.codes, order, order, _EMPTY_F, _EMPTY_F, np.int64(0), self.chan[t], s, e,
-                                   int(n_bins), threads, self.row_bytes, rest, 1, every_bin, threads)
+                grouped_histograms(self.codes, order, order, _EMPTY_F, _EMPTY_F, np.int64(mode), chan, s, e,
+                                   int(n_bins), threads, nbytes, rest, first, every_bin, threads)
             if not self.histogram_count:
                 return rest
             counts = np.empty((m, width, int(n_bins)))
@@ -252,6 +265,12 @@ class SegmentRows:
 
         c_out = self.n_channels - (0 if self.histogram_count else 1)
         return self._gather(node, tree_histograms, (width, int(n_bins), c_out))
+
+    def _gradients(self, t: int):
+        """Tree ``t``'s gradients (channel 1), (n, 1) C-contiguous: copied once a batch, on first use."""
+        if self._g[t] is None:
+            self._g[t] = np.ascontiguousarray(self.chan[t][:, 1:2])
+        return self._g[t]
 
     def _all_counts(self, n_bins: int):
         """Every row's codes counted (n_features, n_bins), float64: made once for the buffers' codes."""
