@@ -246,7 +246,7 @@ def scan_feature(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_s
     nb, C = h.shape
     n = min(nb - 1, n_scan)
     if pick >= 0:
-        return scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, 0, NO_BINS, -1)
+        return scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, 0)
     best = NEG_INF
     for variant in range(2 if has_rows(kind, h[nb - 1]) else 1):
         for c in range(C):
@@ -279,12 +279,8 @@ def scan_feature(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_s
     return best, -1, -1
 
 
-#: :func:`scan_pick`'s list of bins where it sums every bin from its start (none listed)
-NO_BINS = np.zeros(1, dtype=np.int64)
-
-
 @numba.njit(**JIT_LEAF)
-def scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, start, bins, n_listed):
+def scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, start):
     """:func:`scan_feature` of an extremely randomised candidate ``pick``: the only one scored.
 
     The bins up to it are summed in order and only its proxy is computed: a
@@ -292,10 +288,7 @@ def scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, sta
     feature's other 254 bins. ``start``: a bin below which ``h`` holds exact
     zeros (a node's lowest code; 0 where unknown), where the sum starts (the
     zeros before it leave the sums as they are). The same results as the
-    full scan, which sets every other bin -inf. ``n_listed`` >= 0 (four
-    channels): only the bins ``bins[:n_listed]`` (increasing, every non-empty
-    bin among them, the first at or below ``pick``) are summed, a small
-    node's present codes: the same adds, without the empty bins' zeros.
+    full scan, which sets every other bin -inf.
     """
     kind, n_out, l2, msl, mwl = crit
     cum, R, tmp, res, L, out = scratch
@@ -307,18 +300,9 @@ def scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, sta
     if C == 4:
         # squared error's (or three classes') channels summed in registers: through ``cum`` each bin's adds wait
         # on the store of the bin before (``cum`` and ``h`` may alias for the compiler); the same adds, in order
-        if n_listed >= 0:
-            b = bins[0]
-            c0, c1, c2, c3 = h[b, 0], h[b, 1], h[b, 2], h[b, 3]
-            for j in range(1, n_listed):
-                b = bins[j]
-                if b > pick:
-                    break
-                c0, c1, c2, c3 = c0 + h[b, 0], c1 + h[b, 1], c2 + h[b, 2], c3 + h[b, 3]
-        else:
-            c0, c1, c2, c3 = h[start, 0], h[start, 1], h[start, 2], h[start, 3]
-            for b in range(start + 1, pick + 1):
-                c0, c1, c2, c3 = c0 + h[b, 0], c1 + h[b, 1], c2 + h[b, 2], c3 + h[b, 3]
+        c0, c1, c2, c3 = h[start, 0], h[start, 1], h[start, 2], h[start, 3]
+        for b in range(start + 1, pick + 1):
+            c0, c1, c2, c3 = c0 + h[b, 0], c1 + h[b, 1], c2 + h[b, 2], c3 + h[b, 3]
         cum[0], cum[1], cum[2], cum[3] = c0, c1, c2, c3
     else:
         for c in range(C):

@@ -487,11 +487,8 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                 pick = random_bin_within(h[f], span[f, 0], span[f, 1], nb, u[f])
                 rec_bin[f, 1] = pick
                 if pick >= 0:
-                    n_listed = -1
-                    if few and C == 4 and 2 * n_rows < pick - span[f, 0]:
-                        n_listed = present_codes(codes, pairs, f, nb, key, order, count, bins)
                     fbest[f] = scan_pick(h[f], P, crit, False, 0.0, 0.0, 0.0, pick, NEG_INF, scratch, n_scan,
-                                         span[f, 0], bins, n_listed)[0]
+                                         span[f, 0])[0]
             elif fast and not has_rows(kind, h[f, nb - 1]):
                 n_listed = -1
                 if few and 4 * n_rows < n_scan:
@@ -525,7 +522,7 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                                                 cat_keys, cat_order, n_cat_pos, n_scan)
         elif has_u:
             p, b, variant = scan_pick(h[f], P, crit, False, 0.0, 0.0, 0.0, rec_bin[f, 1], target, scratch,
-                                      min(n_scan, span[f, 1] + 1), span[f, 0], bins, -1)
+                                      min(n_scan, span[f, 1] + 1), span[f, 0])
         else:
             p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, target, scratch,
                                          min(n_scan, span[f, 1] + 1))
