@@ -63,7 +63,19 @@ class Tree:
         self.n_classes = np.full(self.n_outputs, self.value.shape[2], dtype=np.int64)
         self.max_depth = int(to_numpy(batch.depth)[t, :n].max()) if n else 0
         self.n_leaves = int(np.sum(self.children_left == TREE_LEAF))
-        self.categories_left = categories_left(batch, t, self.feature, self.is_categorical, bin_mapper, categories)
+        # the labels of every categorical split: a list of arrays, built on first read (a deep tree's hundreds
+        # of splits cost a small fit a tenth of its time; the estimator keeps the batch they come from anyway)
+        self._categories_from = (batch, t, bin_mapper, categories)
+        self._categories_left = None
+
+    @property
+    def categories_left(self):
+        if self._categories_left is None:
+            batch, t, bin_mapper, categories = self._categories_from
+            self._categories_left = categories_left(
+                batch, t, self.feature, self.is_categorical, bin_mapper, categories
+            )
+        return self._categories_left
 
     def compute_feature_importances(self, n_features: int, normalize: bool = True) -> np.ndarray:
         """Total weighted impurity decrease brought by each feature (scikit-learn's definition)."""

@@ -79,19 +79,25 @@ def _encode_labels(col_values, labels):
     return out
 
 
+def _category_codes(categorical) -> np.ndarray:
+    """A pandas Categorical's codes as float64, NaN for missing (code -1)."""
+    codes = np.asarray(categorical.codes)
+    out = codes.astype(np.float64)
+    out[codes < 0] = np.nan
+    return out
+
+
 def _encode_pandas(col, labels) -> np.ndarray:
     """Codes of a pandas column in the fit-time ``labels`` (NaN: missing or unseen), vectorised."""
     import pandas as pd
 
     if isinstance(col.dtype, pd.CategoricalDtype):
-        categories = np.asarray(col.cat.categories, dtype=object)
+        categorical = col.array  # (its codes without the Series that ``col.cat.codes`` builds)
+        categories = np.asarray(categorical.categories, dtype=object)
         if categories.shape == labels.shape and bool(np.all(categories == labels)):
             # the column's own codes are the fit's (the same categories in the same order, as at fit time):
             # no lookup of every value, which costs pandas milliseconds a column
-            codes = col.cat.codes.to_numpy()
-            out = codes.astype(np.float64)
-            out[codes < 0] = np.nan
-            return out
+            return _category_codes(categorical)
     try:
         codes = pd.Index(labels, dtype=object).get_indexer(col.astype(object))
     except (TypeError, ValueError):
@@ -106,10 +112,10 @@ def _string_categories(values) -> np.ndarray:
     return np.asarray(present, dtype=object)
 
 
-def _numpy_numbers(frame) -> bool:
-    """Whether every column of a DataFrame has a NumPy bool, integer or float dtype (no extension dtype, no
+def _numpy_numbers(dtypes) -> bool:
+    """Whether every column dtype of a DataFrame is a NumPy bool, integer or float one (no extension dtype, no
     missing-value marker other than NaN)."""
-    return all(isinstance(d, np.dtype) and d.kind in "biuf" for d in frame.dtypes)
+    return all(isinstance(d, np.dtype) and d.kind in "biuf" for d in dtypes)
 
 
 def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_names=None, keep_float32=False):
@@ -149,7 +155,8 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         declared = resolve_categorical(categorical_features, n_features, names) if fit else set()
         is_cat = np.zeros(n_features, dtype=bool)
         categories = [None] * n_features
-        if _numpy_numbers(X) and (fit or all(c is None for c in fitted_categories)):
+        dtypes = list(X.dtypes)  # (a Series pandas builds on every access: read once)
+        if _numpy_numbers(dtypes) and (fit or all(c is None for c in fitted_categories)):
             # every column a NumPy number and none label-coded: the whole frame in one conversion (a
             # column at a time is a pandas indexing call each, ~0.25 ms: most of a 1,000-row tree's fit)
             is_cat[sorted(declared)] = True
@@ -158,13 +165,17 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         values = np.empty(X.shape, dtype=np.float64)
         # (items(): a Series a column without iloc's indexing machinery, ~0.5 ms a column)
         for j, (_, col) in enumerate(X.items()):
-            kind = str(col.dtype)
-            stringy = kind == "category" or col.dtype == object or kind in ("string", "str")
+            kind = str(dtypes[j])
+            stringy = kind == "category" or kind == "object" or kind in ("string", "str")
             if fit:
                 if kind == "category":
-                    labels = np.asarray(col.cat.categories, dtype=object)
+                    # the fit's labels are the column's categories: its own codes, no lookup
+                    categorical = col.array
+                    categories[j] = np.asarray(categorical.categories, dtype=object)
                     is_cat[j] = True
-                elif stringy:
+                    values[:, j] = _category_codes(categorical)
+                    continue
+                if stringy:
                     if j not in declared:
                         raise ValueError(
                             f"column {names[j]!r} holds strings/objects (dtype {col.dtype}); "

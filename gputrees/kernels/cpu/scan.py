@@ -346,7 +346,41 @@ def category_order(h, kind, k, n_out, l2, n_pos, n_valid, keys, order, tmp):
     in ordering ``k`` (empty bins last), stably: ``order[:n_pos]``, as the oracle's stable argsort.
 
     Bins from ``n_valid`` on (past the feature's categories) are empty and
-    not read: a histogram may leave them unwritten."""
+    not read: a histogram may leave them unwritten.
+
+    Returns how many sorted positions can hold a candidate: the present
+    categories (at least 1), after which every position is an empty bin,
+    skipped by the scans. The empty bins (key inf) are placed after the
+    present ones in bin order, as the stable sort places them, without
+    entering the sort; where a present key is inf or NaN (it would sort
+    among or after them) or an empty bin has a non-zero channel (the scans
+    would add it), the whole stable sort runs and every position counts.
+    """
+    n_present = 0
+    plain = True
+    for b in range(n_pos):
+        if b >= n_valid or h[b, 0] == 0:
+            if b < n_valid:
+                for c in range(h.shape[1]):
+                    plain &= h[b, c] == 0
+            continue
+        key = category_key(kind, h[b], k, n_out, l2, tmp)
+        keys[b] = key
+        plain &= key < np.inf
+        j = n_present
+        while j > 0 and key_before(key, keys[order[j - 1]]):
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = b
+        n_present += 1
+    if plain:
+        e = n_present
+        for b in range(n_pos):
+            if b >= n_valid or h[b, 0] == 0:
+                keys[b] = np.inf
+                order[e] = b
+                e += 1
+        return max(n_present, 1)
     for b in range(n_pos):
         keys[b] = np.inf if b >= n_valid or h[b, 0] == 0 else category_key(kind, h[b], k, n_out, l2, tmp)
         j = b
@@ -354,6 +388,7 @@ def category_order(h, kind, k, n_out, l2, n_pos, n_valid, keys, order, tmp):
             order[j] = order[j - 1]
             j -= 1
         order[j] = b
+    return n_pos
 
 
 @numba.njit(**JIT_LEAF)
@@ -386,9 +421,10 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
         return _scan_category_pick(h, P, crit, mono, lo, up, pick, target, scratch, keys, order, n_pos, n_valid)
     best = NEG_INF
     for k in range(n_orders):
-        category_order(h, kind, k, n_out, l2, n_pos, n_valid, keys, order, tmp)
+        # positions past the present categories are empty bins, skipped (-inf): not visited
+        n_live = category_order(h, kind, k, n_out, l2, n_pos, n_valid, keys, order, tmp)
         for variant in range(n_var):
-            for j in range(n_pos):
+            for j in range(n_live):
                 # an empty category after the first: the same candidate as the position before, which comes first
                 skip = _add_category(h, order[j], j, n_valid, cum) and j > 0
                 out[j] = NEG_INF if skip else 0.0
@@ -396,8 +432,8 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
                     for c in range(C):
                         L[j, c] = cum[c] + h[nb - 1, c] if variant == 1 else cum[c]
             # categorical features carry no monotonic direction, only the node's bounds
-            candidate_proxies(kind, L[:n_pos], out, P, n_out, l2, msl, mwl, mono, lo, up, 0.0, R, tmp)
-            j, p = first_near(out, n_pos, target, L, res)
+            candidate_proxies(kind, L[:n_live], out, P, n_out, l2, msl, mwl, mono, lo, up, 0.0, R, tmp)
+            j, p = first_near(out, n_live, target, L, res)
             if j >= 0:
                 return p, j, variant, k
             best = max(best, p)
@@ -744,10 +780,17 @@ def _best_of(out, n):
 
 
 @numba.njit(**JIT_LEAF)
-def fast_scan(h, P0, P1, P2, P3, mse, msl, mwl, tie_rtol, n_scan, L, out):
+def fast_scan(h, P0, P1, P2, P3, mse, msl, mwl, tie_rtol, n_scan, L, out, bins, n_listed):
     """:func:`scan_feature`'s first pass (target -inf, no random pick) of one two- or three-class Gini histogram
     ``h`` (nb, 3 or 4) or (``mse``) squared-error one (nb, 4) without missing rows, over value bins
     ``0 .. n_scan - 1`` (the node's statistics ``P0 .. P3``; ``P3`` unused with three channels).
+
+    ``n_listed`` >= 0: only the bins ``bins[:n_listed]`` (increasing, every
+    non-empty value bin among them) are visited, a small node's present
+    codes: the bins between them are empty, and an empty bin adds zeros to the
+    running sums and repeats the candidate before it, so the sums,
+    candidates and result are the dense pass's (a few rows' node then scans a
+    few bins, not up to 255).
 
     Returns (best, recorded, bin, proxy, left statistics (4 scalars; the
     fourth 0 with three channels)): the best proxy and, when ``recorded``,
@@ -758,26 +801,30 @@ def fast_scan(h, P0, P1, P2, P3, mse, msl, mwl, tie_rtol, n_scan, L, out):
     """
     nb, C = h.shape
     four = C == 4
-    n = min(nb - 1, n_scan)
+    listed = n_listed >= 0
+    n = n_listed if listed else min(nb - 1, n_scan)
     LT = L.reshape((L.shape[1], L.shape[0]))  # by channel, as _fast_feature's
-    s0, s1, s2 = h[0, 0], h[0, 1], h[0, 2]
-    s3 = h[0, 3] if four else 0.0
+    b0 = bins[0] if listed and n > 0 else 0
+    s0, s1, s2 = h[b0, 0], h[b0, 1], h[b0, 2]
+    s3 = h[b0, 3] if four else 0.0
     # the running sums, then the proxies in a loop of their own
     # (fast_proxies). An empty bin after the first repeats the sums, so the
     # proxy, of the bin before it, which comes first: the first near-best
     # candidate is never an empty bin (as scan_feature's, which sets them -inf)
-    for b in range(n):
-        if b > 0:
+    for j in range(n):
+        if j > 0:
+            b = bins[j] if listed else j
             s0, s1, s2 = s0 + h[b, 0], s1 + h[b, 1], s2 + h[b, 2]
             if four:
                 s3 = s3 + h[b, 3]
-        LT[0, b], LT[1, b], LT[2, b] = s0, s1, s2
+        LT[0, j], LT[1, j], LT[2, j] = s0, s1, s2
         if four:
-            LT[3, b] = s3
+            LT[3, j] = s3
     best = fast_proxies(LT, n, P0, P1, P2, P3, msl, mwl, mse, four, out)
     j = near_best(out, n, best, tie_rtol)
     if j >= 0:
-        return best, True, j, out[j], LT[0, j], LT[1, j], LT[2, j], LT[3, j] if four else 0.0
+        b = bins[j] if listed else j
+        return best, True, b, out[j], LT[0, j], LT[1, j], LT[2, j], LT[3, j] if four else 0.0
     return best, False, 0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 

@@ -128,6 +128,24 @@ def _stable_order_n(key, n, nb, order, count):
         put1(count, v, at1(count, v) + 1)
 
 
+@numba.njit(**JIT_LEAF)
+def present_codes(codes, pairs, f, nb, key, order, count, out):
+    """The distinct codes of feature ``f`` among a node's rows ``pairs`` (of ``codes``), increasing, in ``out``;
+    returns how many. ``key``, ``order`` (at least the rows) and ``count`` (nb) are work space of
+    :func:`_stable_order_n`, which sorts them."""
+    n = pairs.shape[0]
+    for k in range(n):
+        key[k] = at(codes, at1(pairs, k), f)
+    _stable_order_n(key, n, nb, order, count)
+    m = 0
+    for k in range(n):
+        code = key[order[k]]
+        if m == 0 or out[m - 1] != code:
+            out[m] = code
+            m += 1
+    return m
+
+
 @numba.njit(inline="always", **JIT_NUMPY)
 def _candidates(key, order, pairs, weights, n, missing, L, cand, four):
     """Three or (``four``) four channels' candidates of a sorted (node, feature): returns their count.

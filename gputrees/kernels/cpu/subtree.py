@@ -92,8 +92,10 @@ from .scan import (
 )
 from .sorted_scan import (
     UPDATES_PER_CODE,
+    SMALL_SORT_ROWS,
     fast_pass,
     node_tasks,
+    present_codes,
     sorted_node,
     sorted_scratch,
 )
@@ -343,7 +345,7 @@ def _records(region, count, tree, parent, depth, key, stats, split, feature, bin
 # -- the kernel ---------------------------------------------------------------------------
 @numba.njit(**JIT_LEAF)
 def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins,
-               tie_rtol, scratch, h, fbest, left, drawn, record, is_cat, cat, local, span):
+               tie_rtol, scratch, h, fbest, left, drawn, record, is_cat, cat, local, span, listing):
     """The histogram search of one node (best splits): ``_best_splits``' for one node.
 
     With ``has_u``, each drawn feature's one extremely randomised candidate
@@ -370,11 +372,14 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
     before them, and a random candidate's range is found from them.
     ``drawn`` (F,) int64: work space for the drawn features' indices;
     ``record``: the near-best records of :func:`sorted_scratch` (its last
-    four arrays), work space here.
+    four arrays), work space here; ``listing``: its key, order, candidate
+    and count arrays, where a node of few rows lists a numerical feature's
+    present codes for :func:`gputrees.kernels.cpu.scan.fast_scan`.
     """
     n_drawn = _build_node(codes, weights, pairs, fmask, nb, h, drawn, span)
     out = _search_node(n_drawn, weights.shape[1], P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
-                       n_value_bins, tie_rtol, scratch, h, fbest, left, record, is_cat, cat, local, span)
+                       n_value_bins, tie_rtol, scratch, h, fbest, left, record, is_cat, cat, local, span,
+                       (codes, pairs, listing))
     # the filled bins cleared: the next node's histograms start from zeros
     # (by the rows' codes where there are fewer rows than bins)
     C = weights.shape[1]
@@ -451,9 +456,14 @@ def _widen(span, f, b, missing):
 
 @numba.njit(**JIT_LEAF)
 def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins, tie_rtol,
-                 scratch, h, fbest, left, record, is_cat, cat, local, span):
-    """:func:`_hist_node`'s scan of the node's built histograms ``h``."""
+                 scratch, h, fbest, left, record, is_cat, cat, local, span, rows):
+    """:func:`_hist_node`'s scan of the node's built histograms ``h``; ``rows``: its ``codes``, ``pairs`` and
+    ``listing``."""
     cat_keys, cat_order, cat_row, n_cat_pos = cat
+    codes, pairs, (key, order, bins, count) = rows
+    # few rows: a numerical feature's fast pass visits their codes only, not every bin up to the highest
+    n_rows = pairs.shape[0]
+    few = n_rows <= SMALL_SORT_ROWS
     F = h.shape[0]
     kind = crit[0]
     rec_ok, rec_bin, rec_p, rec_left = record
@@ -480,8 +490,12 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                     fbest[f] = scan_pick(h[f], P, crit, False, 0.0, 0.0, 0.0, pick, NEG_INF, scratch, n_scan,
                                          span[f, 0])[0]
             elif fast and not has_rows(kind, h[f, nb - 1]):
+                n_listed = -1
+                if few and 4 * n_rows < n_scan:
+                    n_listed = present_codes(codes, pairs, f, nb, key, order, count, bins)
                 fb, ok, b, pj, l0, l1, l2, l3 = fast_scan(
-                    h[f], P[0], P[1], P[2], P3, mse, crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5])
+                    h[f], P[0], P[1], P[2], P3, mse, crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5],
+                    bins, n_listed)
                 fbest[f], rec_ok[f], rec_bin[f, 0], rec_p[f] = fb, ok, b, pj
                 rec_left[f, 0], rec_left[f, 1], rec_left[f, 2] = l0, l1, l2
                 if C == 4:
@@ -798,7 +812,8 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     found, p, f, code, ml, thr, is_c = _hist_node(
                         cod, wts, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
                         n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:8], is_cat,
-                        (cat_keys, cat_order, cat_left[g], n_cat_pos), local_thr, code_span)
+                        (cat_keys, cat_order, cat_left[g], n_cat_pos), local_thr, code_span,
+                        (sort_scratch[0], sort_scratch[1], sort_scratch[2], sort_scratch[3]))
                 else:
                     found, p, f, code, ml, thr = sorted_node(
                         cod, ident, wts, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
