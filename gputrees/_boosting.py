@@ -70,13 +70,19 @@ def _stack_rounds(xp, rounds):
     return batch, stack_node_arrays(xp, [r.values for r in rounds], 0.0, int(batch.left.shape[1]))
 
 
-def _laid_out(xp, round_):
-    """A round whose trees the GPU grew in their perfect-tree layout (``node_count`` None), with its nodes
-    numbered as the level-wise grower's; other rounds as they are."""
-    if round_.batch.node_count is not None:
-        return round_
-    batch, values = reference.compact_batch(xp, round_.batch, round_.values)
-    return Round(batch=batch, values=values)
+def _laid_out(xp, rounds):
+    """A fit's rounds, those the GPU grew in their perfect-tree layout (``node_count`` None) with their nodes
+    numbered as the level-wise grower's, all in one pass; other rounds as they are."""
+    groups = {}  # rounds of one node-table shape compact together
+    for i, r in enumerate(rounds):
+        if r.batch.node_count is None:
+            groups.setdefault((tuple(r.batch.left.shape[1:]), tuple(r.batch.cat_left.shape[2:])), []).append(i)
+    out = list(rounds)
+    for members in groups.values():
+        parts = reference.compact_batches(xp, [rounds[i].batch for i in members], [rounds[i].values for i in members])
+        for i, (batch, values) in zip(members, parts):
+            out[i] = Round(batch=batch, values=values)
+    return out
 
 
 def _host_scores(scores):
@@ -359,7 +365,7 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         scores, and the trees grown in the perfect-tree layout, numbered here as
         the level-wise grower numbers its nodes.
         """
-        self._rounds = [_laid_out(xp, r) for r in rounds]
+        self._rounds = _laid_out(xp, rounds)
         self.train_score_ = _host_scores(train_scores)
         self._eval_scores = [_host_scores(s) for s in val_scores]
         self.validation_score_ = self._eval_scores[-1] if val_scores else np.zeros(0, dtype=np.float64)

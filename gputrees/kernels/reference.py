@@ -870,6 +870,45 @@ def compact_batch(xp, batch, values=None, exists=None):
 
     One host read: the trees' node counts and depth (they size the arrays).
     """
+    out, values, _ = _compact(xp, batch, values, exists)
+    return out, values
+
+
+def compact_batches(xp, batches, values):
+    """:func:`compact_batch` of several batches in the perfect-tree layout, all of one depth (a fit's
+    rounds), in one pass: the operations and the host read of one batch, not of each.
+
+    Returns a list of ``(batch, values)``, one per batch, each cut to the widest of its own trees, as
+    :func:`compact_batch` of that batch alone returns it.
+    """
+    per_tree = ("node_count", "max_depth", "row_leaf")
+    node_fields = [f.name for f in dataclasses.fields(batches[0]) if f.name not in per_tree]
+
+    def cat(name):
+        parts = [getattr(b, name) for b in batches]
+        return None if parts[0] is None else xp.concat(parts, axis=0)
+
+    stacked = dataclasses.replace(batches[0], row_leaf=cat("row_leaf"), **{name: cat(name) for name in node_fields})
+    out, all_values, tree_depth = _compact(xp, stacked, xp.concat(values, axis=0))
+    parts, start = [], 0
+    for b in batches:
+        stop = start + int(b.left.shape[0])
+        width = int(out.node_count[start:stop].max())
+
+        def cut(a, start=start, stop=stop, width=width):
+            return None if a is None else a[start:stop, :width, ...]
+
+        part = dataclasses.replace(
+            out, node_count=out.node_count[start:stop], max_depth=int(tree_depth[start:stop].max()),
+            row_leaf=None if out.row_leaf is None else out.row_leaf[start:stop],
+            **{name: cut(getattr(out, name)) for name in node_fields})
+        parts.append((part, cut(all_values)))
+        start = stop
+    return parts
+
+
+def _compact(xp, batch, values=None, exists=None):
+    """:func:`compact_batch`, and the depth of each tree's deepest node (host int64)."""
     n_trees, cap = int(batch.left.shape[0]), int(batch.left.shape[1])
     i8 = xp.int64
     if exists is None:
@@ -877,9 +916,10 @@ def compact_batch(xp, batch, values=None, exists=None):
         is_root = xp.asarray(np.arange(cap) == 0)
         exists = is_root[None, :] | xp.take(batch.left >= 0, parent, axis=1)
     new_id = xp.cumulative_sum(xp.astype(exists, i8), axis=1) - 1
-    deepest = xp.max(xp.where(exists, batch.depth, xp.zeros_like(batch.depth)))
-    summary = to_numpy(xp.concat([xp.sum(xp.astype(exists, i8), axis=1), xp.reshape(deepest, (1,))]))
-    counts = np.asarray(summary[:n_trees], dtype=np.int64)
+    deepest = xp.max(xp.where(exists, batch.depth, xp.zeros_like(batch.depth)), axis=1)
+    summary = np.asarray(to_numpy(xp.concat([xp.sum(xp.astype(exists, i8), axis=1), xp.astype(deepest, i8)])),
+                         dtype=np.int64)
+    counts, tree_depth = summary[:n_trees], summary[n_trees:]
     width = int(counts.max())
     # each tree's existing nodes in level order first
     order = xp.argsort(xp.astype(~exists, i8), axis=1, stable=True)[:, :width]
@@ -911,9 +951,9 @@ def compact_batch(xp, batch, values=None, exists=None):
         threshold=take(batch.threshold, -2.0),
         stats=take(batch.stats, 0.0),
         depth=take(batch.depth, 0),
-        max_depth=int(summary[n_trees]),
+        max_depth=int(tree_depth.max()),
         row_leaf=None if batch.row_leaf is None else xp.take_along_axis(new_id, batch.row_leaf, axis=1),
         lower=None if batch.lower is None else take(batch.lower, 0.0),
         upper=None if batch.upper is None else take(batch.upper, 0.0),
     )
-    return out, None if values is None else take(values, 0.0)
+    return out, None if values is None else take(values, 0.0), tree_depth

@@ -85,6 +85,25 @@ def test_the_perfect_layout_predicts_as_the_laid_out_batch():
                                   np.take_along_axis(values, np.asarray(perfect.row_leaf), axis=1))
 
 
+def test_rounds_compacted_together_equal_each_compacted_alone():
+    """A fit's rounds laid out in one pass equal each round laid out alone: same widths, nodes and values."""
+    batches, values = [], []
+    for seed, depth_seed in ((9, 2), (4, 3), (11, 5)):
+        inputs, scale = boosting_round(seed, k=2)
+        batch = tree.grow_tree(NP, inputs, device_params(max_depth=4), scale=scale)
+        batches.append(batch)
+        values.append(np.asarray(batch.stats)[:, :, 1] * depth_seed)
+    together = reference.compact_batches(NP, batches, values)
+    for (got, got_values), batch, v in zip(together, batches, values):
+        want, want_values = reference.compact_batch(NP, batch, v)
+        for field in dataclasses.fields(want):
+            a, b = getattr(got, field.name), getattr(want, field.name)
+            assert (a is None) == (b is None), field.name
+            if a is not None:
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=field.name)
+        np.testing.assert_array_equal(got_values, want_values)
+    assert len({int(np.max(b.node_count)) for b, _ in together}) > 1  # the rounds' widths differ
+
 # (budget in bytes, the build kernel of each of the 4 levels): 2 trees x 13 bins x 3 int64 = 624 bytes a
 # feature of a slot; 4 features
 SHARED_CASES = {
