@@ -145,6 +145,8 @@ DEEP_PERFECT_LEVELS = 6
 #: Most channels a node's statistics have here (the kernels' per-thread arrays are this long): 15 classes,
 #: 7 regression outputs.
 MAX_CHANNELS = 16
+#: Most threads a block of ``_split`` may have (its shared scan sums are sized for them).
+SPLIT_THREADS = 256
 #: The criteria grown here (their codes): Newton (boosting), Gini, entropy and squared error (trees, forests).
 CRITERIA = (NEWTON, GINI, ENTROPY, SQUARED_ERROR)
 #: Device operations a level takes (routing and build, split) for the trees of one pass: the histograms
@@ -170,14 +172,33 @@ _TREE_ARRAYS = ("codes", "chan", "mult", "wmult", "scale", "node", "split", "fea
 
 # -- device functions ---------------------------------------------------------------
 @cuda.jit(device=True)
-def _feature_scan(hist, base, nb, n_scan, P, inv, kind, n_out, l2, msl, mwl, proxies, out):
-    """One (node, feature): every candidate's proxy over value bins ``0 .. n_scan - 1`` of the int64
-    histogram ``hist[base : base + nb * C]`` (bin-major, C channels), written to
-    ``proxies[out + variant * (nb - 1) + bin]`` (-inf where there is no candidate; variant 1: the missing
-    values go left), and the best of them returned. ``P``: the node's statistics (float64, C).
+def _scan_part(part, per, nb):
+    """Value bins ``lo .. hi - 1``: part ``part`` of the ``per`` parts that scan a feature's ``nb - 1``."""
+    size = (nb - 1 + per - 1) // per
+    lo = min(part * size, nb - 1)
+    return lo, min(lo + size, nb - 1)
+
+
+@cuda.jit(device=True)
+def _part_sums(hist, base, lo, hi, C, sums, row):
+    """``sums[row, :C]``: the int64 channel sums of bins ``lo .. hi - 1`` of the histogram at ``base``
+    (bin-major, C channels)."""
+    for c in range(C):
+        sums[row, c] = 0
+    for b in range(lo, hi):
+        for c in range(C):
+            sums[row, c] += hist[base + b * C + c]
+
+
+@cuda.jit(device=True)
+def _part_scan(hist, base, nb, lo, hi, n_scan, cum, P, inv, kind, n_out, l2, msl, mwl, proxies, out):
+    """Every candidate of value bins ``lo .. hi - 1`` (of the first ``n_scan``) of one (node, feature): its
+    proxy written to ``proxies[out + variant * (nb - 1) + bin]`` (-inf where there is no candidate; variant 1:
+    the missing values go left), and the best of them returned. ``cum``: the int64 channel sums of the bins
+    below ``lo`` (exact, so that the parts of a feature find the sums one thread would); ``P``: the node's
+    statistics (float64, C).
     """
     C = P.shape[0]
-    cum = cuda.local.array(MAX_CHANNELS, numba.int64)
     left = cuda.local.array(MAX_CHANNELS, numba.float64)
     right = cuda.local.array(MAX_CHANNELS, numba.float64)
     tmp = cuda.local.array(MAX_CHANNELS, numba.float64)
@@ -185,29 +206,33 @@ def _feature_scan(hist, base, nb, n_scan, P, inv, kind, n_out, l2, msl, mwl, pro
     R = right[:C]
     n = min(nb - 1, n_scan)
     m = base + (nb - 1) * C
-    n_var = 2 if hist[m] > 0 else 1  # the missing bin holds rows: both sides tried
+    both = hist[m] > 0  # the missing bin holds rows: both sides tried
     best = _NEG_INF
-    for variant in range(2):
-        for c in range(C):
-            cum[c] = 0
-        for b in range(nb - 1):
-            p = _NEG_INF
-            if variant < n_var and b < n:
-                j = base + b * C
-                filled = False
+    for b in range(lo, hi):
+        p0 = _NEG_INF
+        p1 = _NEG_INF
+        if b < n:
+            j = base + b * C
+            filled = False
+            for c in range(C):
+                h = hist[j + c]
+                cum[c] += h
+                filled = filled or h != 0
+            # an empty bin after the first: the same candidate as the bin before, which comes first
+            if b == 0 or filled:
                 for c in range(C):
-                    h = hist[j + c]
-                    cum[c] += h
-                    filled = filled or h != 0
-                # an empty bin after the first: the same candidate as the bin before, which comes first
-                if b == 0 or filled:
+                    L[c] = cum[c] * inv[c]
+                p0 = rules.candidate_score(kind, L, R, P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0, tmp)
+                if both:
                     for c in range(C):
-                        a = cum[c] + (hist[m + c] if variant == 1 else 0)
-                        L[c] = a * inv[c]
-                    p = rules.candidate_score(kind, L, R, P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0, tmp)
-            proxies[out + variant * (nb - 1) + b] = p
-            if p > best:
-                best = p
+                        L[c] = (cum[c] + hist[m + c]) * inv[c]
+                    p1 = rules.candidate_score(kind, L, R, P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0, tmp)
+        proxies[out + b] = p0
+        proxies[out + nb - 1 + b] = p1
+        if p0 > best:
+            best = p0
+        if p1 > best:
+            best = p1
     return best
 
 
@@ -416,9 +441,10 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
        histograms are its drawn features' (``fids``, drawn by its parent's block, or the host for a root),
        built for every node (no subtraction), as the level-wise grower builds them for ``k`` of at most half
        the features.
-    3. A thread a feature: every candidate's proxy (:func:`_feature_scan`, kept in ``proxies``: recomputing
-       them could round differently, the GPU compiler contracting multiply-adds kernel by kernel) and the
-       feature's best (``fbest``).
+    3. Every candidate's proxy (:func:`_part_scan`, kept in ``proxies``: recomputing them could round
+       differently, the GPU compiler contracting multiply-adds kernel by kernel) and each feature's best
+       (``fbest``): a feature's bins split into parts, a thread a part, each part's scan starting from the
+       exact int64 sums of the parts before it (not one thread walking a feature's 255 bins alone).
     4. The tie rule over them: the first feature whose best is near the best, its first near-best candidate
        (the block's threads search the candidates, a shared minimum), the left child's sums over the bins
        up to it (shared int64 sums: exact), then the first thread's acceptance (the criterion's
@@ -437,6 +463,8 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     histograms built (no subtraction: ``by_drawn``, and deep trees' compact levels, a group of slots at a time).
     """
     chosen = cuda.shared.array(1, dtype=numba.int64)  # the first near-best candidate
+    part_sums = cuda.shared.array((SPLIT_THREADS, MAX_CHANNELS), dtype=numba.int64)  # a scan part's bins' sums
+    part_best = cuda.shared.array(SPLIT_THREADS, dtype=numba.float64)  # a scan part's best candidate
     sums = cuda.shared.array(MAX_CHANNELS, dtype=numba.int64)
     node_stats = cuda.local.array(MAX_CHANNELS, numba.float64)
     left = cuda.local.array(MAX_CHANNELS, numba.float64)
@@ -485,14 +513,41 @@ def _split(prev, built, hist, proxies, fbest, drawn, u, stats, can, key, allowed
     cuda.syncthreads()
     for c in range(C):
         P[c] = stats[k, nd, c] * inv[c]
-    for f in range(tid, n_features, threads):
+    # each feature's bins scanned by ``per`` threads, each a part of them: the sums of the parts first, then
+    # each part's candidates from the sums of the parts before it
+    cum = cuda.local.array(MAX_CHANNELS, numba.int64)
+    per = max(1, min(nb - 1, threads // n_features))
+    group = threads // per  # features a round
+    part = tid % per
+    lo, hi = _scan_part(part, per, nb)
+    for f0 in range(0, n_features, group):
+        f = f0 + tid // per
+        active = tid < group * per and f < n_features
+        col = 0
+        if active:
+            col = fids[k, nd, f] if by_drawn else f
+            active = by_drawn or (drawn[hs, f] if k_draw >= 0 else allowed[k, f])
+        idx = hs * n_features + f
+        n_scan = n_value_bins[col]
+        if active:
+            _part_sums(hist, idx * nb * C, lo, min(hi, n_scan), C, part_sums, tid)
+        cuda.syncthreads()
         p = _NEG_INF
-        col = fids[k, nd, f] if by_drawn else f
-        if by_drawn or (drawn[hs, f] if k_draw >= 0 else allowed[k, f]):
-            idx = hs * n_features + f
-            p = _feature_scan(hist, idx * nb * C, nb, n_value_bins[col], P, inv, kind, n_out, l2, msl, mwl, proxies,
-                              idx * 2 * (nb - 1))
-        fbest[hs * n_features + f] = p
+        if active:
+            for c in range(C):
+                cum[c] = 0
+                for q in range(tid - part, tid):
+                    cum[c] += part_sums[q, c]
+            p = _part_scan(hist, idx * nb * C, nb, lo, hi, n_scan, cum, P, inv, kind, n_out, l2, msl, mwl, proxies,
+                           idx * 2 * (nb - 1))
+        part_best[tid] = p
+        cuda.syncthreads()
+        if part == 0 and tid < group * per and f < n_features:
+            for q in range(tid + 1, tid + per):
+                if part_best[q] > p:
+                    p = part_best[q]
+            fbest[idx] = p
+        cuda.syncthreads()  # the next round's parts reuse the shared sums
     if tid == 0:
         chosen[0] = 2 * (nb - 1)
         for c in range(C):
