@@ -84,6 +84,8 @@ def parse_args(argv=None):
     p.add_argument("--peers", nargs="*", choices=PEERS, default=[p for p in PEERS if p != "xgboost-gpu"],
                    help="the runs beside gputrees' GPU fit (numba: gputrees' own CPU kernels; xgboost-gpu: "
                         "XGBoost's CUDA build on the same GPU, where installed)")
+    p.add_argument("--defaults", action="store_true",
+                   help="also gputrees at its own defaults (min_samples_leaf=20, early stopping on above 10k rows)")
     p.add_argument("--out", type=Path, default=HERE / "results")
     p.add_argument("--dry-run", action="store_true", help="tiny sizes in numba-cuda's simulator (no GPU)")
     args = p.parse_args(argv)
@@ -150,6 +152,11 @@ def gbdt(library, args, threads=None, gpu=False):
             l2_regularization=l2, min_child_weight=mch, min_samples_leaf=1, early_stopping=False,
             random_state=0, n_jobs=threads, quantised_gradients=True if gpu else "auto",
         )
+    if library == "gputrees-defaults":  # what a user who sets only the rounds and depth runs
+        import gputrees
+
+        return gputrees.GradientBoostingClassifier(n_estimators=args.rounds, max_depth=args.depth, random_state=0,
+                                                   n_jobs=threads)
     if library == "xgboost":
         import xgboost
 
@@ -198,6 +205,8 @@ def run_gbdt(args, dev, n_rows, results):
     gpu = [("gputrees GPU", "gputrees", True)]
     if args.level_wise and not args.dry_run:  # the simulator always takes the device step
         gpu.append(("gputrees GPU, level by level", "gputrees", True))
+    if args.defaults:
+        gpu.append(("gputrees GPU, defaults", "gputrees-defaults", True))
     entries = gpu + [peers[p] for p in PEERS if p in args.peers and p in peers
                      and not (p == "xgboost-gpu" and (args.dry_run or not xgboost_has_cuda()))]
     for label, library, on_gpu in entries:
@@ -222,8 +231,9 @@ def run_gbdt(args, dev, n_rows, results):
                 os.environ["GPUTREES_KERNELS"] = env_kernels
         results.append(dict(task="gbdt", rows=int(n_rows), model=label, fit_s=fit_s, compile_s=compile_s,
                             predict_rows_per_s=len(Xte) / pred_s, auc=auc))
+        rounds = getattr(model, "n_iter_", None)
         print(f"gbdt {n_rows:>10} {label:<26} fit {fit_s:8.3f} s  predict {len(Xte) / pred_s:12.0f} rows/s  "
-              f"AUC {auc:.4f}", flush=True)
+              f"AUC {auc:.4f}" + (f"  rounds {rounds}" if rounds is not None else ""), flush=True)
 
 
 def run_forest(args, dev, results):

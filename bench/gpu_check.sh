@@ -62,7 +62,7 @@ echo "smoke: exit $? after $(( $(date +%s) - start )) s" >> "$OUT/smoke.txt"
 
 if [ $DRY = 0 ]; then
   # the CPU peers that finish in seconds; gputrees' own CPU kernels would spend the first minute compiling
-  timeout 230 $PY bench/bench_gpu.py --rows 1000000 10000000 --peers xgboost lightgbm $XGB_GPU --out "$OUT" \
+  timeout 230 $PY bench/bench_gpu.py --rows 1000000 10000000 --defaults --peers xgboost lightgbm $XGB_GPU --out "$OUT" \
     > "$OUT/bench_gpu.txt" 2>&1
 else
   timeout 300 $PY bench/bench_gpu.py --dry-run --out "$OUT" > "$OUT/bench_gpu.txt" 2>&1
