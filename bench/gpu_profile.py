@@ -8,8 +8,8 @@ Run on a machine with an NVIDIA GPU, CuPy and numba-cuda:
 1. For each ``--rows``: ``bench_tree.make_synthetic`` (binary, 28 float32
    features) as CuPy arrays, bench_gpu's GBDT settings (256 bins, quantised
    gradients, no minimum row count), one fit with the device step's
-   histograms summed in blocks' shared memory (the default) and one with
-   global atomics only (``SHARED_HISTOGRAM_BYTES = 0``), alternated
+   histograms summed in blocks' shared memory (``SHARED_BLOCK_BYTES``) and
+   one with global atomics only (the default, ``SHARED_HISTOGRAM_BYTES = 0``), alternated
    ``--repeats`` times after a compiling warm-up; median fit seconds, their
    ratio, and whether the two fits' trees are equal (they must be: int64 sums).
 2. A child process with ``CUDA_LAUNCH_BLOCKING=1`` (every launch waits for
@@ -88,7 +88,7 @@ def _trees(model):
 def compare_builds(args):
     from gputrees.kernels.gpu import tree
 
-    shared_budget = tree.SHARED_HISTOGRAM_BYTES
+    default_budget, shared_budget = tree.SHARED_HISTOGRAM_BYTES, tree.SHARED_BLOCK_BYTES
     Xw, yw = _data(args.warmup_rows)
     for budget in (shared_budget, 0):
         tree.SHARED_HISTOGRAM_BYTES = budget
@@ -103,7 +103,7 @@ def compare_builds(args):
                 model = _model(args.rounds, args.depth)
                 times[name].append(_fit(model, X, y))
                 trees[name] = _trees(model)
-        tree.SHARED_HISTOGRAM_BYTES = shared_budget
+        tree.SHARED_HISTOGRAM_BYTES = default_budget
         same = all(np.array_equal(trees["shared"][f], trees["global"][f]) for f in trees["shared"])
         s, g = statistics.median(times["shared"]), statistics.median(times["global"])
         print(f"{n_rows:>9} rows, {args.rounds} rounds depth {args.depth}: shared-memory build {s:.3f} s, "

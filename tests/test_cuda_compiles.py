@@ -90,7 +90,7 @@ def _names(ptx):
     return {name for name, _ in ptx}
 
 
-@pytest.mark.parametrize("shared_bytes", [tree.SHARED_HISTOGRAM_BYTES, 0], ids=["shared", "global"])
+@pytest.mark.parametrize("shared_bytes", [tree.SHARED_BLOCK_BYTES, 0], ids=["shared", "global"])
 def test_device_step_kernels_compile(compiled, monkeypatch, shared_bytes):
     monkeypatch.setattr(tree, "SHARED_HISTOGRAM_BYTES", shared_bytes)
     inputs, scale = boosting_round(3, k=2, kernels="bincount")
@@ -106,13 +106,15 @@ def test_device_quantisation_kernels_compile(compiled):
     assert _names(compiled) == {"_channel_max", "_quantise"}
 
 
-def test_device_step_forest_kernels_compile(compiled):
+@pytest.mark.parametrize("shared_bytes", [tree.SHARED_BLOCK_BYTES, 0], ids=["shared", "global"])
+def test_device_step_forest_kernels_compile(compiled, shared_bytes, monkeypatch):
     """A forest's batch: multiplicities, impurity criteria, per-node feature draws and local thresholds (every
     criterion is compiled into the kernels: its code is an argument)."""
+    monkeypatch.setattr(tree, "SHARED_HISTOGRAM_BYTES", shared_bytes)
     inputs, scale = forest_batch(3, criterion="squared_error", kernels="bincount")
     params = device_params(max_depth=3, max_features=2, local_thresholds=True, sorted_small_nodes=True)
     tree.grow_tree(NP, inputs, params, scale=scale)
-    assert _names(compiled) == {"_build_shared", "_split", "_route", "_finish"}
+    assert _names(compiled) == {"_build_shared" if shared_bytes else "_build", "_split", "_route", "_finish"}
 
 
 def test_bootstrap_kernel_compiles(compiled):

@@ -184,7 +184,7 @@ def test_a_level_is_a_fixed_number_of_launches(monkeypatch):
     inputs, scale = boosting_round(7, k=2)
     params = device_params(max_depth=4)
     tree.grow_tree(NP, inputs, params, scale=scale)
-    assert launched == [tree._build_shared, tree._split] * params.max_depth + [tree._route, tree._finish]
+    assert launched == [tree._build, tree._split] * params.max_depth + [tree._route, tree._finish]
     print(f"device step: {len(launched)} launches for {params.max_depth} levels "
           f"({tree.LAUNCHES_PER_LEVEL} device operations a level)")
 

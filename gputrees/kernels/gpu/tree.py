@@ -135,7 +135,7 @@ __all__ = [
     "grow_tree", "covered", "is_deep", "widest_level", "group_slots", "shared_group_width", "trees_per_pass",
     "histogram_features", "MAX_DEPTH", "DEEP_PERFECT_LEVELS", "DEEP_OPERATIONS_PER_LEVEL", "MAX_CHANNELS",
     "EVERY_OPERATIONS_PER_LEVEL",
-    "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
+    "CRITERIA", "LAUNCHES_PER_LEVEL", "SHARED_BLOCK_BYTES", "SHARED_HISTOGRAM_BYTES", "SHARED_BUILD_BLOCKS",
 ]
 
 #: Deepest trees grown in the perfect-tree layout (no host read): a level's histograms hold 2^(depth - 1) nodes.
@@ -158,8 +158,11 @@ EVERY_OPERATIONS_PER_LEVEL = 1
 #: More a compact level of deep trees takes: the running count of its nodes that may split, and its maximum
 #: (read to the host).
 DEEP_OPERATIONS_PER_LEVEL = 2
-#: Dynamic shared memory a block of ``_build_shared`` may use: the limit without opting in to more.
-SHARED_HISTOGRAM_BYTES = 48 * 1024
+#: Dynamic shared memory a block may use without opting in to more.
+SHARED_BLOCK_BYTES = 48 * 1024
+#: Shared memory a block of ``_build_shared`` may use; 0: every level's histograms built with global atomics
+#: (``_build``), which ``bench/gpu_profile.py`` measured faster on an H200 (at 1M and 10M rows, in two runs).
+SHARED_HISTOGRAM_BYTES = 0
 #: Most blocks of a ``_build_shared`` launch: each adds its shared histograms to the global ones once.
 SHARED_BUILD_BLOCKS = 1024
 _NEG_INF = -math.inf
