@@ -166,6 +166,33 @@ class BoostHistory:
     val_scores: list
     val_metrics: list = dataclasses.field(default_factory=list)
 
+    def truncate(self, n_rounds: int) -> None:
+        """Keep the first ``n_rounds`` rounds and their scores (each list one longer: the baseline's)."""
+        del self.rounds[n_rounds:]
+        for steps in (self.train_scores, *self.val_scores, *self.val_metrics):
+            del steps[n_rounds + 1:]
+
+
+#: Rounds whose device scores early stopping reads at once (the stopping round is the same; at most this many
+#: minus one rounds are grown past it and dropped).
+STOP_CHECK_ROUNDS = 8
+
+
+def _on_host(score) -> bool:
+    """Whether a score is read at no cost: a number, or a NumPy array proper (not a device array)."""
+    return isinstance(score, (float, int, np.generic)) or type(score) is np.ndarray
+
+
+def _read_scores(scores, start: int = 0) -> None:
+    """The device scores among ``scores[start:]`` (0-d arrays of one namespace) replaced by floats, read at once."""
+    unread = [i for i in range(start, len(scores)) if not _on_host(scores[i])]
+    if not unread:
+        return
+    xp = _backend.namespace_of(*(scores[i] for i in unread))
+    values = _backend.to_numpy(xp.stack([xp.asarray(scores[i]) for i in unread]))
+    for i, v in zip(unread, values):
+        scores[i] = float(v)
+
 
 @dataclasses.dataclass(frozen=True)
 class EarlyStopping:
@@ -248,6 +275,8 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
         The round at which early stopping ended the fit, else None.
     """
     stopped_at = None
+    pending = 0  # rounds whose early-stopping check waits for their scores' read
+    read = 0  # the early-stopping scores read so far
     with rows.workspace():
         for it in range(len(history.rounds), plan.n_rounds):
             round_rng, inbag, tree_features = round_draws(plan, it)
@@ -264,13 +293,27 @@ def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=
                 val = history.val_scores[-1][-1] if history.val_scores else None
                 if monitor.step(Step(it, n, history.train_scores[-1], val, model)):
                     break
-            if early_stopping is not None and early_stopping.should_stop(history.val_scores[-1]):
-                stopped_at = it
+            if early_stopping is not None:
+                scores = history.val_scores[-1]
+                # device scores are read a few rounds at a time (each read waits for the device), the rounds
+                # checked in order; a stop found late drops the rounds grown after it
+                quiet = monitor is None or not monitor.reads_steps
+                if quiet and not _on_host(scores[-1]) and it + 1 < plan.n_rounds and pending + 1 < STOP_CHECK_ROUNDS:
+                    pending += 1
+                    continue
+                _read_scores(scores, read)
+                read = len(scores)
+                first, pending = it - pending, 0
+                stopped_at = next((j for j in range(first, it + 1)
+                                   if early_stopping.should_stop(scores[: len(scores) - (it - j)])), None)
+                if stopped_at is None:
+                    continue
+                history.truncate(len(history.rounds) - (it - stopped_at))
                 if monitor is not None:
                     monitor.close()  # the bar ends before the message
                 if int(early_stopping.verbose) > 0:
                     print(
-                        f"early stopping after round {it + 1}: no validation improvement for "
+                        f"early stopping after round {stopped_at + 1}: no validation improvement for "
                         f"{early_stopping.n_iter_no_change} rounds",
                         flush=True,
                     )

@@ -137,13 +137,18 @@ class Monitor:
                     leave=True,
                 )
 
+    @property
+    def reads_steps(self) -> bool:
+        """Whether each step's scores are read (shown, or passed to callbacks)."""
+        return self.verbose > 0 or bool(self.callbacks)
+
     def step(self, s: Step) -> bool:
         """Show step ``s`` and run the callbacks; True when one of them asks to stop.
 
         Without a display or a callback nothing is read of the step (its
         scores may be device scalars: no host read).
         """
-        if self.verbose <= 0 and not self.callbacks:
+        if not self.reads_steps:
             return False
         elapsed = time.perf_counter() - self.t0
         env = IterationEnv(

@@ -204,6 +204,45 @@ def test_boosting_rounds_read_nothing_and_levels_are_a_few_operations(counted, m
           f"{rounds6[-1][0]} a round, 0 host reads in {len(reads)} rounds")
 
 
+def test_early_stopping_reads_the_device_scores_a_few_rounds_at_a_time(counted, monkeypatch):
+    """Early stopping on the device reads the validation scores once every ``STOP_CHECK_ROUNDS`` rounds, not
+    every round (each read waits for the device), and stops at the round a read every round stops at: the same
+    rounds and scores."""
+    monkeypatch.setenv("GPUTREES_KERNELS", "cuda")
+    rng = np.random.default_rng(3)
+    n = 300
+    X = rng.normal(size=(n, 4))
+    y = X[:, 0] + rng.normal(size=n) * 2.0  # noisy: the validation loss turns up after a few rounds
+    boost_reads = []
+    from gputrees import _boosting
+
+    real_boost = _boosting.boost
+
+    def counted_boost(*args, **kw):
+        reads = COUNTS.reads
+        out = real_boost(*args, **kw)
+        boost_reads.append(COUNTS.reads - reads)
+        return out
+
+    monkeypatch.setattr(_boosting, "boost", counted_boost)
+    kw = dict(n_estimators=60, max_depth=3, max_bins=16, learning_rate=0.3, early_stopping=True,
+              n_iter_no_change=4, validation_fraction=0.3, random_state=0)
+    fits = {}
+    for every in (1, _boost.STOP_CHECK_ROUNDS):
+        monkeypatch.setattr(_boost, "STOP_CHECK_ROUNDS", every)
+        fits[every] = GradientBoostingRegressor(**kw).fit(X.view(DeviceArray), y.view(DeviceArray))
+    eager, batched = fits[1], fits[_boost.STOP_CHECK_ROUNDS]
+    assert eager.n_iter_ < kw["n_estimators"]  # it stopped
+    assert batched.n_iter_ == eager.n_iter_
+    np.testing.assert_array_equal(batched.validation_score_, eager.validation_score_)
+    np.testing.assert_array_equal(batched.train_score_, eager.train_score_)
+    np.testing.assert_array_equal(np.asarray(batched.predict(X)), np.asarray(eager.predict(X)))
+    rounds_grown = eager.n_iter_ + kw["n_iter_no_change"]  # the best round, then the rounds without improvement
+    assert boost_reads[1] <= -(-rounds_grown // _boost.STOP_CHECK_ROUNDS) < boost_reads[0], boost_reads
+    print(f"early stopping on the device: {boost_reads[1]} host reads in {rounds_grown} rounds "
+          f"({boost_reads[0]} reading every round)")
+
+
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the keys' uint64 mixing, simulated
 def test_forest_batches_are_a_few_operations_a_level_and_read_nothing(counted, monkeypatch):
     """A random forest's batch on the device (bootstrap, per-node feature draws): a fixed number of operations a
