@@ -448,13 +448,21 @@ def snapshot_models(zoo: str = "full", names=None, timings: dict | None = None) 
 META = "__meta__"  # the key of the file's JSON description (environment, timings), not compared
 
 
-def differences(got: dict, want: dict, limit: int = 10) -> list[str]:
+#: With another machine's stack (:func:`environment`), float arrays may differ by this much, relative to each
+#: value and to the array's largest (a sum that cancels to near zero keeps its terms' rounding): a CPU with
+#: other vector units rounds NumPy's ``exp`` and ``log`` and Numba's vectorised sums differently.
+OTHER_STACK_RTOL = 1e-12
+
+
+def differences(got: dict, want: dict, limit: int = 10, *, same_stack: bool = True) -> list[str]:
     """What differs between two snapshots, first difference first: key sets, then each array in key order.
 
     Arrays must have the same dtype and shape and be equal element for element
     (NaN equal to NaN: ``np.array_equal(..., equal_nan=True)``, which for
     float64 is bit for bit except for the sign of zero and NaN payloads, that
-    ``tobytes`` equality catches too).
+    ``tobytes`` equality catches too). Without ``same_stack``, float arrays
+    within :data:`OTHER_STACK_RTOL` of the saved ones are equal (every other
+    array still exactly).
     """
     out = []
     keys_got = {k for k in got if k != META}
@@ -466,6 +474,11 @@ def differences(got: dict, want: dict, limit: int = 10) -> list[str]:
         a, b = np.asarray(got[key]), np.asarray(want[key])
         if a.dtype != b.dtype or a.shape != b.shape:
             out.append(f"{key}: dtype/shape {a.dtype}{a.shape} != saved {b.dtype}{b.shape}")
+        elif not same_stack and a.dtype.kind in "fc":
+            finite = np.abs(b[np.isfinite(b)])
+            scale = max(1.0, float(finite.max())) if finite.size else 1.0
+            if not np.allclose(a, b, rtol=OTHER_STACK_RTOL, atol=OTHER_STACK_RTOL * scale, equal_nan=True):
+                out.append(f"{key}: {_describe(a, b)}")
         elif not (np.array_equal(a, b, equal_nan=a.dtype.kind in "fc") and a.tobytes() == b.tobytes()):
             out.append(f"{key}: {_describe(a, b)}")
         if len(out) >= limit:
@@ -496,6 +509,7 @@ def environment() -> dict:
     """Versions that can change float results (a snapshot is made and checked on one machine's stack)."""
     import platform
 
+    import llvmlite.binding
     import numba
     import sklearn
 
@@ -507,6 +521,8 @@ def environment() -> dict:
         "numba": numba.__version__,
         "scikit-learn": sklearn.__version__,
         "machine": f"{platform.system()} {platform.machine()}",
+        # the CPU Numba compiles for (its vector units also choose NumPy's loops)
+        "cpu": llvmlite.binding.get_host_cpu_name(),
     }
 
 
