@@ -52,7 +52,9 @@ def test_round_end_equals_the_generic_passes(case, n, threads):
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-@pytest.mark.parametrize("n, k, scale", [(1, 3, 1.0), (7, 5, 1.0), (40_000, 4, 1.0), (5000, 3, 400.0)])
+# k = 7 and 9: either side of the row length below which the compiled pass sums a row itself
+@pytest.mark.parametrize("n, k, scale", [(1, 3, 1.0), (7, 5, 1.0), (40_000, 4, 1.0), (5000, 3, 400.0),
+                                         (3000, 7, 3.0), (3000, 9, 3.0)])
 def test_multinomial_round_end_equals_the_generic_passes(n, k, scale, threads):
     """K trees' raw predictions, gradients and hessians bit for bit (saturated rows too: p 0 or 1, the hessian
     floor); the loss to rounding; no root sums (each of the K trees sums its rows)."""

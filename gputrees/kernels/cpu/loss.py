@@ -221,9 +221,11 @@ def _softmax_shift(raw, values, leaf, e, top, n_blocks):
 @numba.njit(parallel=True, **JIT)
 def _softmax_channels(raw, e, s, top, y, w, table, n_blocks):
     """``table`` (K, n, 3) = ``[1, g, h]`` of the probabilities ``e / s`` (``e`` the shifted ``exp``, ``s`` its
-    row sums), as ``MultinomialLogLoss.gradients``; returns each block's sums of ``w * loss`` and ``w``
+    row sums, or empty: summed here in column order, as NumPy sums fewer than :data:`SEQUENTIAL_ROW_SUM`
+    columns), as ``MultinomialLogLoss.gradients``; returns each block's sums of ``w * loss`` and ``w``
     (n_blocks, 2), the loss ``log(s) + top - raw[y]``."""
     n, k_trees = raw.shape
+    own_sums = s.shape[0] == 0
     part = np.zeros((n_blocks, 2))
     for b in prange(n_blocks):
         sl = 0.0
@@ -231,7 +233,12 @@ def _softmax_channels(raw, e, s, top, y, w, table, n_blocks):
         for i in range(*_block(b, n, n_blocks)):
             wi = w[i]
             yi = np.int64(y[i])
-            si = s[i]
+            if own_sums:
+                si = e[i, 0]
+                for k in range(1, k_trees):
+                    si += e[i, k]
+            else:
+                si = s[i]
             for k in range(k_trees):
                 p = e[i, k] / si
                 table[k, i, 0] = 1.0
@@ -242,6 +249,11 @@ def _softmax_channels(raw, e, s, top, y, w, table, n_blocks):
         part[b, 0] = sl
         part[b, 1] = sw
     return part
+
+
+#: Row lengths below which NumPy's ``sum(axis=1)`` adds a row's values in order (its pairwise sum unrolls
+#: by 8): the multinomial end sums such rows in its compiled pass, with the same bits.
+SEQUENTIAL_ROW_SUM = 8
 
 
 def _multinomial_end(raw, values, row_leaf, y, w, table, n_threads):
@@ -259,7 +271,8 @@ def _multinomial_end(raw, values, row_leaf, y, w, table, n_threads):
         shift(raw, np.ascontiguousarray(values, dtype=np.float64), np.ascontiguousarray(row_leaf, dtype=np.int64),
               e, top, n_blocks)
         np.exp(e, out=e)
-        s = np.sum(e, axis=1)
+        # NumPy sums a row of fewer columns in order (the kernel's loop: the same bits), more pairwise
+        s = np.empty(0) if int(raw.shape[1]) < SEQUENTIAL_ROW_SUM else np.sum(e, axis=1)
         part = channels(raw, e, s, top, np.ascontiguousarray(y, dtype=np.float64),
                         np.ascontiguousarray(w, dtype=np.float64), table, n_blocks)
     return _in_order(part[:, 0]) / _in_order(part[:, 1])
