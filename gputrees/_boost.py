@@ -179,11 +179,11 @@ STOP_CHECK_ROUNDS = 8
 
 
 def _on_host(score) -> bool:
-    """Whether a score is read at no cost: a number, or a NumPy array proper (not a device array)."""
-    return isinstance(score, (float, int, np.generic)) or type(score) is np.ndarray
+    """Whether a score is read at no cost: a number or a NumPy array (not a device array)."""
+    return isinstance(score, (float, int, np.generic, np.ndarray))
 
 
-def _read_scores(scores, start: int = 0) -> None:
+def _read_scores(scores, start: int) -> None:
     """The device scores among ``scores[start:]`` (0-d arrays of one namespace) replaced by floats, read at once."""
     unread = [i for i in range(start, len(scores)) if not _on_host(scores[i])]
     if not unread:

@@ -225,6 +225,9 @@ def test_early_stopping_reads_the_device_scores_a_few_rounds_at_a_time(counted, 
         return out
 
     monkeypatch.setattr(_boosting, "boost", counted_boost)
+    # the stand-in device arrays are NumPy arrays: early stopping told they are not
+    real_on_host = _boost._on_host
+    monkeypatch.setattr(_boost, "_on_host", lambda s: not isinstance(s, DeviceArray) and real_on_host(s))
     kw = dict(n_estimators=60, max_depth=3, max_bins=16, learning_rate=0.3, early_stopping=True,
               n_iter_no_change=4, validation_fraction=0.3, random_state=0)
     fits = {}
