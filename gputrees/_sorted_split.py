@@ -17,6 +17,9 @@ levels):
    :mod:`gputrees._splitting`, and the best per node is found with segmented
    max / min reductions (kernels again), applying the same tie rule and
    tolerance (lowest feature, then missing right before left, then lowest code).
+   An extremely randomised candidate (``random_u``) has its sides summed in the
+   rows' input order instead (:func:`_random_sides`), as the compiled search,
+   which sorts nothing for it, sums them.
 
 Its result equals the histogram search's (integer channels exactly, float
 channels to rounding). It handles numerical features only; batches with
@@ -107,9 +110,10 @@ def find_best_splits_sorted(
     seg = skey // nb  # node * n_features + feature
     code = skey % nb
     n = int(skey.shape[0])
-    pair_row = order // n_features if feature_mask is None else xp.take(
-        xp.astype(xp.nonzero(drawn)[0], i64), order
-    ) // n_features
+    # each key's row of ``weights`` (keys in input order)
+    key_pair = (xp.arange(key.shape[0], dtype=i64) if feature_mask is None else xp.astype(
+        xp.nonzero(drawn)[0], i64)) // n_features
+    pair_row = xp.take(key_pair, order)
     w = xp.take(weights, pair_row, axis=0)
     left = kernels.segmented_cumsum(xp, w, seg, max_rows)  # stats of codes <= this pair's
     nxt_seg = xp.concat([seg[1:], xp.full((1,), -1, dtype=i64)])
@@ -141,6 +145,9 @@ def find_best_splits_sorted(
         pick = xp.minimum(pick, last_code - 1)
         next_above = (nxt_seg != seg) | (nxt_code > pick)
         cand = cand & has_nonmiss & (span > 0) & (code <= pick) & next_above
+        # the one candidate's sides summed in the rows' order, not sorted:
+        # what the compiled search sums without sorting
+        left, miss_stats = _random_sides(xp, key, key_pair, weights, pick, nb, end_idx, kernels, max_rows)
     left2 = xp.stack([left, left + miss_stats], axis=1)  # (n, 2, c)
     right2 = total[:, None, :] - left2
     ok = _valid(xp, criterion, left2, right2, cons) & cand[:, None]
@@ -202,3 +209,23 @@ def find_best_splits_sorted(
         right=right_best,
         threshold=thr,
     )
+
+
+def _random_sides(xp, key, key_pair, weights, pick, nb, end_idx, kernels, max_rows: int):
+    """The extremely randomised candidate's left statistics and the missing rows' statistics, per sorted pair.
+
+    ``key`` ((node, feature) * nb + code, input order) and ``key_pair`` (its rows of ``weights``); ``pick``
+    and ``end_idx`` (each segment's last position) by sorted position. Each (node, feature)'s rows of codes
+    ``<= pick``, and its missing ones, summed in input order: grouped by (node, feature) only, stably, the
+    segments take the positions they take sorted by code.
+    """
+    order = xp.argsort(key // nb, stable=True)
+    seg = xp.take(key, order) // nb
+    code = xp.take(key, order) % nb
+    w = xp.take(weights, xp.take(key_pair, order), axis=0)
+    zero = xp.zeros_like(w)
+    sides = []
+    for mask in (code <= pick, code == nb - 1):
+        sums = kernels.segmented_cumsum(xp, xp.where(mask[:, None], w, zero), seg, max_rows)
+        sides.append(xp.take(sums, end_idx, axis=0))
+    return sides[0], sides[1]

@@ -9,6 +9,10 @@ For two- and three-class Gini and single-output squared error, nodes of more
 than :data:`SMALL_SORT_ROWS` rows with uint8 codes are not sorted: each code's
 rows are summed in a histogram and the present codes visited in order (the
 same candidates; sums equal for integer channels, to rounding otherwise).
+Extremely randomised splits sort nothing: their one candidate per feature
+needs the node's lowest and highest codes, then the sum of the rows at or
+below the drawn code (:func:`_random_feature`, in input order, as the oracle
+sums them).
 """
 
 from __future__ import annotations
@@ -81,14 +85,16 @@ def sorted_scratch(max_rows, nb, F, C):
     Keys, order, candidate codes (max_rows + 1), code counts (nb + 1), then
     each feature's first near-best candidate as its own pass found it
     (:func:`_sorted_feature`'s record): whether there is one (F,) bool, its
-    (code, next code) (F, 2) int64, proxy (F,) float64 and left statistics
-    (F, C) float64; then :func:`_fast_feature`'s code histogram (nb, C)
-    float64 (zeros between its calls; (1, C) above :data:`PRESENT_BINS`
-    bins) and whether each feature's first pass was that one's (F,) bool.
+    (code, next code, whether the node has missing rows) (F, 3) int64, proxy
+    (F, 2) float64 and left statistics (F, 2, C) float64 (the second of each
+    pair: an extremely randomised candidate's with the missing rows sent
+    left); then :func:`_fast_feature`'s code histogram (nb, C) float64
+    (zeros between its calls; (1, C) above :data:`PRESENT_BINS` bins) and
+    whether each feature's first pass was that one's (F,) bool.
     """
     return (np.empty(max_rows, dtype=np.int64), np.empty(max_rows, dtype=np.int64),
             np.empty(max_rows + 1, dtype=np.int64), np.empty(nb + 1, dtype=np.int64),
-            np.zeros(F, dtype=np.bool_), np.empty((F, 2), dtype=np.int64), np.empty(F), np.empty((F, C)),
+            np.zeros(F, dtype=np.bool_), np.empty((F, 3), dtype=np.int64), np.empty((F, 2)), np.empty((F, 2, C)),
             np.zeros((nb if nb <= PRESENT_BINS else 1, C)), np.zeros(F, dtype=np.bool_))
 
 
@@ -182,7 +188,7 @@ def _candidates(key, order, pairs, weights, n, missing, L, cand, four):
 
 
 @numba.njit(**JIT_LEAF)
-def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, target, tie_rtol, scratch, sort_scratch):
+def _sorted_feature(codes, rows, weights, pairs, f, P, crit, nb, target, tie_rtol, scratch, sort_scratch):
     """One (node, feature) of the sort-based search: :func:`scan_feature` over the node's sorted codes.
 
     ``pairs``: the node's pair indices (into ``rows`` / ``weights``) in input
@@ -230,18 +236,13 @@ def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, targe
     # the missing values' stats: the node's minus the non-missing ones' (the last candidate's)
     for c in range(C):
         miss[c] = P[c] - (L[n_cand - 1, c] if n_cand > 0 else 0.0)
-    pick = -1
-    if has_u and n_cand > 0:
-        first, last = cand_code[0], cand_code[n_cand - 1]
-        pick = random_pick(first, last, u) if last > first else -1
     best = NEG_INF
     for variant in range(2 if has_missing else 1):
         for j in range(n_cand):
             if variant == 1:
                 for c in range(C):
                     L[j, c] = L[j, c] + miss[c]
-            # extremely randomised: only the last present code <= pick
-            out[j] = NEG_INF if has_u and not (cand_code[j] <= pick < cand_code[j + 1]) else 0.0
+            out[j] = 0.0
         candidate_proxies(kind, L[:n_cand], out, P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0.0, R, res)
         j, p = first_near(out, n_cand, target, L, res)
         if j >= 0:
@@ -255,10 +256,91 @@ def _sorted_feature(codes, rows, weights, pairs, f, P, crit, u, has_u, nb, targe
         if j >= 0:
             rec_ok[f] = True
             rec_code[f, 0], rec_code[f, 1] = cand_code[j], cand_code[j + 1]
-            rec_p[f] = p
+            rec_p[f, 0] = p
             for c in range(C):
-                rec_left[f, c] = res[c]
+                rec_left[f, 0, c] = res[c]
     return best, -1, -1, missing
+
+
+@numba.njit(inline="always", **JIT_NUMPY)
+def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
+    """One (node, feature) of the extremely randomised search, from the node's rows without sorting them.
+
+    The candidate of the sort-based search: codes up to the last present code
+    at or below ``random_pick`` of the node's lowest and highest present codes
+    go left. Two passes over the rows (their lowest and highest codes; the
+    channels of those at or below the pick, and of the missing ones, summed in
+    input order, as the oracle sums them) where a sort would order and sum all
+    of them. Returns (variants, code, next code, proxy with the missing rows
+    right, proxy with them left): variants 0 (no candidate), 1 (no missing
+    rows; the second proxy -inf) or 2; the two left statistics in
+    ``scratch[4][:2]``. Inlined: a call costs as much as a small node's passes.
+    """
+    kind, n_out, l2, msl, mwl = crit
+    cum, R, miss, res, L, out = scratch
+    C = weights.shape[1]
+    missing = np.int64(nb - 1)
+    n = pairs.shape[0]
+    # without branches (a row's code is as good as random): selects the compiler vectorises
+    first = missing  # the missing code is the highest: min over every code
+    last = np.int64(-1)
+    n_missing = 0
+    for k in range(n):
+        code = np.int64(at(codes, at1(rows, at1(pairs, k)), f))
+        first = min(first, code)
+        last = max(last, code if code != missing else np.int64(-1))
+        n_missing += code == missing
+    has_missing = n_missing > 0
+    if last <= first:
+        return 0, missing, missing, NEG_INF, NEG_INF
+    pick = random_pick(first, last, u)
+    below = first  # the last present code <= pick, and the next one above it
+    above = last
+    for k in range(n):
+        code = np.int64(at(codes, at1(rows, at1(pairs, k)), f))
+        below = max(below, code if code <= pick else first)
+        above = min(above, code if pick < code < missing else last)
+    # the sides' sums in input order; a row not on a side adds 0.0 (the same sum as skipping it)
+    if C == 3 or C == 4:
+        four = C == 4
+        s0 = s1 = s2 = s3 = 0.0
+        m0 = m1 = m2 = m3 = 0.0
+        for k in range(n):
+            q = at1(pairs, k)
+            code = np.int64(at(codes, at1(rows, q), f))
+            a = code <= pick
+            b = code == missing
+            w0, w1, w2 = at(weights, q, 0), at(weights, q, 1), at(weights, q, 2)
+            s0, s1, s2 = s0 + (w0 if a else 0.0), s1 + (w1 if a else 0.0), s2 + (w2 if a else 0.0)
+            m0, m1, m2 = m0 + (w0 if b else 0.0), m1 + (w1 if b else 0.0), m2 + (w2 if b else 0.0)
+            if four:
+                w3 = at(weights, q, 3)
+                s3 = s3 + (w3 if a else 0.0)
+                m3 = m3 + (w3 if b else 0.0)
+        cum[0], cum[1], cum[2] = s0, s1, s2
+        miss[0], miss[1], miss[2] = m0, m1, m2
+        if four:
+            cum[3], miss[3] = s3, m3
+    else:
+        for c in range(C):
+            cum[c] = 0.0
+            miss[c] = 0.0
+        for k in range(n):
+            q = at1(pairs, k)
+            code = np.int64(at(codes, at1(rows, q), f))
+            a = code <= pick
+            b = code == missing
+            for c in range(C):
+                w = at(weights, q, c)
+                cum[c] += w if a else 0.0
+                miss[c] += w if b else 0.0
+    for c in range(C):
+        L[0, c] = cum[c]
+        L[1, c] = cum[c] + miss[c]
+    out[0] = 0.0
+    out[1] = 0.0 if has_missing else NEG_INF  # -inf: not scored
+    candidate_proxies(kind, L[:2], out[:2], P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0.0, R, res)
+    return 2 if has_missing else 1, below, above, out[0], out[1]
 
 
 @numba.njit(inline="always", **JIT_NUMPY)
@@ -439,26 +521,46 @@ def sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u,
                     if ok:
                         rec_ok[f] = True
                         rec_code[f, 0], rec_code[f, 1] = c0, c1
-                        rec_p[f] = pj
-                        rec_left[f, 0], rec_left[f, 1], rec_left[f, 2] = l0, l1, l2
+                        rec_p[f, 0] = pj
+                        rec_left[f, 0, 0], rec_left[f, 0, 1], rec_left[f, 0, 2] = l0, l1, l2
                         if C == 4:
-                            rec_left[f, 3] = l3
-            if general:
-                uf = u[f] if has_u else 0.0
-                fbest[f] = _sorted_feature(codes, rows, weights, pairs, f, P, crit, uf, has_u, nb,
-                                           NEG_INF, tie_rtol, scratch, sort_scratch)[0]
+                            rec_left[f, 0, 3] = l3
+            if has_u:
+                # both variants recorded: the second loop below reads them
+                variants, c0, c1, p0, p1 = _random_feature(codes, rows, weights, pairs, f, P, crit, u[f], nb,
+                                                           scratch)
+                fbest[f] = max(p0, p1)
+                rec_code[f, 0], rec_code[f, 1], rec_code[f, 2] = c0, c1, variants == 2
+                rec_p[f, 0], rec_p[f, 1] = p0, p1
+                for v in range(2):
+                    for c in range(C):
+                        rec_left[f, v, c] = scratch[4][v, c]
+            elif general:
+                fbest[f] = _sorted_feature(codes, rows, weights, pairs, f, P, crit, nb, NEG_INF, tie_rtol, scratch,
+                                           sort_scratch)[0]
         best = max(best, fbest[f])
     target = tie_target(best, tie_rtol)
     for f in range(F):
         if not (fbest[f] > NEG_INF and fbest[f] >= target):
             continue
+        if has_u:
+            # the first variant reaching the target, as a scan with it would find
+            variant = 0 if rec_p[f, 0] >= target and rec_p[f, 0] > NEG_INF else 1
+            p = rec_p[f, variant]
+            for c in range(C):
+                left[c] = rec_left[f, variant, c]
+            code, nxt = rec_code[f, 0], rec_code[f, 1]
+            # no missing values in the node: NaN goes to the child with more rows
+            missing_left = variant == 1 if rec_code[f, 2] else left[0] > P[0] - left[0]
+            threshold = split_threshold(f, code, nxt, True, thresholds, bin_values, is_exact)
+            return True, p, f, code, missing_left, threshold
         if rec_ok[f] and fbest[f] == best:
             # the best feature is the first near-best one: its own target is
             # the node's, and its pass recorded what the replay would find
             # (so no second pass over the feature)
-            p, code, variant, nxt = rec_p[f], rec_code[f, 0], 0, rec_code[f, 1]
+            p, code, variant, nxt = rec_p[f, 0], rec_code[f, 0], 0, rec_code[f, 1]
             for c in range(C):
-                left[c] = rec_left[f, c]
+                left[c] = rec_left[f, 0, c]
             missing_left = left[0] > P[0] - left[0]  # no missing code in the node (recorded only then)
             threshold = split_threshold(f, code, nxt, nxt != missing, thresholds, bin_values, is_exact)
             return True, p, f, code, missing_left, threshold
@@ -476,9 +578,8 @@ def sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u,
             missing_left = left[0] > P[0] - left[0]
             threshold = split_threshold(f, code, nxt, nxt != missing, thresholds, bin_values, is_exact)
             return True, p, f, code, missing_left, threshold
-        p, code, variant, nxt = _sorted_feature(codes, rows, weights, pairs, f, P, crit,
-                                                u[f] if has_u else 0.0, has_u, nb, target, tie_rtol, scratch,
-                                                sort_scratch)
+        p, code, variant, nxt = _sorted_feature(codes, rows, weights, pairs, f, P, crit, nb, target, tie_rtol,
+                                                scratch, sort_scratch)
         if code < 0:
             continue
         for c in range(C):

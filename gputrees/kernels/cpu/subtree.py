@@ -371,8 +371,8 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
     past it are empty, skipped by the scan as repeats of the candidate
     before them, and a random candidate's range is found from them.
     ``drawn`` (F,) int64: work space for the drawn features' indices;
-    ``record``: the near-best records of :func:`sorted_scratch` (its last
-    four arrays), work space here; ``listing``: its key, order, candidate
+    ``record``: the near-best records of :func:`sorted_scratch` (its fifth
+    to eighth arrays; the first of each pair), work space here; ``listing``: its key, order, candidate
     and count arrays, where a node of few rows lists a numerical feature's
     present codes for :func:`gputrees.kernels.cpu.scan.fast_scan`.
     """
@@ -496,10 +496,10 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                 fb, ok, b, pj, l0, l1, l2, l3 = fast_scan(
                     h[f], P[0], P[1], P[2], P3, mse, crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5],
                     bins, n_listed)
-                fbest[f], rec_ok[f], rec_bin[f, 0], rec_p[f] = fb, ok, b, pj
-                rec_left[f, 0], rec_left[f, 1], rec_left[f, 2] = l0, l1, l2
+                fbest[f], rec_ok[f], rec_bin[f, 0], rec_p[f, 0] = fb, ok, b, pj
+                rec_left[f, 0, 0], rec_left[f, 0, 1], rec_left[f, 0, 2] = l0, l1, l2
                 if C == 4:
-                    rec_left[f, 3] = l3
+                    rec_left[f, 0, 3] = l3
             else:
                 fbest[f] = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, NEG_INF, scratch, n_scan)[0]
             best = max(best, fbest[f])
@@ -512,10 +512,10 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
             # the replay would find (no missing rows: recorded only then)
             b = rec_bin[f, 0]
             for c in range(C):
-                left[c] = rec_left[f, c]
+                left[c] = rec_left[f, 0, c]
             missing_left = left[0] > P[0] - left[0]
             threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
-            return True, rec_p[f], f, b, missing_left, threshold, False
+            return True, rec_p[f, 0], f, b, missing_left, threshold, False
         n_scan = min(nb - 1, n_value_bins[f])
         if is_cat[f]:
             p, b, variant, _ = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, target, scratch,
