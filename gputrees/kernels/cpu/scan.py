@@ -279,6 +279,25 @@ def scan_feature(h, P, crit, mono, lo, up, direction, pick, target, scratch, n_s
     return best, -1, -1
 
 
+@numba.njit(inline="always")
+def bin_sums(h, start, stop, cum):
+    """``cum`` (C,) = the bins ``h[start .. stop]`` (inclusive) added in order."""
+    C = h.shape[1]
+    if C == 4:
+        # squared error's (or three classes') channels summed in registers: through ``cum`` each bin's adds wait
+        # on the store of the bin before (``cum`` and ``h`` may alias for the compiler); the same adds, in order
+        c0, c1, c2, c3 = h[start, 0], h[start, 1], h[start, 2], h[start, 3]
+        for b in range(start + 1, stop + 1):
+            c0, c1, c2, c3 = c0 + h[b, 0], c1 + h[b, 1], c2 + h[b, 2], c3 + h[b, 3]
+        cum[0], cum[1], cum[2], cum[3] = c0, c1, c2, c3
+    else:
+        for c in range(C):
+            cum[c] = h[start, c]
+        for b in range(start + 1, stop + 1):
+            for c in range(C):
+                cum[c] = cum[c] + h[b, c]
+
+
 @numba.njit(**JIT_LEAF)
 def scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, start):
     """:func:`scan_feature` of an extremely randomised candidate ``pick``: the only one scored.
@@ -296,20 +315,7 @@ def scan_pick(h, P, crit, mono, lo, up, direction, pick, target, scratch, n, sta
     best = NEG_INF
     if pick < 0 or pick >= n:
         return best, -1, -1
-    start = min(start, pick)
-    if C == 4:
-        # squared error's (or three classes') channels summed in registers: through ``cum`` each bin's adds wait
-        # on the store of the bin before (``cum`` and ``h`` may alias for the compiler); the same adds, in order
-        c0, c1, c2, c3 = h[start, 0], h[start, 1], h[start, 2], h[start, 3]
-        for b in range(start + 1, pick + 1):
-            c0, c1, c2, c3 = c0 + h[b, 0], c1 + h[b, 1], c2 + h[b, 2], c3 + h[b, 3]
-        cum[0], cum[1], cum[2], cum[3] = c0, c1, c2, c3
-    else:
-        for c in range(C):
-            cum[c] = h[start, c]
-        for b in range(start + 1, pick + 1):
-            for c in range(C):
-                cum[c] = cum[c] + h[b, c]
+    bin_sums(h, min(start, pick), pick, cum)
     for variant in range(2 if has_rows(kind, h[nb - 1]) else 1):
         for c in range(C):
             L[pick, c] = cum[c] + h[nb - 1, c] if variant == 1 else cum[c]

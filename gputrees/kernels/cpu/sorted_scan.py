@@ -343,6 +343,13 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
     return 2 if has_missing else 1, below, above, out[0], out[1]
 
 
+@numba.njit(inline="always")
+def random_variant(rec_p, f, target):
+    """Of feature ``f``'s recorded random candidate (proxies ``rec_p[f]``: missing rows right, left), the
+    variant a scan with ``target`` returns: the first whose proxy reaches it."""
+    return 0 if rec_p[f, 0] >= target and rec_p[f, 0] > NEG_INF else 1
+
+
 @numba.njit(inline="always", **JIT_NUMPY)
 def fast_pass(kind, C, has_u):
     """Whether a node's search has :func:`_fast_feature` / :func:`fast_scan`: two- or three-class Gini
@@ -545,7 +552,7 @@ def sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u,
             continue
         if has_u:
             # the first variant reaching the target, as a scan with it would find
-            variant = 0 if rec_p[f, 0] >= target and rec_p[f, 0] > NEG_INF else 1
+            variant = random_variant(rec_p, f, target)
             p = rec_p[f, variant]
             for c in range(C):
                 left[c] = rec_left[f, variant, c]

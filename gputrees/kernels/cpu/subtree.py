@@ -71,6 +71,7 @@ from ..rules import (
     impurity_accept,
     impurity_improvement,
     random_bin_within,
+    split_threshold,
     tie_target,
     uniform,
 )
@@ -79,6 +80,8 @@ from .jit import JIT_LEAF, JIT_NUMPY, Threads, threads_for
 from .memory import at, at1, put1, take_next
 from .pairs import add_sums, pair_weight
 from .scan import (
+    bin_sums,
+    candidate_proxies,
     criterion_record,
     fast_scan,
     has_values,
@@ -86,18 +89,20 @@ from .scan import (
     node_threshold,
     scan_categorical,
     scan_feature,
-    scan_pick,
     scan_scratch,
     supported_criterion,
 )
 from .sorted_scan import (
     UPDATES_PER_CODE,
     SMALL_SORT_ROWS,
+    PRESENT_BINS,
     fast_pass,
     node_tasks,
     present_codes,
+    random_variant,
     sorted_node,
     sorted_scratch,
+    trailing_zeros,
 )
 
 #: Criteria the subtree kernel grows with (codes of :mod:`gputrees._records`).
@@ -475,7 +480,6 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
     for f in range(F):
         fbest[f] = NEG_INF
         rec_ok[f] = False
-        rec_bin[f, 1] = -1  # the random candidate's bin (-1: none)
         if fmask[f]:
             n_scan = min(nb - 1, n_value_bins[f])
             if not is_cat[f]:
@@ -484,11 +488,21 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                 fbest[f] = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, NEG_INF, scratch, cat_keys,
                                             cat_order, n_cat_pos, n_scan)[0]
             elif has_u:
+                # both variants recorded: the search below reads them
                 pick = random_bin_within(h[f], span[f, 0], span[f, 1], nb, u[f])
-                rec_bin[f, 1] = pick
+                rec_bin[f, 0] = pick
                 if pick >= 0:
-                    fbest[f] = scan_pick(h[f], P, crit, False, 0.0, 0.0, 0.0, pick, NEG_INF, scratch, n_scan,
-                                         span[f, 0])[0]
+                    L, out = scratch[4], scratch[5]
+                    rec_bin[f, 1] = _pick_sums(h[f], pick, span[f, 0], span[f, 1], codes, pairs, f, L)
+                    out[0] = 0.0
+                    out[1] = 0.0 if has_rows(kind, h[f, nb - 1]) else NEG_INF  # -inf: not scored
+                    candidate_proxies(kind, L[:2], out[:2], P, crit[1], crit[2], crit[3], crit[4], False, 0.0, 0.0,
+                                      0.0, scratch[1], scratch[3])
+                    fbest[f] = max(out[0], out[1])
+                    for v in range(2):
+                        rec_p[f, v] = out[v]
+                        for c in range(C):
+                            rec_left[f, v, c] = L[v, c]
             elif fast and not has_rows(kind, h[f, nb - 1]):
                 n_listed = -1
                 if few and 4 * n_rows < n_scan:
@@ -516,13 +530,21 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
             missing_left = left[0] > P[0] - left[0]
             threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
             return True, rec_p[f, 0], f, b, missing_left, threshold, False
+        if has_u and not is_cat[f]:
+            variant = random_variant(rec_p, f, target)
+            b = rec_bin[f, 0]
+            for c in range(C):
+                left[c] = rec_left[f, variant, c]
+            missing_left = variant == 1 if has_rows(kind, h[f, nb - 1]) else left[0] > P[0] - left[0]
+            if local:  # the next value present in the node, found with the sums
+                threshold = split_threshold(f, b, rec_bin[f, 1], True, thresholds, bin_values, is_exact)
+            else:
+                threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
+            return True, rec_p[f, variant], f, b, missing_left, threshold, False
         n_scan = min(nb - 1, n_value_bins[f])
         if is_cat[f]:
             p, b, variant, _ = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, target, scratch,
                                                 cat_keys, cat_order, n_cat_pos, n_scan)
-        elif has_u:
-            p, b, variant = scan_pick(h[f], P, crit, False, 0.0, 0.0, 0.0, rec_bin[f, 1], target, scratch,
-                                      min(n_scan, span[f, 1] + 1), span[f, 0])
         else:
             p, b, variant = scan_feature(h[f], P, crit, False, 0.0, 0.0, 0.0, -1, target, scratch,
                                          min(n_scan, span[f, 1] + 1))
@@ -545,6 +567,56 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
         threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
         return True, p, f, b, missing_left, threshold, False
     return False, NEG_INF, 0, 0, False, np.inf, False
+
+
+@numba.njit(inline="always")
+def _pick_sums(h, pick, lo, hi, codes, pairs, f, L):
+    """An extremely randomised candidate's left statistics from a node's histogram ``h`` (nb, C) of feature
+    ``f``: ``L[0]`` the bins ``lo .. pick`` (``lo``, ``hi``: the node's lowest and highest value codes), ``L[1]``
+    those and the missing bin; returns the first bin after ``pick`` with rows (:func:`node_threshold`'s next).
+
+    With fewer rows (``pairs`` of ``codes``) than bins to add and uint8 codes, only the bins the rows fill are
+    visited, in increasing order (their codes marked in four 64-bit words): the same adds, the empty bins'
+    zeros left out, where a deep tree's small node would add a hundred empty bins a feature.
+    """
+    nb, C = h.shape
+    n = pairs.shape[0]
+    nxt = hi
+    if nb <= PRESENT_BINS and n < pick - lo:
+        one = np.uint64(1)
+        zero = np.uint64(0)
+        m0 = m1 = m2 = m3 = zero
+        for k in range(n):
+            b = np.int64(at(codes, at1(pairs, k), f))
+            bit = one << np.uint64(b & 63) if b < nb - 1 else zero  # not the missing code
+            q = b >> 6
+            m0 |= bit & (zero - np.uint64(q == 0))
+            m1 |= bit & (zero - np.uint64(q == 1))
+            m2 |= bit & (zero - np.uint64(q == 2))
+            m3 |= bit & (zero - np.uint64(q == 3))
+        for c in range(C):
+            L[0, c] = 0.0
+        first = True
+        for q in range(4):
+            w = m0 if q == 0 else (m1 if q == 1 else (m2 if q == 2 else m3))
+            while w != zero:
+                b = q * 64 + np.int64(trailing_zeros(w))
+                w &= w - one
+                if b > pick:
+                    if h[b, 0] > 0:
+                        nxt = min(nxt, b)
+                    continue
+                for c in range(C):
+                    L[0, c] = h[b, c] if first else L[0, c] + h[b, c]
+                first = False
+    else:
+        bin_sums(h, lo, pick, L[0])
+        for b in range(hi, pick, -1):
+            if h[b, 0] > 0:
+                nxt = b
+    for c in range(C):
+        L[1, c] = L[0, c] + h[nb - 1, c]
+    return nxt
 
 
 @numba.njit(**JIT_LEAF)
