@@ -322,18 +322,18 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
         if four:
             cum[3], miss[3] = s3, m3
     else:
+        # a channel at a time, its sums in registers (through ``cum`` each add would wait on a store)
         for c in range(C):
-            cum[c] = 0.0
-            miss[c] = 0.0
-        for k in range(n):
-            q = at1(pairs, k)
-            code = np.int64(at(codes, at1(rows, q), f))
-            a = code <= pick
-            b = code == missing
-            for c in range(C):
+            s = 0.0
+            m = 0.0
+            for k in range(n):
+                q = at1(pairs, k)
+                code = np.int64(at(codes, at1(rows, q), f))
                 w = at(weights, q, c)
-                cum[c] += w if a else 0.0
-                miss[c] += w if b else 0.0
+                s += w if code <= pick else 0.0
+                m += w if code == missing else 0.0
+            cum[c] = s
+            miss[c] = m
     for c in range(C):
         L[0, c] = cum[c]
         L[1, c] = cum[c] + miss[c]

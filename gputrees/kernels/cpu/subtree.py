@@ -657,12 +657,11 @@ def _sum_rows(weights, local, a, b, out):
         if four:
             out[3] = s3
         return
-    for c in range(C):
-        out[c] = 0.0
-    for k in range(a, b):
-        r = local[k]
-        for c in range(C):
-            out[c] += weights[r, c]
+    for c in range(C):  # a channel at a time, its sum in a register
+        s = 0.0
+        for k in range(a, b):
+            s += at(weights, at1(local, k), c)
+        out[c] = s
 
 
 @numba.njit(inline="always")
