@@ -130,11 +130,15 @@ CASES = {
                                {"max_features": 3}),
     "categorical_random": ({"categories": 12, "random_splits": True}, {"max_features": 3}),
     # squared error without missing values: a small node's numerical features scanned over their present codes
-    # (fast_scan; with random splits, scan_pick's sums), the same splits as every bin's scan level-wise
+    # (fast_scan; with random splits, the filled bins' sums), the same splits as every bin's scan level-wise
     "categorical_regression_present_codes": ({"criterion": SquaredError(), "categories": 12}, {"max_features": 3}),
     "categorical_random_regression": ({"criterion": SquaredError(), "categories": 12, "random_splits": True},
                                       {"max_features": 3}),
     "categorical_bin_thresholds": ({"categories": 6}, {"max_features": 4, "local_thresholds": False}),
+    # random splits with both missing-value variants, features without value rows in small nodes, bin edges
+    "categorical_random_missing": ({"categories": 12, "random_splits": True, "missing": 0.3}, {"max_features": 3}),
+    "categorical_random_bin_thresholds": ({"categories": 6, "random_splits": True, "missing": 0.1},
+                                          {"max_features": 4, "local_thresholds": False}),
     "categorical_min_samples": ({"categories": 20, "criterion": Entropy(n_classes=3)},
                                 {"max_features": 3, "min_samples_leaf": 4}),
 }

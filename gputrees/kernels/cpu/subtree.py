@@ -377,7 +377,7 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
     before them, and a random candidate's range is found from them.
     ``drawn`` (F,) int64: work space for the drawn features' indices;
     ``record``: the near-best records of :func:`sorted_scratch` (its fifth
-    to eighth arrays; the first of each pair), work space here; ``listing``: its key, order, candidate
+    to eighth arrays), work space here; ``listing``: its key, order, candidate
     and count arrays, where a node of few rows lists a numerical feature's
     present codes for :func:`gputrees.kernels.cpu.scan.fast_scan`.
     """
@@ -491,7 +491,7 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                 # both variants recorded: the search below reads them
                 pick = random_bin_within(h[f], span[f, 0], span[f, 1], nb, u[f])
                 rec_bin[f, 0] = pick
-                if pick >= 0:
+                if 0 <= pick < n_scan:  # (no value rows: a pick past them, no candidate)
                     L, out = scratch[4], scratch[5]
                     rec_bin[f, 1] = _pick_sums(h[f], pick, span[f, 0], span[f, 1], codes, pairs, f, L)
                     out[0] = 0.0
@@ -581,6 +581,7 @@ def _pick_sums(h, pick, lo, hi, codes, pairs, f, L):
     """
     nb, C = h.shape
     n = pairs.shape[0]
+    lo = min(lo, pick)  # (a node without value rows: lo the missing code)
     nxt = hi
     if nb <= PRESENT_BINS and n < pick - lo:
         one = np.uint64(1)
