@@ -5,6 +5,7 @@ Run:  python bench/bench_matrix.py [--rows 1000 10000 100000] [--features 10] [-
                                    [--models tree forest extra-trees boosting] [--repeats 3] [--threads 2]
                                    [--device cpu|cuda] [--out FILE]
       python bench/bench_matrix.py --quick       # one small cell of each model, a minute
+      python bench/bench_matrix.py --datasets adult california_housing [--models ...]   # real data instead
 
 Every cell is one (rows, features, kind of data, task, model family) and fits, in this one process, each
 library at its defaults with 100 trees or rounds (``n_estimators=100``; boosting also ``max_depth=6`` for
@@ -23,6 +24,8 @@ distinct values), ``categorical`` (half the columns pandas categories of 12 leve
 gputrees, LightGBM and scikit-learn's HGB, as ordinal codes to the others), ``missing`` (30% of the values
 NaN; scikit-learn's trees and forests take NaN since 1.4). The target mixes an interaction and a threshold
 of the first features with noise: ``binary``, ``multiclass`` (5 classes by quantile) or ``regression``.
+``--datasets``: the real data sets of ``../shared/data`` instead, loaded as ``boost_accuracy.py`` loads them
+(categories as ordinal codes for every library, missing values NaN), each with its own task.
 
 gputrees' kernels are compiled before the timings (a first fit of each family on a small copy of the cell's
 data, untimed, with ``gputrees.kernels.cold_start.mark_compiled``: the steady state of a user's loop; the
@@ -42,6 +45,8 @@ import time
 import numpy as np
 
 FAMILIES = ("tree", "forest", "extra-trees", "boosting")
+#: ``--datasets``: boost_accuracy.py's loaders of the real data sets
+REAL_DATASETS = ("adult", "bank_marketing", "california_housing", "flights")
 KINDS = ("continuous", "discrete", "categorical", "missing")
 TASKS = ("binary", "multiclass", "regression")
 CLASS_NAMES = {"tree": "DecisionTree{}", "forest": "RandomForest{}", "extra-trees": "ExtraTrees{}",
@@ -62,6 +67,9 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="2,000 rows, 8 features, one kind and task per model")
     p.add_argument("--device", choices=["cpu", "cuda"], default=None,
                    help="gputrees' device= (NumPy inputs; cuda copies them to the GPU); the peers run on the CPU")
+    p.add_argument("--datasets", nargs="+", choices=REAL_DATASETS, default=None,
+                   help="instead of the synthetic grid, these real data sets (../shared/data) as they are: "
+                        "categories as codes, missing values NaN, their own task")
     p.add_argument("--out", help="also write the printout to this file")
     args = p.parse_args(argv)
     if args.quick:
@@ -164,14 +172,26 @@ def warm_up(family, task, args):
 
 
 def run_cell(family, task, n_rows, n_features, kind, args):
+    frame, y, _ = make_data(int(n_rows / 0.8), n_features, kind, task, args.seed)
+    return time_cell(family, task, frame, ordinal(frame), y, args)
+
+
+def load_real(name):
+    """A real data set as boost_accuracy.py loads it: (X float64, categories as codes; y; task)."""
+    from boost_accuracy import DATA_DIR, DATASETS
+
+    kind, load = DATASETS[name]
+    X, y = load(DATA_DIR)
+    return X, y, "binary" if kind == "classification" else "regression"
+
+
+def time_cell(family, task, frame, Xo, y, args):
+    """Each library's median fit time and test score on one cell's data (80/20 split); gputrees' ratio."""
     from sklearn.model_selection import train_test_split
     from threadpoolctl import threadpool_limits
 
-    frame, y, _ = make_data(int(n_rows / 0.8), n_features, kind, task, args.seed)
     idx_tr, idx_te = train_test_split(np.arange(len(y)), test_size=0.2, random_state=0)
-    inputs = {"frame": (frame.iloc[idx_tr], frame.iloc[idx_te]), "ordinal": None}
-    Xo = ordinal(frame)
-    inputs["ordinal"] = (Xo[idx_tr], Xo[idx_te])
+    inputs = {"frame": (frame.iloc[idx_tr], frame.iloc[idx_te]), "ordinal": (Xo[idx_tr], Xo[idx_te])}
     libs = models(family, task, args)
     times = {lib: [] for lib in libs}
     scores = {}
@@ -207,15 +227,29 @@ def main(argv=None):
     emit(f"command: python bench/bench_matrix.py {' '.join(sys.argv[1:] if argv is None else argv)}")
     results = []
     start = time.perf_counter()
-    for family in args.models:
-        for task in args.tasks:
-            warm_up(family, task, args)
-            for n_rows, n_features, kind in itertools.product(args.rows, args.features, args.kinds):
-                fits, scores, ratio = run_cell(family, task, n_rows, n_features, kind, args)
-                cell = f"{family:<11} {task:<10} {n_rows:>7} x {n_features:<3} {kind:<11}"
-                libs = "  ".join(f"{lib} {fits[lib]:.3f}s ({scores[lib]:.3f})" for lib in fits)
-                emit(f"{cell} vs best {ratio:5.2f}x | {libs}")
-                results.append((ratio, cell))
+
+    def report(cell, fits, scores, ratio):
+        libs = "  ".join(f"{lib} {fits[lib]:.3f}s ({scores[lib]:.3f})" for lib in fits)
+        emit(f"{cell} vs best {ratio:5.2f}x | {libs}")
+        results.append((ratio, cell))
+
+    if args.datasets:
+        import pandas as pd
+
+        for name in args.datasets:
+            X, y, task = load_real(name)
+            frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+            for family in args.models:
+                warm_up(family, task, args)
+                cell = f"{family:<11} {task:<10} {name:<18} {X.shape[0]:>7} x {X.shape[1]:<3}"
+                report(cell, *time_cell(family, task, frame, X, y, args))
+    else:
+        for family in args.models:
+            for task in args.tasks:
+                warm_up(family, task, args)
+                for n_rows, n_features, kind in itertools.product(args.rows, args.features, args.kinds):
+                    cell = f"{family:<11} {task:<10} {n_rows:>7} x {n_features:<3} {kind:<11}"
+                    report(cell, *run_cell(family, task, n_rows, n_features, kind, args))
     ratios = sorted(r for r, _ in results)
     emit()
     emit(f"{len(results)} cells in {time.perf_counter() - start:.0f} s; gputrees' fit over the fastest peer's: "
