@@ -465,12 +465,13 @@ def _add_category(h, b, j, n_valid, cum):
     return empty
 
 
-@numba.njit(**JIT_LEAF)
+@numba.njit(inline="always", **JIT_NUMPY)
 def _scan_category_pick(h, P, crit, mono, lo, up, pick, target, scratch, keys, order, n_pos, n_valid):
     """:func:`scan_categorical`'s extremely randomised candidate, the cut after sorted position ``pick``, scored
     alone (as :func:`scan_pick` scores a numerical one): the categories up to it summed in their sorted order,
     empty ones skipped, then its proxy per missing-value variant. The same adds and results as the scan of every
-    position, which sets the others -inf (a small node then sums and skips its 12 positions per feature)."""
+    position, which sets the others -inf (a small node then sums and skips its 12 positions per feature).
+    Inlined into :func:`scan_categorical`: a call with these arrays costs a fair share of a small node's scan."""
     kind, n_out, l2, msl, mwl = crit
     cum, R, tmp, res, L, out = scratch
     nb, C = h.shape
