@@ -277,7 +277,7 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
     ``scratch[4][:2]``. Inlined: a call costs as much as a small node's passes.
     """
     kind, n_out, l2, msl, mwl = crit
-    cum, R, miss, res, L, out = scratch
+    _, R, _, res, L, out = scratch
     C = weights.shape[1]
     missing = np.int64(nb - 1)
     n = pairs.shape[0]
@@ -317,10 +317,10 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
                 w3 = at(weights, q, 3)
                 s3 = s3 + (w3 if a else 0.0)
                 m3 = m3 + (w3 if b else 0.0)
-        cum[0], cum[1], cum[2] = s0, s1, s2
-        miss[0], miss[1], miss[2] = m0, m1, m2
+        L[0, 0], L[0, 1], L[0, 2] = s0, s1, s2
+        L[1, 0], L[1, 1], L[1, 2] = s0 + m0, s1 + m1, s2 + m2
         if four:
-            cum[3], miss[3] = s3, m3
+            L[0, 3], L[1, 3] = s3, s3 + m3
     else:
         # a channel at a time, its sums in registers (through ``cum`` each add would wait on a store)
         for c in range(C):
@@ -332,11 +332,8 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
                 w = at(weights, q, c)
                 s += w if code <= pick else 0.0
                 m += w if code == missing else 0.0
-            cum[c] = s
-            miss[c] = m
-    for c in range(C):
-        L[0, c] = cum[c]
-        L[1, c] = cum[c] + miss[c]
+            L[0, c] = s
+            L[1, c] = s + m
     out[0] = 0.0
     out[1] = 0.0 if has_missing else NEG_INF  # -inf: not scored
     candidate_proxies(kind, L[:2], out[:2], P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0.0, R, res)
@@ -344,10 +341,36 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
 
 
 @numba.njit(inline="always")
-def random_variant(rec_p, f, target):
-    """Of feature ``f``'s recorded random candidate (proxies ``rec_p[f]``: missing rows right, left), the
-    variant a scan with ``target`` returns: the first whose proxy reaches it."""
-    return 0 if rec_p[f, 0] >= target and rec_p[f, 0] > NEG_INF else 1
+def record_random(rec_p, rec_left, f, L, p0, p1):
+    """Record feature ``f``'s extremely randomised candidate: its proxies with the missing rows sent right and
+    left (``p0``, ``p1``) and the left statistics of each (``L[0]``, ``L[1]``)."""
+    rec_p[f, 0], rec_p[f, 1] = p0, p1
+    for v in range(2):
+        for c in range(rec_left.shape[2]):
+            rec_left[f, v, c] = L[v, c]
+
+
+@numba.njit(inline="always")
+def recorded_random(rec_p, rec_left, f, target, left):
+    """Of feature ``f``'s recorded random candidate (:func:`record_random`), the variant a scan with ``target``
+    returns, the first whose proxy reaches it: (variant, proxy), its left statistics in ``left``."""
+    variant = 0 if rec_p[f, 0] >= target and rec_p[f, 0] > NEG_INF else 1
+    for c in range(left.shape[0]):
+        left[c] = rec_left[f, variant, c]
+    return variant, rec_p[f, variant]
+
+
+@numba.njit(inline="always")
+def mark_code(words, b):
+    """The four 64-bit words ``words`` of present codes (codes 0 .. 255) with code ``b``'s bit set, by masks
+    (``bit if q == 0 else 0`` compiles to branches, which mispredict on random codes)."""
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    m0, m1, m2, m3 = words
+    bit = one << np.uint64(b & 63)
+    q = b >> 6
+    return (m0 | (bit & (zero - np.uint64(q == 0))), m1 | (bit & (zero - np.uint64(q == 1))),
+            m2 | (bit & (zero - np.uint64(q == 2))), m3 | (bit & (zero - np.uint64(q == 3))))
 
 
 @numba.njit(inline="always", **JIT_NUMPY)
@@ -435,14 +458,7 @@ def _fast_feature(codes, rows, weights, pairs, f, P0, P1, P2, P3, mse, msl, mwl,
         hb[code, 2] += at(weights, p, 2)
         if four:
             hb[code, 3] += at(weights, p, 3)
-        # the code's bit in its word, by masks (``bit if q == 0 else 0``
-        # compiles to branches, which mispredict on random codes)
-        bit = one << np.uint64(b & 63)
-        q = b >> 6
-        m0 |= bit & (zero - np.uint64(q == 0))
-        m1 |= bit & (zero - np.uint64(q == 1))
-        m2 |= bit & (zero - np.uint64(q == 2))
-        m3 |= bit & (zero - np.uint64(q == 3))
+        m0, m1, m2, m3 = mark_code((m0, m1, m2, m3), b)
     s0 = s1 = s2 = s3 = 0.0
     for q in range(4):
         w = m0 if q == 0 else (m1 if q == 1 else (m2 if q == 2 else m3))
@@ -538,10 +554,7 @@ def sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u,
                                                            scratch)
                 fbest[f] = max(p0, p1)
                 rec_code[f, 0], rec_code[f, 1], rec_code[f, 2] = c0, c1, variants == 2
-                rec_p[f, 0], rec_p[f, 1] = p0, p1
-                for v in range(2):
-                    for c in range(C):
-                        rec_left[f, v, c] = scratch[4][v, c]
+                record_random(rec_p, rec_left, f, scratch[4], p0, p1)
             elif general:
                 fbest[f] = _sorted_feature(codes, rows, weights, pairs, f, P, crit, nb, NEG_INF, tie_rtol, scratch,
                                            sort_scratch)[0]
@@ -551,11 +564,7 @@ def sorted_node(codes, rows, weights, pairs, P, crit, fmask, has_mask, u, has_u,
         if not (fbest[f] > NEG_INF and fbest[f] >= target):
             continue
         if has_u:
-            # the first variant reaching the target, as a scan with it would find
-            variant = random_variant(rec_p, f, target)
-            p = rec_p[f, variant]
-            for c in range(C):
-                left[c] = rec_left[f, variant, c]
+            variant, p = recorded_random(rec_p, rec_left, f, target, left)
             code, nxt = rec_code[f, 0], rec_code[f, 1]
             # no missing values in the node: NaN goes to the child with more rows
             missing_left = variant == 1 if rec_code[f, 2] else left[0] > P[0] - left[0]

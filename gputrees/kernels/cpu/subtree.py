@@ -99,7 +99,9 @@ from .sorted_scan import (
     fast_pass,
     node_tasks,
     present_codes,
-    random_variant,
+    mark_code,
+    record_random,
+    recorded_random,
     sorted_node,
     sorted_scratch,
     trailing_zeros,
@@ -499,10 +501,7 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                     candidate_proxies(kind, L[:2], out[:2], P, crit[1], crit[2], crit[3], crit[4], False, 0.0, 0.0,
                                       0.0, scratch[1], scratch[3])
                     fbest[f] = max(out[0], out[1])
-                    for v in range(2):
-                        rec_p[f, v] = out[v]
-                        for c in range(C):
-                            rec_left[f, v, c] = L[v, c]
+                    record_random(rec_p, rec_left, f, L, out[0], out[1])
             elif fast and not has_rows(kind, h[f, nb - 1]):
                 n_listed = -1
                 if few and 4 * n_rows < n_scan:
@@ -531,16 +530,14 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
             threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
             return True, rec_p[f, 0], f, b, missing_left, threshold, False
         if has_u and not is_cat[f]:
-            variant = random_variant(rec_p, f, target)
+            variant, p = recorded_random(rec_p, rec_left, f, target, left)
             b = rec_bin[f, 0]
-            for c in range(C):
-                left[c] = rec_left[f, variant, c]
             missing_left = variant == 1 if has_rows(kind, h[f, nb - 1]) else left[0] > P[0] - left[0]
             if local:  # the next value present in the node, found with the sums
                 threshold = split_threshold(f, b, rec_bin[f, 1], True, thresholds, bin_values, is_exact)
             else:
                 threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
-            return True, rec_p[f, variant], f, b, missing_left, threshold, False
+            return True, p, f, b, missing_left, threshold, False
         n_scan = min(nb - 1, n_value_bins[f])
         if is_cat[f]:
             p, b, variant, _ = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, target, scratch,
@@ -586,15 +583,12 @@ def _pick_sums(h, pick, lo, hi, codes, pairs, f, L):
     if nb <= PRESENT_BINS and n < pick - lo:
         one = np.uint64(1)
         zero = np.uint64(0)
-        m0 = m1 = m2 = m3 = zero
+        words = (zero, zero, zero, zero)
         for k in range(n):
             b = np.int64(at(codes, at1(pairs, k), f))
-            bit = one << np.uint64(b & 63) if b < nb - 1 else zero  # not the missing code
-            q = b >> 6
-            m0 |= bit & (zero - np.uint64(q == 0))
-            m1 |= bit & (zero - np.uint64(q == 1))
-            m2 |= bit & (zero - np.uint64(q == 2))
-            m3 |= bit & (zero - np.uint64(q == 3))
+            marked = mark_code(words, b)
+            words = marked if b < nb - 1 else words  # not the missing code
+        m0, m1, m2, m3 = words
         for c in range(C):
             L[0, c] = 0.0
         first = True
