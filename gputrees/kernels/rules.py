@@ -446,6 +446,8 @@ def category_key(kind, s, k, n_out, l2, tmp):
         gi = newton_gradient_channel(kind)
         return newton_value(s[gi], newton_denominator(s[gi + 1], l2))
     ws = safe(s[1])
+    if n_out == 1:  # the mean of one output (the sum's 0.0 + x aside, which only turns -0.0 into 0.0)
+        return s[2] / ws
     for j in range(n_out):
         tmp[j] = s[2 + j] / ws
     return pairwise_sum(tmp, 0, n_out, False) / n_out
