@@ -417,14 +417,16 @@ def scan_categorical(h, P, crit, mono, lo, up, u, has_u, target, scratch, keys, 
     n_var = 2 if h[nb - 1, 0] > 0 else 1
     n_orders = category_orderings(kind, C)
     if has_u:
-        n_present = 0
-        for b in range(min(n_pos, n_valid)):
-            if h[b, 0] > 0:
-                n_present += 1
-        if n_present <= 1:
-            return NEG_INF, -1, -1, -1
-        pick = np.int64(math.floor(u * np.float64(n_present - 1)))
-        return _scan_category_pick(h, P, crit, mono, lo, up, pick, target, scratch, keys, order, n_pos, n_valid)
+        pick, best = score_category_pick(h, P, crit, mono, lo, up, u, scratch, keys, order, n_pos, n_valid)
+        if pick < 0 or target == NEG_INF:
+            return best, -1, -1, -1
+        for variant in range(n_var):
+            p = out[variant]
+            if p >= target and p > NEG_INF:
+                for c in range(C):
+                    res[c] = L[variant, c]
+                return p, pick, variant, 0
+        return NEG_INF, -1, -1, -1
     best = NEG_INF
     for k in range(n_orders):
         # positions past the present categories are empty bins, skipped (-inf): not visited
@@ -466,35 +468,43 @@ def _add_category(h, b, j, n_valid, cum):
 
 
 @numba.njit(inline="always", **JIT_NUMPY)
-def _scan_category_pick(h, P, crit, mono, lo, up, pick, target, scratch, keys, order, n_pos, n_valid):
-    """:func:`scan_categorical`'s extremely randomised candidate, the cut after sorted position ``pick``, scored
-    alone (as :func:`scan_pick` scores a numerical one): the categories up to it summed in their sorted order,
-    empty ones skipped, then its proxy per missing-value variant. The same adds and results as the scan of every
-    position, which sets the others -inf (a small node then sums and skips its 12 positions per feature).
-    Inlined into :func:`scan_categorical`: a call with these arrays costs a fair share of a small node's scan."""
+def score_category_pick(h, P, crit, mono, lo, up, u, scratch, keys, order, n_pos, n_valid):
+    """The extremely randomised candidate of one (node, categorical feature): the cut after sorted position
+    ``pick = floor(u (n_present - 1))`` of the node's present categories in the first ordering (``order``).
+
+    Returns ``(pick, best proxy)``, ``(-1, -inf)`` below two present
+    categories; the left sums with the missing rows sent right and left in
+    ``scratch[4][0]`` and ``[1]``, their proxies in ``scratch[5][0]`` and
+    ``[1]`` (-inf without missing rows). The categories up to the cut are
+    summed in their sorted order, empty ones skipped: the adds and results
+    of the scan of every position. Inlined into its callers: a call with
+    these arrays costs a fair share of a small node's scan.
+    """
     kind, n_out, l2, msl, mwl = crit
     cum, R, tmp, res, L, out = scratch
     nb, C = h.shape
+    n_present = 0
+    for b in range(min(n_pos, n_valid)):
+        if h[b, 0] > 0:
+            n_present += 1
+    if n_present <= 1:
+        return -1, NEG_INF
+    pick = np.int64(math.floor(u * np.float64(n_present - 1)))
     category_order(h, kind, 0, n_out, l2, n_pos, n_valid, keys, order, tmp)
     for j in range(pick + 1):
         _add_category(h, order[j], j, n_valid, cum)
+    for c in range(C):
+        L[0, c] = cum[c]
+        L[1, c] = cum[c] + h[nb - 1, c]
+    out[0] = 0.0
+    out[1] = 0.0 if h[nb - 1, 0] > 0 else NEG_INF  # -inf: not scored
+    # categorical features carry no monotonic direction, only the node's bounds
+    candidate_proxies(kind, L[:2], out[:2], P, n_out, l2, msl, mwl, mono, lo, up, 0.0, R, tmp)
     best = NEG_INF
     for variant in range(2 if h[nb - 1, 0] > 0 else 1):
-        for c in range(C):
-            L[pick, c] = cum[c] + h[nb - 1, c] if variant == 1 else cum[c]
-        out[pick] = 0.0
-        # categorical features carry no monotonic direction, only the node's bounds
-        candidate_proxies(kind, L[pick:pick + 1], out[pick:pick + 1], P, n_out, l2, msl, mwl, mono, lo, up, 0.0, R,
-                          tmp)
-        p = out[pick]
-        if target > NEG_INF:
-            if p >= target and p > NEG_INF:
-                for c in range(C):
-                    res[c] = L[pick, c]
-                return p, pick, variant, 0
-        elif p > best:
-            best = p
-    return best, -1, -1, -1
+        if out[variant] > best:
+            best = out[variant]
+    return pick, best
 
 
 @numba.njit(**JIT_LEAF)

@@ -90,6 +90,7 @@ from .scan import (
     scan_categorical,
     scan_feature,
     scan_scratch,
+    score_category_pick,
     supported_criterion,
 )
 from .sorted_scan import (
@@ -486,7 +487,15 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
             n_scan = min(nb - 1, n_value_bins[f])
             if not is_cat[f]:
                 n_scan = min(n_scan, span[f, 1] + 1)
-            if is_cat[f]:
+            if is_cat[f] and has_u:
+                # the candidate recorded (its codes sent left as bits where they fit): the search below reads it
+                pick, fbest[f] = score_category_pick(h[f], P, crit, False, 0.0, 0.0, u[f], scratch, cat_keys,
+                                                     cat_order, n_cat_pos, n_scan)
+                rec_bin[f, 0] = pick
+                rec_bin[f, 1] = _left_bits(h[f], cat_order, pick, n_scan) if n_cat_pos < 63 else -1
+                if pick >= 0:
+                    record_random(rec_p, rec_left, f, scratch[4], scratch[5][0], scratch[5][1])
+            elif is_cat[f]:
                 fbest[f] = scan_categorical(h[f], P, crit, False, 0.0, 0.0, u[f], has_u, NEG_INF, scratch, cat_keys,
                                             cat_order, n_cat_pos, n_scan)[0]
             elif has_u:
@@ -529,6 +538,12 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
             missing_left = left[0] > P[0] - left[0]
             threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
             return True, rec_p[f, 0], f, b, missing_left, threshold, False
+        if has_u and is_cat[f] and rec_bin[f, 1] >= 0:
+            variant, p = recorded_random(rec_p, rec_left, f, target, left)
+            missing_left = variant == 1 if has_rows(kind, h[f, nb - 1]) else left[0] > P[0] - left[0]
+            for j in range(n_cat_pos):
+                cat_row[j] = (rec_bin[f, 1] >> j) & 1 == 1
+            return True, p, f, -1, missing_left, np.nan, True
         if has_u and not is_cat[f]:
             variant, p = recorded_random(rec_p, rec_left, f, target, left)
             b = rec_bin[f, 0]
@@ -564,6 +579,18 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
         threshold = node_threshold(h[f], nb, f, b, thresholds, bin_values, is_exact, n_value_bins, local)
         return True, p, f, b, missing_left, threshold, False
     return False, NEG_INF, 0, 0, False, np.inf, False
+
+
+@numba.njit(inline="always")
+def _left_bits(h, order, pick, n_valid):
+    """The codes a categorical cut after sorted position ``pick`` sends left, as bits (code ``j``: bit ``j``): the
+    present categories among ``order[:pick + 1]``, as the search writes them at the split. 0 without a cut."""
+    bits = np.int64(0)
+    for j in range(pick + 1):
+        code = order[j]
+        if code < n_valid and h[code, 0] > 0:
+            bits |= np.int64(1) << code
+    return bits
 
 
 @numba.njit(inline="always")
