@@ -79,7 +79,8 @@ from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._records import (
     DRAWN_BUILD_SHARE, GrowerInputs, GrowerParams, LeafLayout, SplitConstraints, SplitRecord, SubtreeParams,
-    TreeBatch, TreeRows, batch_trees, given_root_sums, unit_counts,
+    TreeBatch, TreeRows, batch_trees, category_positions, category_width, given_root_sums, narrow_categories,
+    unit_counts,
 )
 from ._splitting import _clamp, find_best_splits
 from ._rows import LocalRows
@@ -223,7 +224,8 @@ class _SplitRules:
     missing_left : (k,) bool
     threshold : (k,) float64
     is_categorical : (k,) bool
-    cat_left : (k, n_bins) bool, or (k, 0) without categorical features
+    cat_left : (k, width) bool: the batch's columns (:func:`~gputrees._records.category_width`), or a column
+        per bin (a level's records, cut by :func:`_concat_rules`); (k, 0) without categorical features
     """
 
     feature: object
@@ -234,14 +236,19 @@ class _SplitRules:
     cat_left: object
 
 
-def _concat_rules(xp, recs) -> _SplitRules:
-    """The records' :class:`_SplitRules` fields concatenated, the others (statistics, proxies) left out."""
+def _concat_rules(xp, recs, n_cat_pos: int) -> _SplitRules:
+    """The records' :class:`_SplitRules` fields concatenated, the others (statistics, proxies) left out; their
+    codes sent left in the batch's columns (:func:`~gputrees._records.narrow_categories`)."""
+
+    def field(rec, name):
+        value = getattr(rec, name)
+        return narrow_categories(xp, value, n_cat_pos) if name == "cat_left" else value
+
+    names = [f.name for f in dataclasses.fields(_SplitRules)]
     if len(recs) == 1:
-        # one record (a forest grown whole by the subtree kernel): its arrays as they are, not copied (a
-        # categorical batch's codes sent left are (splits, n_bins), tens of MB for a 100-tree forest)
-        return _SplitRules(*(getattr(recs[0], f.name) for f in dataclasses.fields(_SplitRules)))
-    joined = (xp.concat([getattr(r, f.name) for r in recs], axis=0) for f in dataclasses.fields(_SplitRules))
-    return _SplitRules(*joined)
+        # one record (a forest grown whole by the subtree kernel): its arrays as they are, not copied
+        return _SplitRules(*(field(recs[0], name) for name in names))
+    return _SplitRules(*(xp.concat([field(r, name) for r in recs], axis=0) for name in names))
 
 
 class Grower:
@@ -289,6 +296,11 @@ class Grower:
             self.mono = from_numpy(xp, np.asarray(mono, dtype=np.float64))
         self.is_cat = inputs.bin_mapper.is_categorical
         self.any_cat = bool(self.is_cat.any())
+        #: a categorical feature's most codes: the batch's codes sent left hold those and the missing bin
+        self.n_cat_pos = (
+            category_positions(np.asarray(self.is_cat), inputs.bin_mapper.n_bins, inputs.bin_mapper)
+            if self.any_cat else 0
+        )
         # nodes with fewer rows than bins use the sort-based search (numerical data only)
         self.sorted_below = (
             0
@@ -827,7 +839,7 @@ class Grower:
         Their other nodes take the next ids (``sub.records``, one compiled pass).
         """
         xp = self.xp
-        r = sub.records(root_ids, self._n_created, self.n_bins,
+        r = sub.records(root_ids, self._n_created,
                         n_threads=int(getattr(self._grow_subtrees, "n_threads", 1)))
         if r.parent.shape[0]:
             self._new_nodes(
@@ -1192,7 +1204,7 @@ class Grower:
         self._tree = []
         stats = xp.concat(self._stats, axis=0)
         self._stats = []
-        rules = _concat_rules(xp, self._exp_rec)
+        rules = _concat_rules(xp, self._exp_rec, self.n_cat_pos)
         self._exp_rec = []
         split_ids = xp.concat(self._exp_ids)
         self._exp_ids = []
@@ -1232,7 +1244,6 @@ class Grower:
         stats = xp.concat(self._stats, axis=0)
         n_nodes = self._n_created
         ids = xp.arange(n_nodes, dtype=xp.int64)
-        b = self.n_bins
         if self._exp_ids:
             exp_ids = xp.concat(self._exp_ids)
             rec = _concat_records(xp, self._exp_rec)
@@ -1269,9 +1280,9 @@ class Grower:
         miss_left = field("missing_left", False, xp.bool)
         is_cat = field("is_categorical", False, xp.bool)
         if rec is not None and self.any_cat:
-            cat_left = xp.take(rec.cat_left, pos, axis=0) & is_split[:, None]
+            cat_left = xp.take(narrow_categories(xp, rec.cat_left, self.n_cat_pos), pos, axis=0) & is_split[:, None]
         else:
-            cat_left = xp.zeros((n_nodes, b if self.any_cat else 0), dtype=xp.bool)
+            cat_left = xp.zeros((n_nodes, category_width(self.n_cat_pos)), dtype=xp.bool)
         if rec is not None:
             fc = xp.take(first_child, pos)
             left_old = xp.where(is_split, fc, xp.asarray(-1, dtype=xp.int64))

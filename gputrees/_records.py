@@ -27,7 +27,7 @@ from ._backend import to_numpy
 __all__ = [
     "DEFAULT_MEMORY_LIMIT", "GrowerParams", "GrowerInputs", "TreeBatch", "Round", "SplitConstraints",
     "SubtreeParams", "SplitRecord", "ActiveRows", "TreeRows", "LeafLayout", "batch_trees", "category_positions",
-    "stack_batches",
+    "category_width", "narrow_categories", "stack_batches",
     "stack_node_arrays", "given_root_sums",
     "unit_counts", "GINI", "ENTROPY", "MISCLASSIFICATION", "SQUARED_ERROR", "FRIEDMAN_MSE", "POISSON", "NEWTON",
     "NEWTON_GH", "LOSS_SQUARED_ERROR", "LOSS_BINARY_LOG", "LOSS_MULTINOMIAL", "criterion_code", "loss_code",
@@ -189,7 +189,12 @@ class TreeBatch:
     bin : (n_trees, n_nodes) int64, numerical split bin, -1 otherwise
     missing_left : (n_trees, n_nodes) bool
     is_categorical : (n_trees, n_nodes) bool
-    cat_left : (n_trees, n_nodes, n_bins or 0) bool
+    cat_left : (n_trees, n_nodes, width) bool
+        At a categorical split, the codes it sends left: a column per code
+        of a categorical feature, the missing bin's last
+        (:func:`category_width`; read through
+        :func:`gputrees.kernels.rules.category_column`); width 0 without
+        categorical features.
     threshold : (n_trees, n_nodes) float64 (-2 at leaves, NaN for categorical)
     stats : (n_trees, n_nodes, n_channels) float64
     depth : (n_trees, n_nodes) int64
@@ -477,6 +482,22 @@ def given_root_sums(xp, channels, multiplicity, sums):
             f"channel ({c}); got {t} trees, multiplicity {'given' if multiplicity is not None else None}"
         )
     return xp.reshape(xp.asarray(sums, dtype=xp.float64), (1, c))
+
+
+def category_width(n_cat_pos: int) -> int:
+    """The columns of a batch's codes sent left (``TreeBatch.cat_left``): a categorical feature's codes (below
+    ``n_cat_pos``, :func:`category_positions`) and the missing bin last; none without categorical features.
+    Not a column per bin: a fully grown forest has millions of nodes."""
+    return n_cat_pos + 1 if n_cat_pos > 0 else 0
+
+
+def narrow_categories(xp, cat_left, n_cat_pos: int):
+    """Codes sent left of a column per bin (``(..., n_bins)``, the missing bin last, as a level's split records
+    hold them) cut to :func:`category_width`'s columns; as they are where already that narrow."""
+    width = category_width(n_cat_pos)
+    if cat_left.shape[-1] <= width:
+        return cat_left
+    return xp.concat([cat_left[..., :n_cat_pos], cat_left[..., -1:]], axis=-1)
 
 
 def category_positions(is_categorical, n_bins: int, bin_mapper) -> int:

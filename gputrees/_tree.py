@@ -124,7 +124,8 @@ def categories_left(batch, t, feature, is_categorical, bin_mapper, categories):
         return out
     # one nonzero over all the categorical splits, then a slice per node: a
     # deep tree has hundreds of them, and a call per node cost a third of a small fit
-    sent = to_numpy(batch.cat_left)[t, nodes, : bin_mapper.n_bins - 1]
+    # every column but the last (the missing bin's) is a category's code
+    sent = to_numpy(batch.cat_left)[t, nodes, :-1]
     node_of, codes = np.nonzero(sent)
     host_values = bin_mapper.to_host()["category_values"]
     node_feature = feature[nodes]

@@ -174,6 +174,22 @@ def test_apply_trees_equals_reference(name, dtype, blocks, monkeypatch):
         assert np.array_equal(got, want)
 
 
+def test_a_column_per_category_walks_as_a_column_per_bin():
+    """A fitted batch holds a column per category and the missing bin's last
+    (``records.category_width``), not one per bin: both walks read it as the
+    batch of a column per bin (256 bins, the missing one the last)."""
+    batch, X, _ = _case("categorical", 3)  # codes 0 .. 4 and a sixth column, the missing bin's
+    X = np.where(X == 5, np.nan, X)
+    narrow = batch.cat_left
+    wide = np.zeros(narrow.shape[:2] + (256,), dtype=bool)
+    wide[..., :5], wide[..., 255] = narrow[..., :5], narrow[..., 5]
+    wide_batch = dataclasses.replace(batch, cat_left=wide)
+    want = apply_trees_reference(NP, wide_batch, X, 255)
+    assert np.array_equal(apply_trees_reference(NP, batch, X, 255), want)
+    assert np.array_equal(cpu.predict.apply_trees(NP, batch, X, 255), want)
+    assert np.array_equal(cpu.predict.apply_trees(NP, wide_batch, X, 255), want)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -64,6 +64,8 @@ from numba import cuda
 
 from .._records import ActiveRows
 from .cuda_launch import Launcher
+from .gpu.rules import compile_rules
+from .rules import category_column
 
 __all__ = [
     "SHARED_WORDS",
@@ -364,7 +366,7 @@ def goes_left(row, t, nd, feature, threshold, missing_left, is_cat, cat_left, an
     go_left = x <= threshold[t, nd]
     if any_cat and is_cat[t, nd]:
         code = missing_bin if missing else int(x)
-        go_left = cat_left[t, nd, code]
+        go_left = cat_left[t, nd, category_column(code, cat_left.shape[2])]
         missing = missing or code == missing_bin
     if missing:
         go_left = missing_left[t, nd]
@@ -678,6 +680,7 @@ def predict_raw(xp, batch, values, X, missing_bin: int, base):
 def _walk_arrays(xp, batch):
     """A padded batch's arrays as the walking kernels take them (a one-element ``cat_left`` without
     categorical splits), then ``any_cat`` and the batch's depth."""
+    compile_rules()  # (goes_left's category_column)
     cat_left = batch.cat_left
     any_cat = cat_left.ndim == 3 and int(cat_left.shape[-1]) > 0
     if not any_cat:

@@ -583,14 +583,16 @@ def goes_left(xp, batch, X, missing_bin: int, flat_node):
     missing = xp.isnan(x)
     go_left = x <= xp.reshape(xp.take(xp.reshape(batch.threshold, (-1,)), flat), shape)
     if batch.cat_left.shape[-1] > 0:
-        n_bins = batch.cat_left.shape[-1]
+        width = batch.cat_left.shape[-1]
         node_cat = xp.reshape(xp.take(xp.reshape(batch.is_categorical, (-1,)), flat), shape)
         # only categorical nodes read a code; other nodes index code 0
         code = xp.where(
             missing | ~node_cat, xp.asarray(float(missing_bin), dtype=x.dtype), x
         )
         code = xp.where(node_cat, xp.astype(code, xp.int64), xp.zeros_like(flat_node))
-        cat = xp.reshape(xp.take(xp.reshape(batch.cat_left, (-1,)), flat * n_bins + xp.reshape(code, (-1,))), shape)
+        # the missing bin's column is the last (rules.category_column)
+        column = xp.minimum(code, width - 1)
+        cat = xp.reshape(xp.take(xp.reshape(batch.cat_left, (-1,)), flat * width + xp.reshape(column, (-1,))), shape)
         go_left = xp.where(node_cat, cat, go_left)
         missing = missing | (node_cat & (code == missing_bin))
     return xp.where(missing, xp.reshape(xp.take(xp.reshape(batch.missing_left, (-1,)), flat), shape), go_left)

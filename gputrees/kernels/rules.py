@@ -92,7 +92,8 @@ __all__ = [
     "impurity_improvement", "impurity_accept", "poisson_sum", "split_proxy", "candidate_score", "can_split",
     "has_rows", "tie_target", "random_bin", "random_bin_within",
     "random_pick",
-    "split_threshold", "category_orderings", "category_key", "key_before", "mix64", "draw_bits", "uniform",
+    "split_threshold", "category_orderings", "category_key", "key_before", "category_column", "mix64", "draw_bits",
+    "uniform",
     "child_key", "draw_features", "sample_key", "sample_row", "shap_extend", "shap_unwound_sum", "shap_unwind",
 ]
 
@@ -456,6 +457,13 @@ def category_key(kind, s, k, n_out, l2, tmp):
 def key_before(a, b):
     """Whether key ``a`` sorts strictly before ``b`` in NumPy's order (NaN last)."""
     return a < b or (b != b and a == a)
+
+
+def category_column(code, width):
+    """The column of a tree's codes sent left (``cat_left``, ``width`` columns: a categorical feature's codes,
+    then the missing bin) that holds bin ``code``: the code itself, the last column for the missing bin
+    (whatever the number of bins)."""
+    return code if code < width - 1 else width - 1
 
 
 def split_threshold(feat, pos, nxt, has_next, thresholds, bin_values, is_exact):

@@ -466,8 +466,12 @@ def _scan_nodes(hist, node_stats, cand, first, crit, min_dec, mapper, tie_rtol, 
             for c in range(Ch):
                 o_left[node, c] = left[i, c]
             o_cat[node] = split_cat[i]
-            for b in range(cat_left.shape[1]):
+            # a batch's columns (records.category_width): the categories' codes, then the missing bin's
+            width = o_cat_left.shape[1]
+            for b in range(width - 1):
                 o_cat_left[node, b] = cat_left[i, b]
+            if width > 0:
+                o_cat_left[node, width - 1] = cat_left[i, cat_left.shape[1] - 1]
     return ok
 
 
@@ -516,7 +520,8 @@ def _grow(codes, codes_t, sp_ptr, sp_feat, sp_code, sp_default, chan, count_free
     threshold = np.full(cap, -2.0)
     left = np.zeros((cap, Ch))
     node_cat = np.zeros(cap, dtype=np.bool_)
-    node_cat_left = np.zeros((cap, n_bins if n_cat_pos > 0 else 0), dtype=np.bool_)
+    # a batch's columns (records.category_width): the categories' codes and the missing bin
+    node_cat_left = np.zeros((cap, n_cat_pos + 1 if n_cat_pos > 0 else 0), dtype=np.bool_)
     seg_a = np.zeros(cap, dtype=np.int64)
     seg_b = np.zeros(cap, dtype=np.int64)
     out = (feature, bin_, missing_left, threshold, left, node_cat, node_cat_left)

@@ -46,7 +46,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..rules import PAIRWISE_BLOCK, pairwise_sum
+from ..rules import PAIRWISE_BLOCK, category_column, pairwise_sum
 from .jit import JIT, Threads, threads_for
 from .memory import as_int64, at, at3, float_rows, read_only
 
@@ -79,7 +79,7 @@ def step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat
     go_left = x <= at(threshold, t, nd)
     if any_cat and at(is_cat, t, nd):
         code = missing_bin if missing else int(x)
-        go_left = at3(cat_left, t, nd, code)
+        go_left = at3(cat_left, t, nd, category_column(code, cat_left.shape[2]))
         missing = missing or code == missing_bin
     if missing:
         go_left = at(missing_left, t, nd)

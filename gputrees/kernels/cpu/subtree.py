@@ -59,6 +59,7 @@ from ..._records import (
     SubtreeParams,
     TreeRows,
     category_positions,
+    category_width,
     criterion_code,
 )
 from ..rules import (
@@ -179,13 +180,12 @@ class Subtrees:
         per_slot = (getattr(self, f.name)[slots] for f in fields(self) if f.name not in _PER_SUBTREE)
         return Subtrees(start, self.count, self.tree, *per_slot)
 
-    def records(self, root_ids, first_new: int, n_bins: int, *, n_threads: int = 1) -> "SubtreeRecords":
+    def records(self, root_ids, first_new: int, *, n_threads: int = 1) -> "SubtreeRecords":
         """The grower's records of these nodes (:class:`SubtreeRecords`), in one compiled pass.
 
         ``root_ids`` (m,) int64: the grower's ids of the subtrees' roots; the
         other nodes take the ids ``first_new ..`` in subtree order, each
-        subtree's in its order. ``n_bins``: the codes' bins (the width of a
-        record's codes sent left, the missing bin last). On at most
+        subtree's in its order. On at most
         ``n_threads``, as many as the nodes give work (a small tree's few
         thousand nodes: one; a parallel region's launch costs more, and on a
         busy machine milliseconds).
@@ -196,10 +196,10 @@ class Subtrees:
                 self.region, self.count, self.tree, self.parent, self.depth, self.key, self.stats, self.split,
                 self.feature, self.bin, self.missing_left, self.threshold, self.first_child, self.is_categorical,
                 self.cat_left, np.asarray(root_ids, dtype=np.int64), int(first_new),
-                _cat_width(self.cat_left, n_bins),
+                _cat_width(self.cat_left),
             ))
 
-    def records_reference(self, root_ids, first_new: int, n_bins: int) -> "SubtreeRecords":
+    def records_reference(self, root_ids, first_new: int) -> "SubtreeRecords":
         """:meth:`records` by NumPy's gathers over :meth:`nodes` (its twin, for the tests)."""
         nodes = self.nodes()
         start = nodes.region
@@ -213,7 +213,7 @@ class Subtrees:
         node_id[new] = first_new + np.arange(new.shape[0], dtype=np.int64)
         done = np.flatnonzero(nodes.split)
         is_cat = nodes.is_categorical[done]
-        width = _cat_width(nodes.cat_left, n_bins)
+        width = _cat_width(nodes.cat_left)
         cat_left = np.zeros((done.shape[0], width), dtype=np.bool_)
         if width:
             n_pos = nodes.cat_left.shape[1]
@@ -233,10 +233,11 @@ _PER_SUBTREE = ("region", "count", "tree")
 RECORD_FIELDS = 12
 
 
-def _cat_width(cat_left, n_bins: int) -> int:
-    """Columns of the records' codes sent left: every bin with categorical features (``cat_left`` has columns), as
-    the level-wise records hold them, else none."""
-    return int(n_bins) if cat_left.shape[1] else 0
+def _cat_width(cat_left) -> int:
+    """Columns of the records' codes sent left: the sorted categories' positions (``cat_left``'s) and the
+    missing bin, a batch's columns (:func:`gputrees._records.category_width`); none without categorical
+    features."""
+    return category_width(int(cat_left.shape[1]))
 
 
 @dataclass(frozen=True)
@@ -261,9 +262,10 @@ class SubtreeRecords:
     first_child : (k,) int64
         The left child's grower id.
     is_categorical : (k,) bool
-    cat_left : (k, n_bins) bool, or (k, 0) without categorical features
-        At a categorical split, the codes sent left (the missing bin last:
-        ``missing_left``), as the level-wise records hold them; else False.
+    cat_left : (k, width) bool, or (k, 0) without categorical features
+        At a categorical split, the codes sent left and the missing bin last
+        (``missing_left``), a batch's columns
+        (:func:`gputrees._records.category_width`); else False.
     """
 
     parent: np.ndarray
