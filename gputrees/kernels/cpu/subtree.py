@@ -422,17 +422,17 @@ def _build_node(codes, weights, pairs, fmask, nb, h, drawn, span):
             n_drawn += 1
             span[f, 0] = missing
             span[f, 1] = 0
-    if C == 3 or C == 4:
-        # count and two classes, or four channels (three classes, or squared
-        # error's count, w, w y, w y^2): a row's channels read once into
-        # registers and added to each drawn feature's bin (the general loop
-        # below reloads them per feature, ``h`` and ``weights`` possibly
-        # aliased for the compiler, and tests every feature's mask)
-        four = C == 4
+    if 3 <= C <= 6:
+        # count and two to five classes, or squared error's count, w, w y,
+        # w y^2: a row's channels read once into registers and added to each
+        # drawn feature's bin (the general loop below reloads them per
+        # feature, ``h`` and ``weights`` possibly aliased for the compiler)
         for k in range(pairs.shape[0]):
             p = pairs[k]
             w0, w1, w2 = at(weights, p, 0), at(weights, p, 1), at(weights, p, 2)
-            w3 = at(weights, p, 3) if four else 0.0
+            w3 = at(weights, p, 3) if C > 3 else 0.0
+            w4 = at(weights, p, 4) if C > 4 else 0.0
+            w5 = at(weights, p, 5) if C > 5 else 0.0
             for j in range(n_drawn):
                 # unsigned indices: no negative-index mapping (memory._unchecked)
                 f = np.uint64(drawn[j])
@@ -440,8 +440,12 @@ def _build_node(codes, weights, pairs, fmask, nb, h, drawn, span):
                 h[f, b, 0] += w0
                 h[f, b, 1] += w1
                 h[f, b, 2] += w2
-                if four:
+                if C > 3:
                     h[f, b, 3] += w3
+                if C > 4:
+                    h[f, b, 4] += w4
+                if C > 5:
+                    h[f, b, 5] += w5
                 _widen(span, f, b, missing)
     else:
         for k in range(pairs.shape[0]):
