@@ -1076,12 +1076,14 @@ def stack_trees(trees):
     width = max(int(t.node_count[0]) for t in trees)
 
     def stacked(name):
-        parts = []
-        for t in trees:
+        # one array filled with the padding, each tree's nodes copied in (a round of several trees stacks
+        # ten fields: per-tree pads, concatenations and a stack cost a tenth of a small multi-class fit)
+        first = getattr(trees[0], name)
+        out = np.full((len(trees), width) + first.shape[2:], PADDING[name], dtype=first.dtype)
+        for i, t in enumerate(trees):
             a = getattr(t, name)[0]
-            pad = np.full((width - a.shape[0],) + a.shape[1:], PADDING[name], dtype=a.dtype)
-            parts.append(np.concatenate([a, pad]))
-        return np.stack(parts)
+            out[i, : a.shape[0]] = a
+        return out
 
     return TreeBatch(
         node_count=np.concatenate([t.node_count for t in trees]),
