@@ -79,8 +79,8 @@ from ._backend import from_numpy, to_numpy
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._records import (
     DRAWN_BUILD_SHARE, GrowerInputs, GrowerParams, LeafLayout, SplitConstraints, SplitRecord, SubtreeParams,
-    TreeBatch, TreeRows, batch_trees, category_positions, category_width, given_root_sums, narrow_categories,
-    unit_counts,
+    TreeBatch, TreeRows, batch_trees, category_width, given_root_sums, mapper_category_positions,
+    narrow_categories, unit_counts,
 )
 from ._splitting import _clamp, find_best_splits
 from ._rows import LocalRows
@@ -297,10 +297,7 @@ class Grower:
         self.is_cat = inputs.bin_mapper.is_categorical
         self.any_cat = bool(self.is_cat.any())
         #: a categorical feature's most codes: the batch's codes sent left hold those and the missing bin
-        self.n_cat_pos = (
-            category_positions(np.asarray(self.is_cat), inputs.bin_mapper.n_bins, inputs.bin_mapper)
-            if self.any_cat else 0
-        )
+        self.n_cat_pos = mapper_category_positions(inputs.bin_mapper)
         # nodes with fewer rows than bins use the sort-based search (numerical data only)
         self.sorted_below = (
             0

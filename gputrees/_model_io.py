@@ -35,7 +35,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from . import _backend
-from ._records import category_positions, category_width
+from ._records import category_width, mapper_category_positions
 from ._version import __version__
 
 __all__ = ["ModelFormatError", "ModelFileMixin", "load_model", "save_model", "FORMAT_VERSION"]
@@ -566,7 +566,8 @@ def _check_estimator(est, where):
             _expect(getattr(sub, "n_features_in_", None) == n_features, f"{where}: an estimator of estimators_ has another n_features_in_")
     found = list(_walk(dict(vars(est))))
     # a batch's codes sent left: a column per category and the missing bin's (a column per bin before)
-    widths = {w for m in found if isinstance(m, BinMapper) for w in (m.n_bins, _category_width(m))}
+    widths = {w for m in found if isinstance(m, BinMapper)
+              for w in (m.n_bins, category_width(mapper_category_positions(m)))}
     for m in found:
         if isinstance(m, BinMapper):
             _expect(m.thresholds.shape[0] == n_features, f"{where}: bin edges for {m.thresholds.shape[0]} features, n_features_in_ is {n_features}")
@@ -574,12 +575,6 @@ def _check_estimator(est, where):
             _expect(bool(np.all(m.feature < n_features)), f"{where}: a split on a feature index >= n_features_in_ ({n_features})")
             width = m.cat_left.shape[2]
             _expect(width == 0 or width in widths, f"{where}: cat_left has {width} columns, the bin edges allow {sorted(widths)}")
-
-
-def _category_width(mapper) -> int:
-    """The columns of a batch's codes sent left that ``mapper``'s categorical features give."""
-    is_cat = np.asarray(mapper.is_categorical)
-    return category_width(category_positions(is_cat, mapper.n_bins, mapper) if is_cat.any() else 0)
 
 
 def _probe(est):

@@ -27,7 +27,7 @@ from ._backend import to_numpy
 __all__ = [
     "DEFAULT_MEMORY_LIMIT", "GrowerParams", "GrowerInputs", "TreeBatch", "Round", "SplitConstraints",
     "SubtreeParams", "SplitRecord", "ActiveRows", "TreeRows", "LeafLayout", "batch_trees", "category_positions",
-    "category_width", "narrow_categories", "stack_batches",
+    "category_width", "mapper_category_positions", "narrow_categories", "stack_batches",
     "stack_node_arrays", "given_root_sums",
     "unit_counts", "GINI", "ENTROPY", "MISCLASSIFICATION", "SQUARED_ERROR", "FRIEDMAN_MSE", "POISSON", "NEWTON",
     "NEWTON_GH", "LOSS_SQUARED_ERROR", "LOSS_BINARY_LOG", "LOSS_MULTINOMIAL", "criterion_code", "loss_code",
@@ -482,6 +482,12 @@ def given_root_sums(xp, channels, multiplicity, sums):
             f"channel ({c}); got {t} trees, multiplicity {'given' if multiplicity is not None else None}"
         )
     return xp.reshape(xp.asarray(sums, dtype=xp.float64), (1, c))
+
+
+def mapper_category_positions(bin_mapper) -> int:
+    """:func:`category_positions` of a mapper's categorical features over its columns; 0 without any."""
+    is_cat = np.asarray(bin_mapper.is_categorical, dtype=bool)
+    return category_positions(is_cat, int(bin_mapper.n_bins), bin_mapper) if is_cat.any() else 0
 
 
 def category_width(n_cat_pos: int) -> int:

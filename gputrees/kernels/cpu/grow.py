@@ -55,9 +55,9 @@ from ..._records import (
     NEWTON,
     NEWTON_GH,
     TreeBatch,
-    category_positions,
     criterion_code,
     given_root_sums,
+    mapper_category_positions,
     unit_counts,
 )
 from ..rules import (
@@ -886,7 +886,7 @@ class _Fixed:
         codes_t = feature_major_codes(codes, inputs.codes_by_feature)
         mapper = inputs.bin_mapper
         is_cat = np.ascontiguousarray(mapper.is_categorical, dtype=np.bool_)
-        n_cat_pos = category_positions(is_cat, int(mapper.n_bins), mapper) if is_cat.any() else 0
+        n_cat_pos = mapper_category_positions(mapper)
         sparse = sparse_layout(codes, int(mapper.n_bins))
         if sparse is None:
             sparse = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int32), codes[:0, 0].copy(),

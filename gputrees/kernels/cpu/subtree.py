@@ -58,9 +58,9 @@ from ..._records import (
     SQUARED_ERROR,
     SubtreeParams,
     TreeRows,
-    category_positions,
     category_width,
     criterion_code,
+    mapper_category_positions,
 )
 from ..rules import (
     NEG_INF,
@@ -1116,7 +1116,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
     has_allowed = tree_features is not None
     is_cat = np.ascontiguousarray(bin_mapper.is_categorical, dtype=np.bool_)
     any_cat = bool(is_cat.any())
-    n_cat_pos = category_positions(is_cat, int(bin_mapper.n_bins), bin_mapper) if any_cat else 0
+    n_cat_pos = mapper_category_positions(bin_mapper)
     with Threads(threads):
         out = _grow_subtrees(
             codes,
