@@ -212,6 +212,16 @@ def _row_impurity(kind, L, b, P, right, w):
     return -acc if kind == ENTROPY else 1.0 - acc
 
 
+@numba.njit(inline="always", **JIT_NUMPY)
+def score_random_sides(L, out, has_missing, P, crit, mono, lo, up, R, tmp):
+    """The proxies of an extremely randomised candidate's two missing-value variants, whose left statistics are
+    ``L[0]`` (missing rows sent right) and ``L[1]`` (sent left), into ``out[0]`` and ``out[1]``; the second -inf
+    (not scored) without missing rows. No monotonic direction (``mono``: the node's bounds ``lo``, ``up``)."""
+    out[0] = 0.0
+    out[1] = 0.0 if has_missing else NEG_INF
+    candidate_proxies(crit[0], L[:2], out[:2], P, crit[1], crit[2], crit[3], crit[4], mono, lo, up, 0.0, R, tmp)
+
+
 @numba.njit(**JIT_LEAF)
 def first_near(out, n, target, L, res):
     """Target -inf: (-1, the best of ``out[:n]``). Otherwise the first index whose proxy is
@@ -480,7 +490,7 @@ def score_category_pick(h, P, crit, mono, lo, up, u, scratch, keys, order, n_pos
     of the scan of every position. Inlined into its callers: a call with
     these arrays costs a fair share of a small node's scan.
     """
-    kind, n_out, l2, msl, mwl = crit
+    kind, n_out, l2 = crit[0], crit[1], crit[2]
     cum, R, tmp, res, L, out = scratch
     nb, C = h.shape
     n_present = 0
@@ -496,10 +506,8 @@ def score_category_pick(h, P, crit, mono, lo, up, u, scratch, keys, order, n_pos
     for c in range(C):
         L[0, c] = cum[c]
         L[1, c] = cum[c] + h[nb - 1, c]
-    out[0] = 0.0
-    out[1] = 0.0 if h[nb - 1, 0] > 0 else NEG_INF  # -inf: not scored
     # categorical features carry no monotonic direction, only the node's bounds
-    candidate_proxies(kind, L[:2], out[:2], P, n_out, l2, msl, mwl, mono, lo, up, 0.0, R, tmp)
+    score_random_sides(L, out, h[nb - 1, 0] > 0, P, crit, mono, lo, up, R, tmp)
     best = NEG_INF
     for variant in range(2 if h[nb - 1, 0] > 0 else 1):
         if out[variant] > best:

@@ -48,6 +48,7 @@ from .scan import (
     near_best,
     no_split_outputs,
     scan_scratch,
+    score_random_sides,
     split_record,
     supported_criterion,
 )
@@ -276,7 +277,6 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
     rows; the second proxy -inf) or 2; the two left statistics in
     ``scratch[4][:2]``. Inlined: a call costs as much as a small node's passes.
     """
-    kind, n_out, l2, msl, mwl = crit
     _, R, _, res, L, out = scratch
     C = weights.shape[1]
     missing = np.int64(nb - 1)
@@ -334,9 +334,7 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
                 m += w if code == missing else 0.0
             L[0, c] = s
             L[1, c] = s + m
-    out[0] = 0.0
-    out[1] = 0.0 if has_missing else NEG_INF  # -inf: not scored
-    candidate_proxies(kind, L[:2], out[:2], P, n_out, l2, msl, mwl, False, 0.0, 0.0, 0.0, R, res)
+    score_random_sides(L, out, has_missing, P, crit, False, 0.0, 0.0, R, res)
     return 2 if has_missing else 1, below, above, out[0], out[1]
 
 

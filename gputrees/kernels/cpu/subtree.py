@@ -82,7 +82,6 @@ from .memory import at, at1, put1, take_next
 from .pairs import add_sums, pair_weight
 from .scan import (
     bin_sums,
-    candidate_proxies,
     criterion_record,
     fast_scan,
     has_values,
@@ -92,6 +91,7 @@ from .scan import (
     scan_feature,
     scan_scratch,
     score_category_pick,
+    score_random_sides,
     supported_criterion,
 )
 from .sorted_scan import (
@@ -511,10 +511,8 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                 if 0 <= pick < n_scan:  # (no value rows: a pick past them, no candidate)
                     L, out = scratch[4], scratch[5]
                     rec_bin[f, 1] = _pick_sums(h[f], pick, span[f, 0], span[f, 1], codes, pairs, f, L)
-                    out[0] = 0.0
-                    out[1] = 0.0 if has_rows(kind, h[f, nb - 1]) else NEG_INF  # -inf: not scored
-                    candidate_proxies(kind, L[:2], out[:2], P, crit[1], crit[2], crit[3], crit[4], False, 0.0, 0.0,
-                                      0.0, scratch[1], scratch[3])
+                    score_random_sides(L, out, has_rows(kind, h[f, nb - 1]), P, crit, False, 0.0, 0.0, scratch[1],
+                                       scratch[3])
                     fbest[f] = max(out[0], out[1])
                     record_random(rec_p, rec_left, f, L, out[0], out[1])
             elif fast and not has_rows(kind, h[f, nb - 1]):
