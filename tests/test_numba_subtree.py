@@ -223,6 +223,12 @@ WHOLE_TREE_CASES = {
                           {"max_features": 2}),
     # extra trees over every feature (the regressors' default): no draws, whole trees all the same
     "random_every_feature": ({"criterion": SquaredError(), "random_splits": True, "missing": 0.1}, {}),
+    # categorical features: whole trees with extremely randomised splits (drawn features alone go level-wise)
+    "categorical_random": ({"criterion": Gini(n_classes=3), "categories": 7, "missing": 0.05, "random_splits": True},
+                           {"max_features": 3}),
+    "categorical_regression": ({"criterion": SquaredError(), "categories": 5, "random_splits": True}, {}),
+    # a tree whose in-bag rows are all of one class: its root alone, laid out beside the grown trees
+    "pure_tree": ({"criterion": Gini(n_classes=3)}, {"max_features": 3}),
 }
 
 
@@ -236,6 +242,10 @@ def test_whole_trees_grow_from_their_roots(case, monkeypatch):
     if case == "weight_multiplicity":  # a per-tree class weight on the weighted channels
         factor = np.random.default_rng(4).uniform(0.5, 2.0, inputs.multiplicity.shape)
         inputs = dataclasses.replace(inputs, weight_multiplicity=inputs.multiplicity * factor)
+    if case == "pure_tree":
+        mult = inputs.multiplicity.copy()
+        mult[1] *= inputs.channels[:, 1] > 0  # class 0's rows only
+        inputs = dataclasses.replace(inputs, multiplicity=mult)
     p = GrowerParams(**params)
     sources = []
     kernel = cpu.subtree._grow_subtrees
@@ -243,6 +253,8 @@ def test_whole_trees_grow_from_their_roots(case, monkeypatch):
     monkeypatch.setattr(_grower, "LocalRows", lambda *a, **k: pytest.fail("a row set was made"))
     got = grow(NP, _fresh(inputs), p)
     assert sources == [True]
+    if case == "pure_tree":
+        assert np.asarray(got.node_count)[1] == 1 and min(np.asarray(got.node_count)) == 1 < max(got.node_count)
     monkeypatch.undo()
     # the roots' level grown by the grower, every child handed over (as before TreeRows)
     monkeypatch.setattr(_grower.Grower, "_whole_trees", lambda self: None)
@@ -436,8 +448,9 @@ def test_estimators_equal_the_numpy_kernels(Model, kw, monkeypatch):
         y = y.astype(np.int64)
     kw = {"random_state": 0, **kw}
     grown = []
-    orig = _grower.Grower._add_subtrees
-    monkeypatch.setattr(_grower.Grower, "_add_subtrees", lambda self, *a: grown.append(1) or orig(self, *a))
+    orig = _grower.Grower._finish_subtrees
+    monkeypatch.setattr(_grower.Grower, "_finish_subtrees",
+                        lambda self, *a, **k: grown.append(1) or orig(self, *a, **k))
     monkeypatch.setenv("GPUTREES_KERNELS", "numba")
     a = Model(**kw).fit(X, y)
     assert grown
