@@ -33,7 +33,7 @@ from ._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, LocalRounds
 from ._criteria import Newton
 from ._records import DEFAULT_MEMORY_LIMIT, GrowerParams, Round, stack_batches, stack_node_arrays
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, CallableLoss, MultinomialLogLoss, make_regression_loss
-from ._predictor import apply_trees
+from ._predictor import apply_trees, sparse_blocks
 from ._progress import Monitor
 from ._state import transactional_fit
 from ._validation import (
@@ -49,7 +49,7 @@ from ._validation import (
     y_to_host,
 )
 from ._kernel_choice import chooses_kernels
-from ._sparse import dense_blocks, is_sparse
+from ._sparse import is_sparse
 from .metrics import EvalScoring, check_eval_sample_weight, check_eval_set, encode_eval_labels, resolve_metrics
 from .kernels import reference
 from .kernels.reference import gather_node_values
@@ -427,8 +427,9 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         # to the raw predictions of the fit (warm_start)
         predict = kernels.predict_raw
         missing = self._bin_mapper.missing_bin
-        if is_sparse(Xp):  # walked in dense blocks of rows (gputrees._sparse)
-            parts = [predict(xp, batch, values, block, missing, base[s:e, :]) for s, e, block in dense_blocks(Xp)]
+        if is_sparse(Xp):  # walked in dense blocks of the tested columns' rows
+            trees, blocks = sparse_blocks(batch, Xp)
+            parts = [predict(xp, trees, values, block, missing, base[s:e, :]) for s, e, block in blocks]
             return xp.concat(parts, axis=0)
         step = max(1, PREDICT_CHUNK // n_trees)
         parts = [

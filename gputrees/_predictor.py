@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ._sparse import dense_blocks, is_sparse
+import dataclasses
+
+from ._sparse import dense_blocks, is_sparse, tested_columns
 
 
 def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
@@ -14,7 +16,7 @@ def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
     from .kernels import get_kernels
 
     apply = get_kernels(xp, n_jobs=n_jobs, prediction=True).apply_trees
-    return _by_row_blocks(xp, X, lambda rows: apply(xp, batch, rows, missing_bin))
+    return _by_row_blocks(xp, batch, X, lambda trees, rows: apply(xp, trees, rows, missing_bin))
 
 
 def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None = None):
@@ -26,11 +28,19 @@ def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None =
     from .kernels import get_kernels
 
     sums = get_kernels(xp, n_jobs=n_jobs, prediction=True).tree_value_sums
-    return _by_row_blocks(xp, X, lambda rows: sums(xp, batch, values, rows, missing_bin))
+    return _by_row_blocks(xp, batch, X, lambda trees, rows: sums(xp, trees, values, rows, missing_bin))
 
 
-def _by_row_blocks(xp, X, walk):
-    """``walk(X)``; a sparse ``X`` walked in dense blocks of rows (gputrees._sparse), the results stacked."""
+def sparse_blocks(batch, X):
+    """``(batch, blocks)`` to walk a sparse ``X``: the batch with its features numbered in the columns its trees
+    test, and ``(start, stop, dense block)`` of consecutive rows of those columns (gputrees._sparse)."""
+    X_cut, feature = tested_columns(X, batch.feature)
+    return dataclasses.replace(batch, feature=feature), dense_blocks(X_cut)
+
+
+def _by_row_blocks(xp, batch, X, walk):
+    """``walk(batch, X)``; a sparse ``X`` walked in dense blocks (:func:`sparse_blocks`), the results stacked."""
     if is_sparse(X):
-        return xp.concat([walk(block) for _, _, block in dense_blocks(X)], axis=0)
-    return walk(X)
+        trees, blocks = sparse_blocks(batch, X)
+        return xp.concat([walk(trees, block) for _, _, block in blocks], axis=0)
+    return walk(batch, X)

@@ -12,7 +12,8 @@ count, the zeros not written out), and the fit keeps no feature-major copy
 of the codes (``Kernels.feature_major(..., copy=False)``: the CPU kernels
 read ``codes.T``), so its memory is the CSR's and the codes' and the
 histograms'. Prediction walks the trees over dense blocks of at most
-:data:`DENSE_BLOCK_BYTES` of rows (:func:`dense_blocks`).
+:data:`DENSE_BLOCK_BYTES` of rows (:func:`dense_blocks`) of the columns the
+trees test only (:func:`tested_columns`).
 
 The compiled boosting trees then build their histograms from the codes
 that differ from each feature's default (the zero's, mostly), not from
@@ -31,7 +32,7 @@ from . import _backend
 
 __all__ = [
     "DENSE_BLOCK_BYTES", "SortedColumn", "SparseColumns", "as_csr", "check_finite_sparse", "covered_values",
-    "dense_blocks", "is_sparse", "sorted_columns", "sparse_codes", "take_rows",
+    "dense_blocks", "is_sparse", "sorted_columns", "sparse_codes", "take_rows", "tested_columns",
 ]
 
 #: Largest dense float64 block of rows made from a sparse matrix at prediction
@@ -89,6 +90,29 @@ def dense_blocks(X):
     for start in range(0, n, step):
         stop = min(n, start + step)
         yield start, stop, X[start:stop].toarray()
+
+
+def tested_columns(X, feature):
+    """A CSR matrix cut to the columns that trees test, and the trees' features numbered in the cut.
+
+    ``feature``: a batch's split features (negative at leaves and padding,
+    kept). A walk reads only those columns, so its dense blocks of rows need
+    no others: a few trees of a wide matrix test a few of its columns, and
+    the blocks then hold many more rows (one column at least, so that a
+    batch of leaves still walks a matrix).
+
+    Returns
+    -------
+    X_cut : CSR matrix (n_samples, n_tested)
+    feature_cut : ndarray, ``feature``'s shape, int64
+    """
+    feature = np.asarray(feature, dtype=np.int64)
+    tested = np.unique(feature[feature >= 0])
+    if tested.shape[0] == 0:
+        tested = np.zeros(1, dtype=np.int64)
+    position = np.zeros(X.shape[1], dtype=np.int64)
+    position[tested] = np.arange(tested.shape[0], dtype=np.int64)
+    return X.tocsr()[:, tested], np.where(feature >= 0, position[np.maximum(feature, 0)], feature)
 
 
 class SparseColumns:

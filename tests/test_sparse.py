@@ -168,6 +168,43 @@ def test_prediction_in_dense_blocks(monkeypatch):
     np.testing.assert_array_equal(staged[-1], expected)
 
 
+@pytest.mark.parametrize("name, params", [
+    ("DecisionTreeClassifier", dict(max_depth=2, random_state=0)),
+    ("RandomForestRegressor", dict(n_estimators=3, max_depth=3, random_state=0)),
+    ("AdaBoostClassifier", dict(n_estimators=3, random_state=0)),
+    ("GradientBoostingRegressor", dict(n_estimators=3, max_depth=2, early_stopping=False)),
+])
+def test_prediction_reads_the_tested_columns_only(monkeypatch, name, params):
+    """A sparse X is walked in dense blocks of the columns the trees test: few of a wide matrix's (so blocks
+    of many rows), predictions and leaves those of its dense twin."""
+    import gputrees._predictor as predictor
+    import gputrees._sparse as sparse_mod
+
+    X, _, y_reg, y_clf = _sparse_data(n=400, p=60)
+    csr = sp.csr_matrix(X)
+    y = y_clf if "Classifier" in name else y_reg
+    m = getattr(gputrees, name)(**params).fit(csr, y)
+    widths = []
+    blocks = sparse_mod.dense_blocks
+    monkeypatch.setattr(predictor, "dense_blocks", lambda Xc: widths.append(Xc.shape[1]) or blocks(Xc))
+    np.testing.assert_array_equal(m.predict(csr), m.predict(X))
+    if hasattr(m, "apply"):
+        np.testing.assert_array_equal(m.apply(csr), m.apply(X))
+    assert widths and 1 <= max(widths) < 20
+
+
+def test_tested_columns_of_trees_of_leaves_only():
+    """A batch that tests no column (every tree a leaf) still walks a one-column matrix; leaves' codes kept."""
+    from gputrees._sparse import tested_columns
+
+    csr = sp.random(5, 7, density=0.5, format="csr", random_state=0)
+    cut, feature = tested_columns(csr, np.array([[-2, -2], [-2, -2]]))
+    assert cut.shape == (5, 1) and (feature == -2).all()
+    cut, feature = tested_columns(csr, np.array([[6, 2, -2], [2, -2, -2]]))
+    np.testing.assert_array_equal(cut.toarray(), csr.toarray()[:, [2, 6]])
+    np.testing.assert_array_equal(feature, [[1, 0, -2], [0, -2, -2]])
+
+
 def test_sparse_eval_set_and_warm_start():
     X, csr, y_reg, _ = _sparse_data()
     kw = dict(n_estimators=3, early_stopping=False, warm_start=True)
