@@ -384,10 +384,6 @@ class Grower:
             else None
         )
         self._subtrees_grown = False
-        #: with every tree grown whole from its root (:meth:`_whole_trees`): the kernel's outputs, laid out as
-        #: they are at the end (:meth:`_finalize_whole_trees`), and the roots' statistics
-        self._tree_parts = []
-        self._root_stats = None
         #: pairs whose children both have fewer rows than this skip histograms:
         #: subtrees from SUBTREE_BELOW_BINS x bins rows, the bins counted as
         #: at least SUBTREE_MIN_BINS (their sort-based search
@@ -829,12 +825,8 @@ class Grower:
             )
             if sub is None:
                 raise RuntimeError("the subtree kernel refused a fit it said it covers")
-            if tree_rows is None:
-                self._add_subtrees(cid_host, sub)
-            else:
-                self._tree_parts.append(sub)
-            # freed before the next chunk's call (its work space is as large as that one's); whole trees'
-            # outputs are kept: only their written slots hold memory, as records of them would
+            self._add_subtrees(cid_host, sub)
+            # freed before the next chunk's call (its regions are as large as that one's)
             del sub, rows, slot, w
 
     def _add_subtrees(self, root_ids, sub):
@@ -1148,7 +1140,6 @@ class Grower:
                 # kernel is told that roots are searched by histograms, as the level-wise growth does)
                 roots_hist = xp.ones(ids.shape[0], dtype=xp.bool) if self.inp.random_splits else None
                 self._finish_subtrees(ids, st, dp, ids, tree_rows, histograms=roots_hist)
-                self._root_stats = stats
             else:
                 bd = None if bounds is None else xp.take(bounds, idx, axis=0)
                 draws = self._draw(ids, ids)
@@ -1187,8 +1178,6 @@ class Grower:
             front = self._merge([rest, new])
             self._drop_finished_rows(front)
         selected = self._simulate(root_list)[0] if best_first else None
-        if self._tree_parts:
-            return self._finalize_whole_trees()
         if self._subtrees_grown:
             return self._finalize_subtrees()
         return self._finalize(selected)
@@ -1225,25 +1214,10 @@ class Grower:
         every tree's nodes numbered breadth-first, as level-wise growth numbers them."""
         xp = self.xp
         nodes, rules, split_ids, first_child = self._release_lists()
-        laid_out = self._grow_subtrees.layout(xp, self.n_trees, *nodes, split_ids, rules, first_child)
-        del nodes, rules, split_ids, first_child
-        return self._laid_out_batch(*laid_out)
-
-    def _finalize_whole_trees(self) -> TreeBatch:
-        """The batch of trees the subtree kernel grew whole from their roots, laid out from its outputs as
-        they are (its ``layout_trees``: no records of the nodes, no joined lists), as :meth:`_finalize_subtrees`
-        lays out the same trees."""
-        parts, self._tree_parts = self._tree_parts, []
-        laid_out = self._grow_subtrees.layout_trees(
-            self.n_trees, to_numpy(self._root_stats), parts, category_width(self.n_cat_pos)
+        count, left, feature, bin_, missing_left, threshold, stats, depth, is_cat, cat_left = (
+            self._grow_subtrees.layout(xp, self.n_trees, *nodes, split_ids, rules, first_child)
         )
-        del parts
-        return self._laid_out_batch(*laid_out)
-
-    def _laid_out_batch(self, count, left, feature, bin_, missing_left, threshold, stats, depth, is_cat,
-                        cat_left) -> TreeBatch:
-        """The :class:`TreeBatch` of a subtree kernel's padded layout."""
-        xp = self.xp
+        del nodes, rules, split_ids, first_child
         return TreeBatch(
             node_count=count,
             left=left,

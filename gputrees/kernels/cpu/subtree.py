@@ -123,9 +123,8 @@ class Subtrees:
     consecutive (left, right). The slots after a subtree's ``count`` are
     unspecified. Arrays of length ``region[-1]`` (slots) unless said
     otherwise. The grower reads them through :meth:`records` (one compiled
-    pass, no compacted copy of every node), or lays whole trees out straight
-    from them (:func:`layout_trees`); :meth:`nodes` gives them without gaps
-    (NumPy gathers, for the tests).
+    pass, no compacted copy of every node); :meth:`nodes` gives them without
+    gaps (NumPy gathers, for the tests).
 
     Attributes
     ----------
@@ -1034,9 +1033,9 @@ class SubtreeKernel:
     and :meth:`layout` of the batches it grew.
 
     Also, for a batch whose trees all grow here from their roots,
-    :meth:`tree_sums` (their roots' statistics), :func:`grow_subtrees`'s
+    :meth:`tree_sums` (their roots' statistics) and :func:`grow_subtrees`'s
     ``tree_rows``: the trees' rows read from the multiplicities, without
-    the row set's arrays of pairs, and :meth:`layout_trees` of its outputs.
+    the row set's arrays of pairs.
     """
 
     n_threads: int = 1
@@ -1053,10 +1052,6 @@ class SubtreeKernel:
     def layout(self, *args):
         """:func:`layout_grouped` on ``n_threads``."""
         return layout_grouped(*args, n_threads=self.n_threads)
-
-    def layout_trees(self, *args):
-        """:func:`layout_trees` on ``n_threads``."""
-        return layout_trees(*args, n_threads=self.n_threads)
 
 
 def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, total_weight, criterion, cons,
@@ -1267,104 +1262,3 @@ def layout_grouped(xp, n_trees, parent, depth, tree, stats, split_ids, record, s
             np.asarray(split_first_child, dtype=i8), int(n_trees),
             np.asarray(record.is_categorical, dtype=np.bool_), np.ascontiguousarray(record.cat_left, dtype=np.bool_),
         )
-
-
-# -- the padded layout of a batch whose trees were all grown here from their roots ---------
-@numba.njit(parallel=True, **JIT_NUMPY)
-def _place_trees(region, count, tree, depth, stats, split, feature, bin_, ml, thr, first_child, is_cat, cat_left,
-                 o_left, o_feature, o_bin, o_ml, o_thr, o_stats, o_depth, o_is_cat, o_cat_left):
-    """Each subtree (a whole tree) of one :func:`grow_subtrees` call written breadth-first into its tree's row
-    of the padded arrays ``o_*`` (see :func:`layout_trees`)."""
-    m = count.shape[0]
-    width = o_left.shape[1]
-    C = stats.shape[1]
-    n_pos = cat_left.shape[1]
-    n_cat = o_cat_left.shape[2]
-    # each subtree's queue of slots in its own region (a region has room for every node of its subtree)
-    order = np.empty(region[m], dtype=np.int64)
-    for i in prange(m):
-        t = tree[i]
-        base = region[i]
-        order[base] = base
-        end = 1
-        for p in range(width):
-            s = order[base + p] if p < count[i] else -1  # -1: padding
-            if s >= 0 and split[s]:
-                child = base + first_child[s]
-                order[base + end] = child
-                order[base + end + 1] = child + 1
-                o_left[t, p] = end
-                end += 2
-                o_feature[t, p] = feature[s]
-                o_bin[t, p] = bin_[s]
-                o_ml[t, p] = ml[s]
-                o_thr[t, p] = thr[s]
-                o_is_cat[t, p] = is_cat[s]
-                for b in range(n_cat):
-                    o_cat_left[t, p, b] = False
-                if is_cat[s]:
-                    for b in range(n_pos):
-                        o_cat_left[t, p, b] = cat_left[s, b]
-                    o_cat_left[t, p, n_cat - 1] = ml[s]
-            else:  # a leaf or padding
-                o_left[t, p] = -1
-                o_feature[t, p] = -2
-                o_bin[t, p] = -1
-                o_ml[t, p] = False
-                o_thr[t, p] = -2.0
-                o_is_cat[t, p] = False
-                for b in range(n_cat):
-                    o_cat_left[t, p, b] = False
-            for c in range(C):
-                o_stats[t, p, c] = stats[s, c] if s >= 0 else 0.0
-            o_depth[t, p] = depth[s] if s >= 0 else 0
-
-
-def layout_trees(n_trees, root_stats, parts, cat_width: int, *, n_threads: int = 1):
-    """A batch's padded node arrays, as :func:`layout_grouped` returns them, when every tree that splits was grown
-    whole here from its root: written straight from the kernel's output, one compiled pass.
-
-    No records, no concatenation, no grower ids: a fully grown forest's
-    batch has millions of nodes, each copy of them a sizeable share of its fit.
-
-    Parameters
-    ----------
-    n_trees : int
-    root_stats : ndarray of shape (n_trees, C), float64
-        Every tree's root statistics (a tree in no part is its root alone).
-    parts : list of Subtrees
-        :func:`grow_subtrees`' outputs with ``tree_rows`` (each subtree a
-        whole tree, every tree in at most one).
-    cat_width : int
-        The columns of the codes sent left (:func:`gputrees._records.category_width`).
-    """
-    root_stats = np.ascontiguousarray(root_stats, dtype=np.float64)
-    C = root_stats.shape[1]
-    count = np.ones(n_trees, dtype=np.int64)
-    for part in parts:
-        count[part.tree] = part.count
-    width = int(count.max())
-    out = (
-        np.empty((n_trees, width), dtype=np.int64),  # left
-        np.empty((n_trees, width), dtype=np.int64),  # feature
-        np.empty((n_trees, width), dtype=np.int64),  # bin
-        np.empty((n_trees, width), dtype=np.bool_),  # missing_left
-        np.empty((n_trees, width), dtype=np.float64),  # threshold
-        np.empty((n_trees, width, C), dtype=np.float64),  # stats
-        np.empty((n_trees, width), dtype=np.int64),  # depth
-        np.empty((n_trees, width), dtype=np.bool_),  # is_categorical
-        np.empty((n_trees, width, cat_width), dtype=np.bool_),  # cat_left
-    )
-    alone = np.ones(n_trees, dtype=np.bool_)
-    for part in parts:
-        alone[part.tree] = False
-        with Threads(max(1, min(int(n_threads), int(part.count.shape[0])))):
-            _place_trees(part.region, part.count, part.tree, part.depth, part.stats, part.split, part.feature,
-                         part.bin, part.missing_left, part.threshold, part.first_child, part.is_categorical,
-                         part.cat_left, *out)
-    # the trees no part holds: a root leaf and padding, as the layout fills them
-    t = np.flatnonzero(alone)
-    for a, fill in zip(out, (-1, -2, -1, False, -2.0, 0.0, 0, False, False)):
-        a[t] = fill
-    out[5][t, 0] = root_stats[t]
-    return (count, *out)
