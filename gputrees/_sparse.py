@@ -15,10 +15,11 @@ histograms'. Prediction walks the trees over dense blocks of at most
 :data:`DENSE_BLOCK_BYTES` of rows (:func:`dense_blocks`) of the columns the
 trees test only (:func:`tested_columns`).
 
-The compiled boosting trees then build their histograms from the codes
-that differ from each feature's default (the zero's, mostly), not from
-every cell (:mod:`gputrees.kernels.cpu.sparse_codes`), decided on the
-codes, so the dense twin's fit does the same.
+The compiled boosting trees and the level-wise grower (trees, AdaBoost's
+learners) then build their histograms from the codes that differ from
+each feature's default (the zero's, mostly), not from every cell
+(:mod:`gputrees.kernels.cpu.sparse_codes`), decided on the codes, so the
+dense twin's fit does the same.
 
 Sparse input trains on the CPU (NumPy); categorical features are not
 taken from sparse matrices.

@@ -33,6 +33,7 @@ from .memory import (
     sparse_rows,
 )
 from .pairs import add_row, channel_table, node_runs, pair_multiplicities, pair_weight
+from .sparse_codes import layout_of, pair_histograms
 
 
 # -- histograms ---------------------------------------------------------------
@@ -223,6 +224,9 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     by node, see :func:`route_rows`), one task per (node, block of features)
     reads that node's run of rows; otherwise one task per block of features
     scans all rows. Either way each output is one thread's row-order sum.
+    Grouped pairs of mostly-default codes (a sparse X's) are summed from
+    each row's other codes, a node a task
+    (:func:`gputrees.kernels.cpu.sparse_codes.pair_histograms`).
     """
     mult, wmult, mode = pair_multiplicities(active)
     node = as_int64(active.node)
@@ -232,8 +236,13 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     n_channels = int(chan.shape[1])
     chan_table, first = channel_table(chan)
     if grouped:
+        entries = layout_of(codes, int(n_bins)) if codes.ndim == 2 and codes.flags.c_contiguous else None
         with Threads(threads):
             out = output_buffer((int(n_slots), int(codes.shape[1]), int(n_bins), n_channels))
+            if entries is not None:  # mostly-default codes (a sparse X's): from each row's other codes
+                pair_histograms(*entries, as_int64(active.row), as_int64(active.chan_index), mult, wmult, mode,
+                                chan_table, first, start, end, out)
+                return out
             # every bin written (``used`` each feature's value bins): the compiled grower's signature
             every_bin = np.full(int(codes.shape[1]), int(n_bins) - 1, dtype=np.int64)
             return grouped_histograms(

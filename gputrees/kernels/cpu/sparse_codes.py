@@ -16,6 +16,10 @@ neither written nor scanned (the split scan's feature mask). A node's work
 is then its entries plus its features that have any, not its rows times
 every feature.
 
+The level-wise grower's node histograms (trees, AdaBoost's learners) are
+built the same way (:func:`pair_histograms`, the layout made once per codes
+matrix: :func:`layout_of`), every feature's bins written.
+
 Which codes are the default changes only the rounding of the default bins
 (a difference of sums instead of a sum): exact for integer-valued channels
 (counts), to a few ulps of the node's sums for float ones. The choice is
@@ -24,6 +28,8 @@ twin, which bin to the same codes, grow the same trees.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numba
 import numpy as np
@@ -34,9 +40,11 @@ from numba.extending import overload
 
 from .jit import JIT, serial_twin
 from .memory import at, prefetch
+from .pairs import pair_weight
 
 __all__ = ["ENTRY_ROWS_AHEAD", "FILL_BLOCK", "LINEAR_ENTRIES", "SPARSE_MAX_SHARE", "SPARSE_MIN_CELLS",
-           "SPARSE_SAMPLE_ROWS", "code_at", "sparse_histograms", "sparse_layout", "sparse_siblings"]
+           "SPARSE_SAMPLE_ROWS", "code_at", "layout_of", "pair_histograms", "sparse_histograms", "sparse_layout",
+           "sparse_siblings"]
 
 #: Largest share of (row, feature) cells off their feature's default code for
 #: which the histograms are built from the entries: an entry costs about
@@ -324,3 +332,66 @@ def sparse_siblings(parent_hist, parent_counts, parent_index, small, small_count
 
 sparse_histograms_serial = serial_twin(sparse_histograms)
 sparse_siblings_serial = serial_twin(sparse_siblings)
+
+
+_LAYOUTS: dict = {}
+
+
+def layout_of(codes, n_codes: int):
+    """:func:`sparse_layout` of ``codes``, made once per codes matrix (kept while it lives): a fit's grower asks
+    at every level, AdaBoost's learners at every round, of the same matrix."""
+    key = (id(codes), int(n_codes))
+    hit = _LAYOUTS.get(key)
+    if hit is not None and hit[0]() is codes:
+        return hit[1]
+    layout = sparse_layout(codes, n_codes)
+    try:
+        ref = weakref.ref(codes, lambda _, key=key: _LAYOUTS.pop(key, None))
+    except TypeError:  # not weak-referenceable: not kept
+        return layout
+    _LAYOUTS[key] = (ref, layout)
+    return layout
+
+
+@numba.njit(parallel=True, **_JIT)
+def pair_histograms(ptr, feat, code, default, row, chan_index, mult, wmult, mode, chan, first, start, end, out):
+    """The level-wise grower's node histograms from its pairs' entries: ``out`` (S, F, n_bins, Ch), every bin.
+
+    Slot ``s``: pairs ``start[s]:end[s]`` (``start[s]`` -1: none, zeros) of
+    rows ``row``, channel rows ``chan_index``, weighed as
+    :func:`~gputrees.kernels.cpu.pairs.pair_weight` weighs them (columns
+    ``first:`` of ``chan``); each row's entries added in pair order, each
+    feature's default bin the slot's total minus its other bins (the total
+    where the feature has no entry there). A slot on one thread.
+    """
+    S, F, nb, Ch = out.shape
+    for s in prange(S):
+        for f in range(F):
+            for b in range(nb):
+                for c in range(Ch):
+                    out[s, f, b, c] = 0.0
+        if start[s] < 0:
+            continue
+        total = np.zeros(Ch)
+        w = np.empty(Ch)
+        touched = np.zeros(F, dtype=np.bool_)
+        for i in range(start[s], end[s]):
+            r = row[i]
+            ci = chan_index[i]
+            for c in range(Ch):
+                w[c] = pair_weight(chan, ci, c, i, mult, wmult, mode, first)
+                total[c] += w[c]
+            for e in range(ptr[r], ptr[r + 1]):
+                f = feat[e]
+                touched[f] = True
+                for c in range(Ch):
+                    out[s, f, code[e], c] += w[c]
+        for f in range(F):
+            d = default[f]
+            for c in range(Ch):
+                rest = total[c]
+                if touched[f]:
+                    for b in range(nb):
+                        if b != d:
+                            rest -= out[s, f, b, c]
+                out[s, f, d, c] = rest
