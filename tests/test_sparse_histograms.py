@@ -246,8 +246,13 @@ def test_pair_histograms_equal_the_summed_pairs(always_sparse, mode):
     wmult = mult * rng.uniform(0.5, 2.0, row.shape[0]) if mode == 2 else np.empty(0)
     start, end = np.array([0, 700, -1]), np.array([700, 1600, 1600])
     out = np.full((3, F, nb, 2), 7.0)
-    codes_mod.pair_histograms(*entries, row, row, mult, wmult, mode, chan, 1, start, end, out)
+    codes_mod.pair_histograms(*entries, row, row, mult, wmult, mode, chan, 1, start, end, np.empty((1, 0), np.int64),
+                              out)
+    drawn = np.array([[3, 0], [2, 4], [1, 0]])
+    out_drawn = np.full((3, 2, nb, 2), 7.0)
+    codes_mod.pair_histograms(*entries, row, row, mult, wmult, mode, chan, 1, start, end, drawn, out_drawn)
     for s in range(2):
+        np.testing.assert_array_equal(out_drawn[s], out[s, drawn[s]])  # a drawn feature's: the same sums
         pairs = np.arange(start[s], end[s])
         w = chan[row[pairs], 1:].copy()
         if mode == 1:
@@ -262,16 +267,18 @@ def test_pair_histograms_equal_the_summed_pairs(always_sparse, mode):
             np.testing.assert_array_equal(out[s, f, off], want[off])
             np.testing.assert_allclose(out[s, f, ~off], want[~off], rtol=1e-12, atol=1e-12)
             np.testing.assert_array_equal(out[s, f, ~off, 0], want[~off, 0])  # integer-valued: exact
-    assert np.all(out[2] == 0.0)
+    assert np.all(out[2] == 0.0) and np.all(out_drawn[2] == 0.0)
 
 
 @pytest.mark.parametrize("name, params", [
     ("DecisionTreeClassifier", dict(max_depth=6, random_state=0)),
     ("DecisionTreeRegressor", dict(max_depth=5, min_samples_leaf=3, random_state=0)),
     ("AdaBoostClassifier", dict(n_estimators=4, random_state=0)),
+    # features drawn per node, level-wise (the subtree kernel reads the codes themselves)
+    ("RandomForestClassifier", dict(n_estimators=3, max_depth=4, random_state=0)),
 ])
 def test_trees_on_sparse_codes_grow_the_dense_twins_trees(monkeypatch, name, params):
-    """Trees and AdaBoost's learners grown level-wise from the entries (8 million cells, 1% nonzero): a CSR
+    """Trees, AdaBoost's learners and a forest's levels grown from the entries (8 million cells, 1% nonzero): a CSR
     matrix and its dense twin the same trees bit for bit; the dense histograms (layout turned off) the same
     splits, statistics to rounding."""
     monkeypatch.setenv("GPUTREES_KERNELS", "numba")

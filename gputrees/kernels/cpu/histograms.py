@@ -35,6 +35,9 @@ from .memory import (
 from .pairs import add_row, channel_table, node_runs, pair_multiplicities, pair_weight
 from .sparse_codes import layout_of, pair_histograms
 
+#: ``pair_histograms``' features argument for every feature
+EVERY_FEATURE = np.empty((1, 0), dtype=np.int64)
+
 
 # -- histograms ---------------------------------------------------------------
 def build_histograms(xp, codes, rows, node, weights, n_nodes: int, n_bins: int, *, n_threads: int = 1):
@@ -241,7 +244,7 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
             out = output_buffer((int(n_slots), int(codes.shape[1]), int(n_bins), n_channels))
             if entries is not None:  # mostly-default codes (a sparse X's): from each row's other codes
                 pair_histograms(*entries, as_int64(active.row), as_int64(active.chan_index), mult, wmult, mode,
-                                chan_table, first, start, end, out)
+                                chan_table, first, start, end, EVERY_FEATURE, out)
                 return out
             # every bin written (``used`` each feature's value bins): the compiled grower's signature
             every_bin = np.full(int(codes.shape[1]), int(n_bins) - 1, dtype=np.int64)
@@ -287,12 +290,17 @@ def run_drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first,
 
     ``chan``'s columns ``first : first + n_channels`` are the channels
     (:func:`~gputrees.kernels.cpu.pairs.channel_table`); ``mult``, ``wmult``,
-    ``mode`` as :func:`~gputrees.kernels.cpu.pairs.pair_multiplicities` gives them.
+    ``mode`` as :func:`~gputrees.kernels.cpu.pairs.pair_multiplicities` gives them. Mostly-default
+    codes from each row's other codes (:func:`gputrees.kernels.cpu.sparse_codes.pair_histograms`).
     """
+    entries = layout_of(codes, int(n_bins)) if codes.ndim == 2 and codes.flags.c_contiguous else None
     with Threads(threads):
         out = output_buffer((int(start.shape[0]), int(features.shape[1]), int(n_bins), int(n_channels)))
-        _drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first, start, end, features, out,
-                          PREFETCH_AHEAD)
+        if entries is not None:  # mostly-default codes (a sparse X's): from each row's other codes
+            pair_histograms(*entries, row, chan_index, mult, wmult, mode, chan, first, start, end, features, out)
+        else:
+            _drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first, start, end, features, out,
+                              PREFETCH_AHEAD)
     return out
 
 

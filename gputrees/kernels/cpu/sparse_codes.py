@@ -354,27 +354,35 @@ def layout_of(codes, n_codes: int):
 
 
 @numba.njit(parallel=True, **_JIT)
-def pair_histograms(ptr, feat, code, default, row, chan_index, mult, wmult, mode, chan, first, start, end, out):
-    """The level-wise grower's node histograms from its pairs' entries: ``out`` (S, F, n_bins, Ch), every bin.
+def pair_histograms(ptr, feat, code, default, row, chan_index, mult, wmult, mode, chan, first, start, end, features,
+                    out):
+    """The level-wise grower's node histograms from its pairs' entries: ``out`` (S, k, n_bins, Ch), every bin.
 
     Slot ``s``: pairs ``start[s]:end[s]`` (``start[s]`` -1: none, zeros) of
     rows ``row``, channel rows ``chan_index``, weighed as
     :func:`~gputrees.kernels.cpu.pairs.pair_weight` weighs them (columns
-    ``first:`` of ``chan``); each row's entries added in pair order, each
-    feature's default bin the slot's total minus its other bins (the total
-    where the feature has no entry there). A slot on one thread.
+    ``first:`` of ``chan``), over features ``features[s]`` ((S, k) int64,
+    distinct), or every feature where ``features`` has no columns (k = F);
+    each row's entries added in pair order, each feature's default bin the
+    slot's total minus its other bins (the total where the feature has no
+    entry there). A slot on one thread.
     """
-    S, F, nb, Ch = out.shape
+    S, K, nb, Ch = out.shape
+    F = default.shape[0]
+    drawn = features.shape[1] > 0
     for s in prange(S):
-        for f in range(F):
+        for j in range(K):
             for b in range(nb):
                 for c in range(Ch):
-                    out[s, f, b, c] = 0.0
+                    out[s, j, b, c] = 0.0
         if start[s] < 0:
             continue
+        column = np.full(F, -1, dtype=np.int64)  # each feature's place in out[s], -1: not drawn
+        for j in range(K):
+            column[features[s, j] if drawn else j] = j
         total = np.zeros(Ch)
         w = np.empty(Ch)
-        touched = np.zeros(F, dtype=np.bool_)
+        touched = np.zeros(K, dtype=np.bool_)
         for i in range(start[s], end[s]):
             r = row[i]
             ci = chan_index[i]
@@ -382,16 +390,18 @@ def pair_histograms(ptr, feat, code, default, row, chan_index, mult, wmult, mode
                 w[c] = pair_weight(chan, ci, c, i, mult, wmult, mode, first)
                 total[c] += w[c]
             for e in range(ptr[r], ptr[r + 1]):
-                f = feat[e]
-                touched[f] = True
+                j = column[feat[e]]
+                if j < 0:
+                    continue
+                touched[j] = True
                 for c in range(Ch):
-                    out[s, f, code[e], c] += w[c]
-        for f in range(F):
-            d = default[f]
+                    out[s, j, code[e], c] += w[c]
+        for j in range(K):
+            d = default[features[s, j] if drawn else j]
             for c in range(Ch):
                 rest = total[c]
-                if touched[f]:
+                if touched[j]:
                     for b in range(nb):
                         if b != d:
-                            rest -= out[s, f, b, c]
-                out[s, f, d, c] = rest
+                            rest -= out[s, j, b, c]
+                out[s, j, d, c] = rest
