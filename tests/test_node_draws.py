@@ -129,3 +129,25 @@ def test_compiled_feature_draws_on_either_side_of_the_integer_keys_bound(n_featu
             for i, key in enumerate(keys):
                 st._draw_features(key, k, allowed[i], has_allowed, np.empty(n_features), got[i])
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n_features", [40, 300, 1000])
+def test_compiled_feature_draws_ranked_below_a_bound(n_features):
+    # with k well below F the compiled draw ranks only the keys below a bound
+    # (about k + 4 sqrt(k) + 4 of them): the same mask as ranking every key,
+    # including nodes where fewer than k allowed keys fall below it
+    pytest.importorskip("numba")
+    from gputrees.kernels.cpu.jit import compiled_rule
+
+    st = _compiled_draws(compiled_rule)
+    rng = np.random.default_rng(n_features)
+    keys = rng.integers(0, np.iinfo(np.int64).max, 400, dtype=np.int64).astype(np.uint64)
+    allowed = rng.random((400, n_features)) < 0.5
+    allowed[:40] = rng.random((40, n_features)) < 0.05  # few allowed: below k under the bound, often
+    for k in (1, 2, 5, 17, n_features // 3):
+        for has_allowed in (False, True):
+            want = nd.feature_mask(keys, n_features, k, allowed if has_allowed else None)
+            got = np.ones_like(want)
+            for i, key in enumerate(keys):
+                st._draw_features(key, k, allowed[i], has_allowed, np.empty(n_features), got[i])
+            np.testing.assert_array_equal(got, want)

@@ -885,7 +885,8 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     draw_features(key[g], k_features, allowed[t if has_allowed else 0], has_allowed, u, fmask)
                 if has_u:
                     for f in range(F):
-                        u[f] = uniform(key[g], F + f)
+                        if fmask[f]:  # (the drawn features' only: hundreds of features, a few drawn)
+                            u[f] = uniform(key[g], F + f)
                 # the node's rows read from the innermost compact block that
                 # holds them (a block's subtree is grown before any node
                 # outside it: the stack is depth-first); copied into the next
