@@ -82,6 +82,17 @@ def _compiled_draws(compiled_rule):
                            _draw_features=compiled_rule("draw_features"), RANK_DRAW_FEATURES=rules.RANK_DRAW_FEATURES)
 
 
+def _assert_compiled_masks(st, keys, n_features, ks, allowed):
+    """The compiled feature draws of every key equal the host's, for each k, with and without ``allowed``."""
+    for k in ks:
+        for has_allowed in (False, True):
+            want = nd.feature_mask(keys, n_features, k, allowed if has_allowed else None)
+            got = np.ones_like(want)  # every entry must be written
+            for i, key in enumerate(keys):
+                st._draw_features(key, k, allowed[i], has_allowed, np.empty(n_features), got[i])
+            np.testing.assert_array_equal(got, want)
+
+
 def test_compiled_twins_equal_the_host_draws():
     pytest.importorskip("numba")
     from gputrees.kernels.cpu.jit import compiled_rule
@@ -100,13 +111,7 @@ def test_compiled_twins_equal_the_host_draws():
     allowed = rng.random((64, 12)) < 0.6
     allowed[0] = False  # a node with no allowed feature
     allowed[1] = np.arange(12) < 2  # fewer allowed than drawn
-    for k in (1, 4, 11, 12, 20):
-        for has_allowed in (False, True):
-            want = nd.feature_mask(keys, 12, k, allowed if has_allowed else None)
-            got = np.ones_like(want)  # every entry must be written
-            for i, key in enumerate(keys):
-                st._draw_features(key, k, allowed[i], has_allowed, np.empty(12), got[i])
-            np.testing.assert_array_equal(got, want)
+    _assert_compiled_masks(st, keys, 12, (1, 4, 11, 12, 20), allowed)
 
 
 @pytest.mark.parametrize("n_features", [2047, 2048, 2049, 2100])
@@ -122,13 +127,7 @@ def test_compiled_feature_draws_on_either_side_of_the_integer_keys_bound(n_featu
     keys = rng.integers(0, np.iinfo(np.int64).max, 6, dtype=np.int64).astype(np.uint64)
     allowed = rng.random((6, n_features)) < 0.3
     allowed[0] = np.arange(n_features) == n_features - 1  # only the last feature (its index in the low bits)
-    for k in (1, 45, 2048):
-        for has_allowed in (False, True):
-            want = nd.feature_mask(keys, n_features, k, allowed if has_allowed else None)
-            got = np.ones_like(want)
-            for i, key in enumerate(keys):
-                st._draw_features(key, k, allowed[i], has_allowed, np.empty(n_features), got[i])
-            np.testing.assert_array_equal(got, want)
+    _assert_compiled_masks(st, keys, n_features, (1, 45, 2048), allowed)
 
 
 @pytest.mark.parametrize("n_features", [40, 300, 1000])
@@ -144,10 +143,4 @@ def test_compiled_feature_draws_ranked_below_a_bound(n_features):
     keys = rng.integers(0, np.iinfo(np.int64).max, 400, dtype=np.int64).astype(np.uint64)
     allowed = rng.random((400, n_features)) < 0.5
     allowed[:40] = rng.random((40, n_features)) < 0.05  # few allowed: below k under the bound, often
-    for k in (1, 2, 5, 17, n_features // 3):
-        for has_allowed in (False, True):
-            want = nd.feature_mask(keys, n_features, k, allowed if has_allowed else None)
-            got = np.ones_like(want)
-            for i, key in enumerate(keys):
-                st._draw_features(key, k, allowed[i], has_allowed, np.empty(n_features), got[i])
-            np.testing.assert_array_equal(got, want)
+    _assert_compiled_masks(st, keys, n_features, (1, 2, 5, 17, n_features // 3), allowed)
