@@ -212,13 +212,13 @@ def test_boosting_on_sparse_codes_grows_the_dense_twins_trees(monkeypatch):
     kw = dict(n_estimators=6, max_depth=5, early_stopping=False, n_jobs=2)
     made = []
     real = codes_mod.sparse_layout
-    monkeypatch.setattr(cpu.grow, "sparse_layout", lambda *a: made.append(real(*a)) or made[-1])
+    monkeypatch.setattr(codes_mod, "sparse_layout", lambda *a: made.append(real(*a)) or made[-1])
     assert X.shape[0] * X.shape[1] >= codes_mod.SPARSE_MIN_CELLS
     sparse = gputrees.GradientBoostingClassifier(**kw).fit(X, y)
     dense = gputrees.GradientBoostingClassifier(**kw).fit(X.toarray(), y)
     assert len(made) == 2 and all(m is not None for m in made)
     monkeypatch.setattr(codes_mod, "SPARSE_MAX_SHARE", 0.0)
-    monkeypatch.setattr(cpu.grow, "sparse_layout", real)
+    monkeypatch.setattr(codes_mod, "sparse_layout", real)
     plain = gputrees.GradientBoostingClassifier(**kw).fit(X, y)
     for a, b, c in zip(sparse._rounds, dense._rounds, plain._rounds, strict=True):
         for name in ("node_count", "left", "right", "feature", "bin", "threshold", "stats"):

@@ -82,9 +82,9 @@ from .scan import (
 )
 from .sparse_codes import (
     code_at,
+    layout_of,
     sparse_histograms,
     sparse_histograms_serial,
-    sparse_layout,
     sparse_siblings,
     sparse_siblings_serial,
 )
@@ -858,7 +858,8 @@ class _Fixed:
     codes : (n, F) uint8/uint16, C-contiguous
     codes_t : (F, n), the same dtype, C-contiguous (or ``codes.T``: :func:`~.binning.feature_major_codes`)
     sparse : tuple
-        :func:`~.sparse_codes.sparse_layout`'s arrays, or four empty ones (the dense histograms).
+        :func:`~.sparse_codes.sparse_layout`'s arrays (made once per codes matrix, :func:`~.sparse_codes.layout_of`:
+        the level-wise grower's histograms share them), or four empty ones (the dense histograms).
     mapper_arrays : tuple
         ``mapper_arrays(mapper)``.
     count_free : bool
@@ -887,7 +888,7 @@ class _Fixed:
         mapper = inputs.bin_mapper
         is_cat = np.ascontiguousarray(mapper.is_categorical, dtype=np.bool_)
         n_cat_pos = mapper_category_positions(mapper)
-        sparse = sparse_layout(codes, int(mapper.n_bins))
+        sparse = layout_of(codes, int(mapper.n_bins))
         if sparse is None:
             sparse = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int32), codes[:0, 0].copy(),
                       np.empty(0, dtype=np.int64))

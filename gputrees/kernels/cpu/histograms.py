@@ -239,7 +239,7 @@ def node_histograms(xp, codes, active, chan, slot_of_node, n_slots: int, n_bins:
     n_channels = int(chan.shape[1])
     chan_table, first = channel_table(chan)
     if grouped:
-        entries = layout_of(codes, int(n_bins)) if codes.ndim == 2 and codes.flags.c_contiguous else None
+        entries = layout_of(codes, int(n_bins))
         with Threads(threads):
             out = output_buffer((int(n_slots), int(codes.shape[1]), int(n_bins), n_channels))
             if entries is not None:  # mostly-default codes (a sparse X's): from each row's other codes
@@ -293,7 +293,7 @@ def run_drawn_histograms(codes, row, chan_index, mult, wmult, mode, chan, first,
     ``mode`` as :func:`~gputrees.kernels.cpu.pairs.pair_multiplicities` gives them. Mostly-default
     codes from each row's other codes (:func:`gputrees.kernels.cpu.sparse_codes.pair_histograms`).
     """
-    entries = layout_of(codes, int(n_bins)) if codes.ndim == 2 and codes.flags.c_contiguous else None
+    entries = layout_of(codes, int(n_bins))
     with Threads(threads):
         out = output_buffer((int(start.shape[0]), int(features.shape[1]), int(n_bins), int(n_channels)))
         if entries is not None:  # mostly-default codes (a sparse X's): from each row's other codes

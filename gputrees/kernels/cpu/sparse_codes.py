@@ -339,7 +339,10 @@ _LAYOUTS: dict = {}
 
 def layout_of(codes, n_codes: int):
     """:func:`sparse_layout` of ``codes``, made once per codes matrix (kept while it lives): a fit's grower asks
-    at every level, AdaBoost's learners at every round, of the same matrix."""
+    at every level, AdaBoost's learners at every round, the compiled boosting tree once a fit, of the same
+    matrix. None for codes that are not a C-contiguous matrix (the layout reads them so)."""
+    if codes.ndim != 2 or not codes.flags.c_contiguous:
+        return None
     key = (id(codes), int(n_codes))
     hit = _LAYOUTS.get(key)
     if hit is not None and hit[0]() is codes:
