@@ -384,6 +384,9 @@ class Grower:
             else None
         )
         self._subtrees_grown = False
+        #: every pair of a round handed to the subtree kernel (see SubtreeKernel.from_entries)
+        self._from_entries = self._grow_subtrees is not None and self._grow_subtrees.from_entries(
+            inputs.codes, self.n_bins)
         #: pairs whose children both have fewer rows than this skip histograms:
         #: subtrees from SUBTREE_BELOW_BINS x bins rows, the bins counted as
         #: at least SUBTREE_MIN_BINS (their sort-based search
@@ -748,6 +751,8 @@ class Grower:
         sub = self._grow_subtrees
         if sub is None or not self.params.local_thresholds:
             return False
+        if self._from_entries:
+            return True
         n_pairs = int(self.xp.sum(self.xp.astype(pair_any, self.xp.int64)))
         if n_pairs < SUBTREE_PAIRS_PER_THREAD * sub.n_threads:
             return False

@@ -274,13 +274,18 @@ def test_pair_histograms_equal_the_summed_pairs(always_sparse, mode):
     ("DecisionTreeClassifier", dict(max_depth=6, random_state=0)),
     ("DecisionTreeRegressor", dict(max_depth=5, min_samples_leaf=3, random_state=0)),
     ("AdaBoostClassifier", dict(n_estimators=4, random_state=0)),
-    # features drawn per node, level-wise (the subtree kernel reads the codes themselves)
     ("RandomForestClassifier", dict(n_estimators=3, max_depth=4, random_state=0)),
+    # grown to the end (their lopsided splits leave thousands of nodes of most rows)
+    ("DecisionTreeClassifier", dict(random_state=0)),
+    ("RandomForestClassifier", dict(n_estimators=3, random_state=0)),
+    ("RandomForestRegressor", dict(n_estimators=2, min_samples_leaf=5, random_state=0)),
+    # its small nodes by histograms, not sorted as the dense codes' are: a random cut placed otherwise
+    ("ExtraTreesClassifier", dict(n_estimators=3, random_state=0)),
 ])
 def test_trees_on_sparse_codes_grow_the_dense_twins_trees(monkeypatch, name, params):
-    """Trees, AdaBoost's learners and a forest's levels grown from the entries (8 million cells, 1% nonzero): a CSR
-    matrix and its dense twin the same trees bit for bit; the dense histograms (layout turned off) the same
-    splits, statistics to rounding."""
+    """Trees, AdaBoost's learners and forests grown from the entries (8 million cells, 1% nonzero): a CSR
+    matrix and its dense twin the same trees bit for bit; the dense histograms and sorts (layout turned off)
+    the same splits, statistics to rounding (extra trees aside)."""
     monkeypatch.setenv("GPUTREES_KERNELS", "numba")
     X, y = _text_like()
     if "Regressor" in name:
@@ -294,14 +299,21 @@ def test_trees_on_sparse_codes_grow_the_dense_twins_trees(monkeypatch, name, par
         return [{k: np.asarray(getattr(e._batch, k)) for k in ("left", "feature", "bin", "threshold", "stats")}
                 for e in ests]
 
+    handed = []  # the subtree kernel's layouts: entries where it grows from them
+    real_sub = cpu.subtree.layout_of
+    monkeypatch.setattr(cpu.subtree, "layout_of", lambda *a: handed.append(real_sub(*a)) or handed[-1])
     sparse = getattr(gputrees, name)(**params).fit(X, y)
     dense = getattr(gputrees, name)(**params).fit(X.toarray(), y)
     assert made and all(m is not None for m in made)
+    if name != "AdaBoostClassifier":  # (stumps: no node below the root's level to hand over)
+        assert handed and all(h is not None for h in handed)
     monkeypatch.setattr(codes_mod, "SPARSE_MAX_SHARE", 0.0)
     plain = getattr(gputrees, name)(**params).fit(X, y)
     for a, b, c in zip(trees(sparse), trees(dense), trees(plain), strict=True):
         for k in a:
             np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+        if name.startswith("ExtraTrees"):
+            continue
         for k in ("left", "feature", "bin", "threshold"):
             np.testing.assert_array_equal(a[k], c[k], err_msg=k)
         np.testing.assert_allclose(a["stats"], c["stats"], rtol=1e-9, atol=1e-9)

@@ -80,6 +80,7 @@ from .grow import goes_left
 from .jit import JIT_LEAF, JIT_NUMPY, Threads, threads_for
 from .memory import at, at1, put1, take_next
 from .pairs import add_sums, pair_weight
+from .sparse_codes import layout_of
 from .scan import (
     bin_sums,
     criterion_record,
@@ -389,7 +390,7 @@ def _hist_node(codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, 
     n_drawn = _build_node(codes, weights, pairs, fmask, nb, h, drawn, span)
     out = _search_node(n_drawn, weights.shape[1], P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
                        n_value_bins, tie_rtol, scratch, h, fbest, left, record, is_cat, cat, local, span,
-                       (codes, pairs, listing))
+                       (codes, pairs, listing, True))
     # the filled bins cleared: the next node's histograms start from zeros
     # (by the rows' codes where there are fewer rows than bins)
     C = weights.shape[1]
@@ -469,12 +470,137 @@ def _widen(span, f, b, missing):
 
 
 @numba.njit(**JIT_LEAF)
+def _entry_hist_node(ent, codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
+                     n_value_bins, tie_rtol, scratch, h, fbest, left, drawn, record, is_cat, cat, local, span, listing,
+                     esum):
+    """:func:`_hist_node` of a block of mostly-default codes held as its rows' entries: ``ent`` (ptr, feat,
+    code, default), row ``p``'s codes off their feature's default at ``ptr[p]:ptr[p + 1]``
+    (:func:`gputrees.kernels.cpu.sparse_codes.sparse_layout`'s form, rows numbered as ``pairs`` number them).
+
+    The drawn features' histograms are built from the node's entries, each
+    feature's default bin its total ``P`` minus its other bins, as
+    :func:`gputrees.kernels.cpu.sparse_codes.pair_histograms` builds a
+    level's: a node's work is its rows' entries and its drawn features' bins,
+    not its rows times its drawn features (a sparse X's lopsided splits leave
+    thousands of nodes of most of the rows). ``esum`` (F, C + 1): zeros, work
+    space (each feature's entry sums and count), left zeros; ``codes`` is not
+    read (the search's shortcuts over the rows' codes are not taken).
+    """
+    n_drawn = _build_entries(ent, weights, pairs, fmask, nb, h, drawn, span, P, esum)
+    out = _search_node(n_drawn, weights.shape[1], P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
+                       n_value_bins, tie_rtol, scratch, h, fbest, left, record, is_cat, cat, local, span,
+                       (codes, pairs, listing, False))
+    # the filled bins cleared, as _hist_node clears them
+    ptr, feat, code, default = ent
+    C = weights.shape[1]
+    for k in range(pairs.shape[0]):
+        p = pairs[k]
+        for e in range(ptr[p], ptr[p + 1]):
+            f = np.int64(feat[e])
+            if fmask[f]:
+                for c in range(C):
+                    h[f, code[e], c] = 0.0
+    for j in range(n_drawn):
+        f = drawn[j]
+        for c in range(C + 1):
+            esum[f, c] = 0.0
+        for c in range(C):
+            h[f, default[f], c] = 0.0
+    return out
+
+
+@numba.njit(**JIT_LEAF)
+def _build_entries(ent, weights, pairs, fmask, nb, h, drawn, span, P, esum):
+    """:func:`_build_node` from the rows' entries (:func:`_entry_hist_node`): the drawn features' histograms,
+    their lowest and highest value codes in ``span``; returns how many features are drawn."""
+    ptr, feat, code, default = ent
+    F = h.shape[0]
+    C = weights.shape[1]
+    missing = nb - 1
+    n_drawn = 0
+    for f in range(F):
+        if fmask[f]:
+            drawn[n_drawn] = f
+            n_drawn += 1
+            span[f, 0] = missing
+            span[f, 1] = 0
+    for k in range(pairs.shape[0]):
+        p = pairs[k]
+        for e in range(ptr[p], ptr[p + 1]):
+            f = np.int64(feat[e])
+            if fmask[f]:
+                b = code[e]
+                for c in range(C):
+                    w = weights[p, c]
+                    h[f, b, c] += w
+                    esum[f, c] += w
+                esum[f, C] += 1.0
+                _widen(span, f, b, missing)
+    n = np.float64(pairs.shape[0])
+    for j in range(n_drawn):
+        f = drawn[j]
+        if esum[f, C] < n:  # rows at the default: its bin the node's total minus the others
+            d = default[f]
+            for c in range(C):
+                h[f, d, c] = P[c] - esum[f, c]
+            _widen(span, f, d, missing)
+    return n_drawn
+
+
+@numba.njit(**JIT_LEAF)
+def _entries_of(entries, rows, perm, a, b, trees, t):
+    """How many entries :func:`_gather_entries` gathers."""
+    ptr = entries[0]
+    whole = trees[0]
+    mult = _tree_mults(trees, t if whole else 0)[0]
+    need = 0
+    for q in range(mult.shape[0] if whole else b - a):
+        if whole and not mult[q] > 0:
+            continue
+        r = q if whole else rows[perm[a + q]]
+        need += ptr[r + 1] - ptr[r]
+    return need
+
+
+@numba.njit(**JIT_LEAF)
+def _gather_entries(entries, rows, perm, a, b, trees, t, lptr, lfeat, lcode, lweights, weights, local):
+    """:func:`_gather_tree` (``trees`` flagged: tree ``t``'s in-bag rows) or the pairs ``perm[a:b]`` (of ``rows``
+    / ``weights``) gathered as entries: each row's ``entries`` (ptr, feat, code) to ``lptr`` / ``lfeat`` /
+    ``lcode`` (room for :func:`_entries_of`), its channels to ``lweights``, numbered in ``local``. Returns how
+    many rows."""
+    ptr, feat, code, _ = entries
+    whole = trees[0]
+    mult, wmult, mode = _tree_mults(trees, t if whole else 0)
+    chan = trees[4]
+    C = lweights.shape[1]
+    n_src = mult.shape[0] if whole else b - a
+    k = 0
+    e = 0
+    for q in range(n_src):
+        if whole and not mult[q] > 0:
+            continue
+        r = q if whole else rows[perm[a + q]]
+        lptr[k] = e
+        for j in range(ptr[r], ptr[r + 1]):
+            lfeat[e] = feat[j]
+            lcode[e] = code[j]
+            e += 1
+        for c in range(C):
+            lweights[k, c] = pair_weight(chan, r, c, r, mult, wmult, mode) if whole else weights[perm[a + q], c]
+        local[k] = k
+        k += 1
+    lptr[k] = e
+    return k
+
+
+@numba.njit(**JIT_LEAF)
 def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins, tie_rtol,
                  scratch, h, fbest, left, record, is_cat, cat, local, span, rows):
-    """:func:`_hist_node`'s scan of the node's built histograms ``h``; ``rows``: its ``codes``, ``pairs`` and
-    ``listing``."""
+    """:func:`_hist_node`'s scan of the node's built histograms ``h``; ``rows``: its ``codes``, ``pairs``,
+    ``listing`` and whether ``codes`` holds the rows' codes (else shortcuts that read them are not taken:
+    :func:`_entry_hist_node`)."""
     cat_keys, cat_order, cat_row, n_cat_pos = cat
-    codes, pairs, (key, order, bins, count) = rows
+    codes, pairs, (key, order, bins, count), by_rows = rows
     # few rows: a numerical feature's fast pass visits their codes only, not every bin up to the highest
     n_rows = pairs.shape[0]
     few = n_rows <= SMALL_SORT_ROWS
@@ -489,7 +615,8 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
     for f in range(F):
         fbest[f] = NEG_INF
         rec_ok[f] = False
-        if fmask[f]:
+        # one value code and no missing rows (or none but missing): no split on f, its bins not scanned
+        if fmask[f] and (span[f, 1] > span[f, 0] or (span[f, 1] == span[f, 0] and has_rows(kind, h[f, nb - 1]))):
             n_scan = min(nb - 1, n_value_bins[f])
             if not is_cat[f]:
                 n_scan = min(n_scan, span[f, 1] + 1)
@@ -510,14 +637,14 @@ def _search_node(n_drawn, C, P, crit, fmask, u, has_u, nb, thresholds, bin_value
                 rec_bin[f, 0] = pick
                 if 0 <= pick < n_scan:  # (no value rows: a pick past them, no candidate)
                     L, out = scratch[4], scratch[5]
-                    rec_bin[f, 1] = _pick_sums(h[f], pick, span[f, 0], span[f, 1], codes, pairs, f, L)
+                    rec_bin[f, 1] = _pick_sums(h[f], pick, span[f, 0], span[f, 1], codes, pairs, f, L, by_rows)
                     score_random_sides(L, out, has_rows(kind, h[f, nb - 1]), P, crit, False, 0.0, 0.0, scratch[1],
                                        scratch[3])
                     fbest[f] = max(out[0], out[1])
                     record_random(rec_p, rec_left, f, L, out[0], out[1])
             elif fast and not has_rows(kind, h[f, nb - 1]):
                 n_listed = -1
-                if few and 4 * n_rows < n_scan:
+                if by_rows and few and 4 * n_rows < n_scan:
                     n_listed = present_codes(codes, pairs, f, nb, key, order, count, bins)
                 fb, ok, b, pj, l0, l1, l2, l3 = fast_scan(
                     h[f], P[0], P[1], P[2], P3, mse, crit[3], crit[4], tie_rtol, n_scan, scratch[4], scratch[5],
@@ -598,20 +725,20 @@ def _left_bits(h, order, pick, n_valid):
 
 
 @numba.njit(inline="always")
-def _pick_sums(h, pick, lo, hi, codes, pairs, f, L):
+def _pick_sums(h, pick, lo, hi, codes, pairs, f, L, by_rows):
     """An extremely randomised candidate's left statistics from a node's histogram ``h`` (nb, C) of feature
     ``f``: ``L[0]`` the bins ``lo .. pick`` (``lo``, ``hi``: the node's lowest and highest value codes), ``L[1]``
     those and the missing bin; returns the first bin after ``pick`` with rows (:func:`node_threshold`'s next).
 
-    With fewer rows (``pairs`` of ``codes``) than bins to add and uint8 codes, only the bins the rows fill are
-    visited, in increasing order (their codes marked in four 64-bit words): the same adds, the empty bins'
-    zeros left out, where a deep tree's small node would add a hundred empty bins a feature.
+    With fewer rows (``pairs`` of ``codes``, where ``by_rows``) than bins to add and uint8 codes, only the bins
+    the rows fill are visited, in increasing order (their codes marked in four 64-bit words): the same adds,
+    the empty bins' zeros left out, where a deep tree's small node would add a hundred empty bins a feature.
     """
     nb, C = h.shape
     n = pairs.shape[0]
     lo = min(lo, pick)  # (a node without value rows: lo the missing code)
     nxt = hi
-    if nb <= PRESENT_BINS and n < pick - lo:
+    if by_rows and nb <= PRESENT_BINS and n < pick - lo:
         one = np.uint64(1)
         zero = np.uint64(0)
         words = (zero, zero, zero, zero)
@@ -646,11 +773,12 @@ def _pick_sums(h, pick, lo, hi, codes, pairs, f, L):
 
 
 @numba.njit(**JIT_LEAF)
-def _partition(codes, perm, a, b, f, bin_, missing_left, missing, cat, cat_row, tmp):
-    """Stable partition of ``perm[a:b]`` (rows of ``codes``), left-going rows first; returns the right ones' start.
+def _partition(codes_t, perm, a, b, f, bin_, missing_left, missing, cat, cat_row, tmp):
+    """Stable partition of ``perm[a:b]`` (rows of ``codes_t``: the codes feature-major, as the compiled tree's
+    side rule reads them, or a block's entries, :func:`_entry_hist_node`), left-going rows first; returns the
+    right ones' start.
 
     ``cat``: a categorical split, the codes sent left ``cat_row``'s."""
-    codes_t = codes.T  # the compiled tree's side rule reads codes feature-major
     n_left = 0
     n_right = 0
     for k in range(a, b):
@@ -753,7 +881,7 @@ def _tree_source(tree_rows=None):
 def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_depth, root_tree, root_key, total_weight,
                    crit, rules, k_features, allowed, has_allowed, has_u, root_hist, nb, thresholds, bin_values,
                    is_exact, n_value_bins, tie_rtol, task_order, n_workers, max_rows, trees, is_cat, n_cat_pos,
-                   all_hist, local_thr):
+                   all_hist, local_thr, entries):
     """Grow every small node's subtree (see :func:`grow_subtrees`); node ``i``'s nodes go to ``region[i] ..``.
 
     Node ``i``'s pairs are ``perm[start[i] : start[i + 1]]`` (into ``rows``
@@ -775,6 +903,10 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     ``n_cat_pos`` sorted categories) every node by histograms, thresholds
     local to the node where ``local_thr``, as the level-wise grower searches a
     batch with categories.
+    ``entries``: the codes' :func:`gputrees.kernels.cpu.sparse_codes.layout_of`
+    (mostly-default codes, a sparse X's), or empty arrays: with them, every
+    node by histograms built from its rows' entries (:func:`_entry_hist_node`),
+    the rows gathered as entries rather than as every feature's code.
     Each node's subtree is written to its own slots,
     so the result does not depend on which worker grew it.
     """
@@ -806,6 +938,8 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
     split_cat = np.empty(n_slots, dtype=np.bool_)
     cat_left = np.empty((n_slots, n_cat_pos), dtype=np.bool_)
     draw_mask = k_features < F or has_allowed
+    sparse = entries[0].shape[0] > 0
+    dense_rows = 1 if sparse else max_rows  # (rows gathered as entries: no block of every feature's code)
     next_task = np.zeros(1, dtype=np.int64)
     for _ in prange(n_workers):
         scratch = scan_scratch(nb + 1, C)  # candidates: at most one per code
@@ -828,15 +962,19 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
         # the node's pairs gathered once (codes of every feature, channels):
         # its whole subtree then reads them from one block, not from rows
         # scattered over the tables; ``local`` numbers them 0 .. n - 1
-        lcodes = np.empty((max_rows, F), dtype=codes.dtype)
+        lcodes = np.empty((dense_rows, F), dtype=codes.dtype)
         lweights = np.empty((max_rows, C))
+        lptr = np.zeros(max_rows + 1 if sparse else 1, dtype=np.int64)
+        lfeat = np.empty(0, dtype=entries[1].dtype)
+        lcode = np.empty(0, dtype=entries[2].dtype)
+        esum = np.zeros((F if sparse else 0, C + 1))
         ident = np.arange(max_rows)
         local = np.empty(max_rows, dtype=np.int64)
         # the compact blocks (COMPACT_ROWS), one after the other in one array
         n_levels = len(COMPACT_ROWS)
         b_off = np.zeros(n_levels + 1, dtype=np.int64)
         for v in range(n_levels):
-            b_off[v + 1] = b_off[v] + min(max_rows, COMPACT_ROWS[v])
+            b_off[v + 1] = b_off[v] + min(dense_rows, COMPACT_ROWS[v])
         bcodes = np.empty((b_off[n_levels], F), dtype=codes.dtype)
         bweights = np.empty((b_off[n_levels], C))
         b_lo = np.zeros(n_levels, dtype=np.int64)  # the positions (of ``local``) each block holds
@@ -849,7 +987,14 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
             i = task_order[q]
             base = region[i]
             t = root_tree[i]
-            if trees[0]:
+            if sparse:
+                need = _entries_of(entries, rows, perm, start[i], start[i + 1], trees, t)
+                if need > lfeat.shape[0]:
+                    lfeat = np.empty(need + need // 4, dtype=lfeat.dtype)
+                    lcode = np.empty(need + need // 4, dtype=lcode.dtype)
+                n_rows = _gather_entries(entries, rows, perm, start[i], start[i + 1], trees, t, lptr, lfeat, lcode,
+                                         lweights, weights, local)
+            elif trees[0]:
                 n_rows = _gather_tree(codes, trees, t, lcodes, lweights, local)
             else:
                 n_rows = start[i + 1] - start[i]
@@ -897,7 +1042,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 if held > 0:
                     cod = bcodes[b_off[held - 1]:b_off[held]]
                     wts = bweights[b_off[held - 1]:b_off[held]]
-                while held < n_levels and hi[j] - lo[j] <= COMPACT_ROWS[held]:
+                while not sparse and held < n_levels and hi[j] - lo[j] <= COMPACT_ROWS[held]:
                     dst_c = bcodes[b_off[held]:b_off[held + 1]]
                     dst_w = bweights[b_off[held]:b_off[held + 1]]
                     _compact(cod, wts, local, lo[j], hi[j], dst_c, dst_w)
@@ -905,7 +1050,13 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     b_lo[held], b_hi[held] = lo[j], hi[j]
                     held += 1
                 pairs = local[lo[j]:hi[j]]
-                if all_hist or (use_hist[g] if has_u else hi[j] - lo[j] >= nb):
+                if sparse:
+                    found, p, f, code, ml, thr, is_c = _entry_hist_node(
+                        (lptr, lfeat, lcode, entries[3]), cod, wts, pairs, P, crit, fmask, u, has_u, nb, thresholds,
+                        bin_values, is_exact, n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn,
+                        sort_scratch[4:8], is_cat, (cat_keys, cat_order, cat_left[g], n_cat_pos), local_thr,
+                        code_span, (sort_scratch[0], sort_scratch[1], sort_scratch[2], sort_scratch[3]), esum)
+                elif all_hist or (use_hist[g] if has_u else hi[j] - lo[j] >= nb):
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
                     found, p, f, code, ml, thr, is_c = _hist_node(
                         cod, wts, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
@@ -931,7 +1082,11 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 threshold[g] = thr
                 split_cat[g] = is_c
                 first_child[g] = n
-                mid = _partition(cod, local, lo[j], hi[j], f, code, ml, missing, is_c, cat_left[g], tmp)
+                if sparse:
+                    mid = _partition((lptr, lfeat, lcode, entries[3]), local, lo[j], hi[j], f, code, ml, missing,
+                                     is_c, cat_left[g], tmp)
+                else:
+                    mid = _partition(cod.T, local, lo[j], hi[j], f, code, ml, missing, is_c, cat_left[g], tmp)
                 for side in range(2):
                     h = base + n + side
                     _new_slot(h, split, feature, bin_, missing_left, threshold, first_child, split_cat)
@@ -1047,6 +1202,12 @@ class SubtreeKernel:
     def tree_sums(self, tree_rows: TreeRows):
         return tree_sums(tree_rows, n_threads=self.n_threads)
 
+    def from_entries(self, codes, n_bins: int) -> bool:
+        """Whether the kernel grows these codes' nodes from their rows' entries (mostly-default codes, a sparse
+        X's): a node then costs its entries, not its rows times its features, and the deep lopsided trees of
+        such data are best grown whole here rather than level by level."""
+        return layout_of(codes, int(n_bins)) is not None
+
     def __call__(self, *args, **kwargs):
         return grow_subtrees(*args, **kwargs, n_threads=self.n_threads)
 
@@ -1116,6 +1277,10 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
     is_cat = np.ascontiguousarray(bin_mapper.is_categorical, dtype=np.bool_)
     any_cat = bool(is_cat.any())
     n_cat_pos = mapper_category_positions(bin_mapper)
+    entries = layout_of(codes, int(bin_mapper.n_bins))
+    if entries is None:
+        entries = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int32), np.empty(0, dtype=codes.dtype),
+                   np.empty(0, dtype=np.int64))
     with Threads(threads):
         out = _grow_subtrees(
             codes,
@@ -1147,6 +1312,7 @@ def grow_subtrees(xp, codes, rows, slot, weights, stats, depth, tree, keys, tota
             n_cat_pos,
             any_cat,
             bool(params.local_thresholds) or not any_cat,
+            entries,
         )
     return Subtrees(region, out[0], np.asarray(tree, dtype=np.int64), *out[1:])
 
