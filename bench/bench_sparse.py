@@ -3,10 +3,14 @@
 
 Every library gets the same CSR matrix (scikit-learn's trees convert it to
 CSC themselves) in one process, after an untimed warm-up fit of each
-gputrees estimator on the first rows (its kernels compile on first use).
+gputrees estimator on the first rows (its kernels compile on first use;
+enough rows for the sparse paths). Fully grown forests get the first
+``--deep-rows`` rows: a sparse X's splits are lopsided (the few rows with a
+nonzero against the rest), so its trees are thousands of levels deep and
+their fit grows about as rows^1.5 for every library.
 Prints each family's median fit and predict seconds and gputrees / peer::
 
-    python bench/bench_sparse.py --rows 200000 --features 2000 --density 0.001
+    python bench/bench_sparse.py --rows 200000 --features 2000 --density 0.001 --deep-rows 20000
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ def make_csr(rows: int, features: int, density: float, seed: int = 0):
 
 
 def families(threads: int):
-    """``{family: (gputrees factory, [(peer name, peer factory), ...])}``, classification, each at matched depth."""
+    """``{family: (gputrees factory, [(peer name, peer factory), ...], deep)}``, classification, each at matched
+    depth; ``deep``: fully grown trees (fitted on ``--deep-rows`` rows)."""
     import sklearn.ensemble as ske
     import sklearn.tree as skt
 
@@ -38,18 +43,26 @@ def families(threads: int):
 
     out = {
         "tree (depth 6)": (lambda: gputrees.DecisionTreeClassifier(max_depth=6, random_state=0),
-                           [("sklearn", lambda: skt.DecisionTreeClassifier(max_depth=6, random_state=0))]),
+                           [("sklearn", lambda: skt.DecisionTreeClassifier(max_depth=6, random_state=0))], False),
         "forest (10 trees, depth 6)": (
             lambda: gputrees.RandomForestClassifier(n_estimators=10, max_depth=6, random_state=0, n_jobs=threads),
             [("sklearn", lambda: ske.RandomForestClassifier(n_estimators=10, max_depth=6, random_state=0,
-                                                            n_jobs=threads))]),
+                                                            n_jobs=threads))], False),
+        "forest (10 trees, full depth)": (
+            lambda: gputrees.RandomForestClassifier(n_estimators=10, random_state=0, n_jobs=threads),
+            [("sklearn", lambda: ske.RandomForestClassifier(n_estimators=10, random_state=0, n_jobs=threads))],
+            True),
+        "extra trees (10, full depth)": (
+            lambda: gputrees.ExtraTreesClassifier(n_estimators=10, random_state=0, n_jobs=threads),
+            [("sklearn", lambda: ske.ExtraTreesClassifier(n_estimators=10, random_state=0, n_jobs=threads))],
+            True),
         "adaboost (20 stumps)": (
             lambda: gputrees.AdaBoostClassifier(n_estimators=20, random_state=0),
-            [("sklearn", lambda: ske.AdaBoostClassifier(n_estimators=20, random_state=0))]),
+            [("sklearn", lambda: ske.AdaBoostClassifier(n_estimators=20, random_state=0))], False),
         "boosting (20 rounds, depth 6)": (
             lambda: gputrees.GradientBoostingClassifier(n_estimators=20, max_depth=6, early_stopping=False,
                                                         n_jobs=threads),
-            []),
+            [], False),
     }
     try:
         import xgboost
@@ -82,16 +95,23 @@ def main():
     ap.add_argument("--density", type=float, default=0.001)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--deep-rows", type=int, default=20_000)
     a = ap.parse_args()
+    from gputrees.kernels.cpu.sparse_codes import SPARSE_MIN_CELLS
+
     X, y = make_csr(a.rows, a.features, a.density)
-    print(f"{a.rows} x {a.features} CSR, {X.nnz:,} nonzeros, binary, {a.threads} threads, medians of {a.repeats}")
+    print(f"{a.rows} x {a.features} CSR, {X.nnz:,} nonzeros, binary, {a.threads} threads, medians of {a.repeats}; "
+          f"full depth: the first {min(a.deep_rows, a.rows):,} rows")
     print(f"{'family':<32}{'library':<10}{'fit s':>9}{'predict s':>11}{'fit gt/peer':>13}{'predict gt/peer':>17}")
-    for name, (ours, peers) in families(a.threads).items():
-        ours().fit(X[:1000], y[:1000])  # warm-up: compilation and imports
-        fit, pred = timed(ours, X, y, a.repeats)
+    # warm-up fits of the rows that lay codes out as entries (gputrees' sparse paths compile then)
+    warm = min(a.rows, max(1000, SPARSE_MIN_CELLS // a.features + 1))
+    for name, (ours, peers, deep) in families(a.threads).items():
+        Xf, yf = (X[: a.deep_rows], y[: a.deep_rows]) if deep else (X, y)
+        ours().fit(X[:warm], y[:warm])  # warm-up: compilation and imports
+        fit, pred = timed(ours, Xf, yf, a.repeats)
         print(f"{name:<32}{'gputrees':<10}{fit:>9.3f}{pred:>11.3f}", flush=True)
         for peer, make in peers:
-            pfit, ppred = timed(make, X, y, a.repeats)
+            pfit, ppred = timed(make, Xf, yf, a.repeats)
             print(f"{'':<32}{peer:<10}{pfit:>9.3f}{ppred:>11.3f}{fit / pfit:>12.2f}x{pred / ppred:>16.2f}x",
                   flush=True)
 
