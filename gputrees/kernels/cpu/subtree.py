@@ -470,9 +470,9 @@ def _widen(span, f, b, missing):
 
 
 @numba.njit(**JIT_LEAF)
-def _entry_hist_node(ent, codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
-                     n_value_bins, tie_rtol, scratch, h, fbest, left, drawn, record, is_cat, cat, local, span, listing,
-                     esum):
+def _entry_hist_node(ent, cols, a, b, codes, weights, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values,
+                     is_exact, n_value_bins, tie_rtol, scratch, h, fbest, left, drawn, record, is_cat, cat, local, span,
+                     listing, esum):
     """:func:`_hist_node` of a block of mostly-default codes held as its rows' entries: ``ent`` (ptr, feat,
     code, default), row ``p``'s codes off their feature's default at ``ptr[p]:ptr[p + 1]``
     (:func:`gputrees.kernels.cpu.sparse_codes.sparse_layout`'s form, rows numbered as ``pairs`` number them).
@@ -485,21 +485,36 @@ def _entry_hist_node(ent, codes, weights, pairs, P, crit, fmask, u, has_u, nb, t
     thousands of nodes of most of the rows). ``esum`` (F, C + 1): zeros, work
     space (each feature's entry sums and count), left zeros; ``codes`` is not
     read (the search's shortcuts over the rows' codes are not taken).
+
+    ``cols``: the same entries by feature (:func:`_columns`), and ``pairs``
+    positions ``a:b`` of the block's order: where the drawn features hold
+    fewer entries than the node has rows (a deep node of a sparse X), the
+    histograms are built from their entries whose rows lie in the node,
+    in the same order (both increase by row).
     """
-    n_drawn = _build_entries(ent, weights, pairs, fmask, nb, h, drawn, span, P, esum)
+    by_cols = _column_entries(cols, fmask) < b - a
+    n_drawn = _build_entries(ent, cols, a, b, by_cols, weights, pairs, fmask, nb, h, drawn, span, P, esum)
     out = _search_node(n_drawn, weights.shape[1], P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
                        n_value_bins, tie_rtol, scratch, h, fbest, left, record, is_cat, cat, local, span,
                        (codes, pairs, listing, False))
     # the filled bins cleared, as _hist_node clears them
     ptr, feat, code, default = ent
+    cptr, crow, ccode, pos = cols
     C = weights.shape[1]
-    for k in range(pairs.shape[0]):
-        p = pairs[k]
-        for e in range(ptr[p], ptr[p + 1]):
-            f = np.int64(feat[e])
-            if fmask[f]:
+    if by_cols:
+        for j in range(n_drawn):
+            f = drawn[j]
+            for e in range(cptr[f], cptr[f + 1]):
                 for c in range(C):
-                    h[f, code[e], c] = 0.0
+                    h[f, ccode[e], c] = 0.0
+    else:
+        for k in range(pairs.shape[0]):
+            p = pairs[k]
+            for e in range(ptr[p], ptr[p + 1]):
+                f = np.int64(feat[e])
+                if fmask[f]:
+                    for c in range(C):
+                        h[f, code[e], c] = 0.0
     for j in range(n_drawn):
         f = drawn[j]
         for c in range(C + 1):
@@ -510,10 +525,48 @@ def _entry_hist_node(ent, codes, weights, pairs, P, crit, fmask, u, has_u, nb, t
 
 
 @numba.njit(**JIT_LEAF)
-def _build_entries(ent, weights, pairs, fmask, nb, h, drawn, span, P, esum):
-    """:func:`_build_node` from the rows' entries (:func:`_entry_hist_node`): the drawn features' histograms,
-    their lowest and highest value codes in ``span``; returns how many features are drawn."""
+def _column_entries(cols, fmask):
+    """The entries of the features of ``fmask`` (:func:`_columns`' ``cols``)."""
+    cptr = cols[0]
+    n = 0
+    for f in range(fmask.shape[0]):
+        if fmask[f]:
+            n += cptr[f + 1] - cptr[f]
+    return n
+
+
+@numba.njit(**JIT_LEAF)
+def _columns(lptr, lfeat, lcode, n_rows, cols, cursor):
+    """The gathered block's entries (rows ``0 .. n_rows - 1`` of ``lptr`` / ``lfeat`` / ``lcode``) by feature:
+    ``cols`` (cptr (F + 1,), crow, ccode, pos), feature ``f``'s rows (increasing) and codes at
+    ``cptr[f]:cptr[f + 1]``; each row's position in the block's order ``pos`` (k: the identity).
+    ``cursor`` (F,): work space."""
+    cptr, crow, ccode, pos = cols
+    F = cptr.shape[0] - 1
+    for f in range(F + 1):
+        cptr[f] = 0
+    for e in range(lptr[n_rows]):
+        cptr[np.int64(lfeat[e]) + 1] += 1
+    for f in range(F):
+        cptr[f + 1] += cptr[f]
+        cursor[f] = cptr[f]
+    for k in range(n_rows):
+        for e in range(lptr[k], lptr[k + 1]):
+            f = np.int64(lfeat[e])
+            q = cursor[f]
+            crow[q] = k
+            ccode[q] = lcode[e]
+            cursor[f] = q + 1
+        pos[k] = k
+
+
+@numba.njit(**JIT_LEAF)
+def _build_entries(ent, cols, a, b, by_cols, weights, pairs, fmask, nb, h, drawn, span, P, esum):
+    """:func:`_build_node` from the rows' entries (:func:`_entry_hist_node`; ``by_cols``: from the drawn
+    features' columns, the rows at positions ``a:b``): the drawn features' histograms, their lowest and
+    highest value codes in ``span``; returns how many features are drawn."""
     ptr, feat, code, default = ent
+    cptr, crow, ccode, pos = cols
     F = h.shape[0]
     C = weights.shape[1]
     missing = nb - 1
@@ -524,18 +577,20 @@ def _build_entries(ent, weights, pairs, fmask, nb, h, drawn, span, P, esum):
             n_drawn += 1
             span[f, 0] = missing
             span[f, 1] = 0
-    for k in range(pairs.shape[0]):
-        p = pairs[k]
-        for e in range(ptr[p], ptr[p + 1]):
-            f = np.int64(feat[e])
-            if fmask[f]:
-                b = code[e]
-                for c in range(C):
-                    w = weights[p, c]
-                    h[f, b, c] += w
-                    esum[f, c] += w
-                esum[f, C] += 1.0
-                _widen(span, f, b, missing)
+    if by_cols:
+        for j in range(n_drawn):
+            f = drawn[j]
+            for e in range(cptr[f], cptr[f + 1]):
+                p = crow[e]
+                if a <= pos[p] < b:
+                    _add_entry(h, esum, span, weights, f, ccode[e], p, C, missing)
+    else:
+        for k in range(pairs.shape[0]):
+            p = pairs[k]
+            for e in range(ptr[p], ptr[p + 1]):
+                f = np.int64(feat[e])
+                if fmask[f]:
+                    _add_entry(h, esum, span, weights, f, code[e], p, C, missing)
     n = np.float64(pairs.shape[0])
     for j in range(n_drawn):
         f = drawn[j]
@@ -545,6 +600,17 @@ def _build_entries(ent, weights, pairs, fmask, nb, h, drawn, span, P, esum):
                 h[f, d, c] = P[c] - esum[f, c]
             _widen(span, f, d, missing)
     return n_drawn
+
+
+@numba.njit(inline="always")
+def _add_entry(h, esum, span, weights, f, b, p, C, missing):
+    """Row ``p``'s channels to feature ``f``'s bin ``b`` and entry sums (:func:`_build_entries`)."""
+    for c in range(C):
+        w = weights[p, c]
+        h[f, b, c] += w
+        esum[f, c] += w
+    esum[f, C] += 1.0
+    _widen(span, f, b, missing)
 
 
 @numba.njit(**JIT_LEAF)
@@ -773,12 +839,11 @@ def _pick_sums(h, pick, lo, hi, codes, pairs, f, L, by_rows):
 
 
 @numba.njit(**JIT_LEAF)
-def _partition(codes_t, perm, a, b, f, bin_, missing_left, missing, cat, cat_row, tmp):
-    """Stable partition of ``perm[a:b]`` (rows of ``codes_t``: the codes feature-major, as the compiled tree's
-    side rule reads them, or a block's entries, :func:`_entry_hist_node`), left-going rows first; returns the
-    right ones' start.
+def _partition(codes, perm, a, b, f, bin_, missing_left, missing, cat, cat_row, tmp):
+    """Stable partition of ``perm[a:b]`` (rows of ``codes``), left-going rows first; returns the right ones' start.
 
     ``cat``: a categorical split, the codes sent left ``cat_row``'s."""
+    codes_t = codes.T  # the compiled tree's side rule reads codes feature-major
     n_left = 0
     n_right = 0
     for k in range(a, b):
@@ -792,6 +857,53 @@ def _partition(codes_t, perm, a, b, f, bin_, missing_left, missing, cat, cat_row
         n_right += 1 - g
     for k in range(n_right):
         perm[a + n_left + k] = tmp[k]
+    return a + n_left
+
+
+@numba.njit(inline="always")
+def _code_goes_left(code, bin_, missing_left, missing, cat, cat_row):
+    """:func:`gputrees.kernels.cpu.grow.goes_left`'s side of a code."""
+    if code == missing:
+        return missing_left
+    if cat:
+        return cat_row[code]
+    return code <= bin_
+
+
+@numba.njit(**JIT_LEAF)
+def _partition_entries(ent, cols, mark, perm, a, b, f, bin_, missing_left, missing, cat, cat_row, tmp):
+    """:func:`_partition` of a block held as entries (:func:`_entry_hist_node`), its rows' positions ``pos``
+    (of ``cols``) kept. Where feature ``f`` has fewer entries than the node has rows, its rows with an entry
+    are marked by their side (``mark``: zeros, left so) and the others take the default code's."""
+    cptr, crow, ccode, pos = cols
+    c0, c1 = cptr[f], cptr[f + 1]
+    by_col = c1 - c0 < b - a
+    if by_col:
+        for e in range(c0, c1):
+            p = crow[e]
+            if a <= pos[p] < b:
+                mark[p] = 1 if _code_goes_left(ccode[e], bin_, missing_left, missing, cat, cat_row) else 2
+    d_left = _code_goes_left(ent[3][f], bin_, missing_left, missing, cat, cat_row)
+    n_left = 0
+    n_right = 0
+    for k in range(a, b):
+        p = at1(perm, k)
+        if by_col:
+            m = mark[p]
+            g = np.int64(d_left if m == 0 else m == 1)
+        else:
+            g = np.int64(goes_left(ent, p, f, bin_, missing_left, missing, cat, cat_row))
+        put1(perm, a + n_left, p)
+        put1(tmp, n_right, p)
+        n_left += g
+        n_right += 1 - g
+    for k in range(n_right):
+        perm[a + n_left + k] = tmp[k]
+    for k in range(a, b):
+        pos[perm[k]] = k
+    if by_col:
+        for e in range(c0, c1):
+            mark[crow[e]] = 0
     return a + n_left
 
 
@@ -968,6 +1080,13 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
         lfeat = np.empty(0, dtype=entries[1].dtype)
         lcode = np.empty(0, dtype=entries[2].dtype)
         esum = np.zeros((F if sparse else 0, C + 1))
+        # the block's entries by feature, each row's position, and the partition's marks (_partition_entries)
+        cptr = np.zeros(F + 1 if sparse else 1, dtype=np.int64)
+        cursor = np.empty(F if sparse else 0, dtype=np.int64)
+        crow = np.empty(0, dtype=np.int64)
+        ccode = np.empty(0, dtype=entries[2].dtype)
+        pos = np.empty(max_rows if sparse else 0, dtype=np.int64)
+        mark = np.zeros(max_rows if sparse else 0, dtype=np.int8)
         ident = np.arange(max_rows)
         local = np.empty(max_rows, dtype=np.int64)
         # the compact blocks (COMPACT_ROWS), one after the other in one array
@@ -992,8 +1111,11 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 if need > lfeat.shape[0]:
                     lfeat = np.empty(need + need // 4, dtype=lfeat.dtype)
                     lcode = np.empty(need + need // 4, dtype=lcode.dtype)
+                    crow = np.empty(need + need // 4, dtype=np.int64)
+                    ccode = np.empty(need + need // 4, dtype=lcode.dtype)
                 n_rows = _gather_entries(entries, rows, perm, start[i], start[i + 1], trees, t, lptr, lfeat, lcode,
                                          lweights, weights, local)
+                _columns(lptr, lfeat, lcode, n_rows, (cptr, crow, ccode, pos), cursor)
             elif trees[0]:
                 n_rows = _gather_tree(codes, trees, t, lcodes, lweights, local)
             else:
@@ -1052,8 +1174,9 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 pairs = local[lo[j]:hi[j]]
                 if sparse:
                     found, p, f, code, ml, thr, is_c = _entry_hist_node(
-                        (lptr, lfeat, lcode, entries[3]), cod, wts, pairs, P, crit, fmask, u, has_u, nb, thresholds,
-                        bin_values, is_exact, n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn,
+                        (lptr, lfeat, lcode, entries[3]), (cptr, crow, ccode, pos), lo[j], hi[j], cod, wts, pairs, P,
+                        crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins, tie_rtol, scratch,
+                        hbuf, fbest, left, drawn,
                         sort_scratch[4:8], is_cat, (cat_keys, cat_order, cat_left[g], n_cat_pos), local_thr,
                         code_span, (sort_scratch[0], sort_scratch[1], sort_scratch[2], sort_scratch[3]), esum)
                 elif all_hist or (use_hist[g] if has_u else hi[j] - lo[j] >= nb):
@@ -1083,10 +1206,10 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 split_cat[g] = is_c
                 first_child[g] = n
                 if sparse:
-                    mid = _partition((lptr, lfeat, lcode, entries[3]), local, lo[j], hi[j], f, code, ml, missing,
-                                     is_c, cat_left[g], tmp)
+                    mid = _partition_entries((lptr, lfeat, lcode, entries[3]), (cptr, crow, ccode, pos), mark, local,
+                                             lo[j], hi[j], f, code, ml, missing, is_c, cat_left[g], tmp)
                 else:
-                    mid = _partition(cod.T, local, lo[j], hi[j], f, code, ml, missing, is_c, cat_left[g], tmp)
+                    mid = _partition(cod, local, lo[j], hi[j], f, code, ml, missing, is_c, cat_left[g], tmp)
                 for side in range(2):
                     h = base + n + side
                     _new_slot(h, split, feature, bin_, missing_left, threshold, first_child, split_cat)
