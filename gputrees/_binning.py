@@ -106,7 +106,10 @@ class BinMapper:
         codes : array of shape (n_samples, n_features), uint8 or uint16
         """
         if _sparse.is_sparse(X):
-            return _sparse.sparse_codes(X, self, reference.column_codes)
+            codes, columns = _sparse.sparse_codes(X, self, reference.column_codes)
+            if columns is not None:
+                (reference if kernels is None else kernels).note_sparse_codes(codes, int(self.n_bins), columns)
+            return codes
         return (reference if kernels is None else kernels).bin_codes(xp, X, self)
 
     def encode_for_predict(self, xp, X):

@@ -129,6 +129,8 @@ class SparseColumns:
         csc.sort_indices()
         self.shape = X.shape
         self._indptr, self._indices, self._data = csc.indptr, csc.indices, csc.data
+        #: sorted and without duplicate cells: each stored value is its cell's
+        self.canonical = bool(csc.has_canonical_format)
 
     def column(self, j: int, row_mask=None):
         """Stored values of column ``j`` (of the rows in ``row_mask``) and its implicit zeros' count."""
@@ -218,6 +220,12 @@ def sparse_codes(X, mapper, column_codes):
 
     ``column_codes(xp, x, mapper, f)`` codes the values ``x`` of feature ``f``
     (:func:`gputrees.kernels.reference.column_codes`, the dense binning's rule).
+    Also returns the codes by column where each stored value is its cell's
+    (no duplicate cells), else None: ``(indptr, indices, stored, zero_codes)``,
+    column ``f``'s rows (increasing) and codes at ``indptr[f]:indptr[f + 1]``
+    of ``indices`` / ``stored`` (int64, int64, the codes' dtype), every other
+    cell of the column ``zero_codes[f]`` (a kernel set lays the codes out
+    from them: ``Kernels.note_sparse_codes``).
     """
     n, n_features = X.shape
     cols = SparseColumns(X)
@@ -226,8 +234,12 @@ def sparse_codes(X, mapper, column_codes):
     zero_codes = np.asarray([column_codes(np, zero, mapper, f)[0] for f in range(n_features)], dtype=dtype)
     codes = np.empty((n, n_features), dtype=dtype)
     codes[...] = zero_codes[None, :]
+    stored = np.empty(cols._indices.shape[0], dtype=dtype)
     for f in range(n_features):
         a, b = int(cols._indptr[f]), int(cols._indptr[f + 1])
         if b > a:
-            codes[cols._indices[a:b], f] = column_codes(np, cols._data[a:b], mapper, f)
-    return codes
+            stored[a:b] = column_codes(np, cols._data[a:b], mapper, f)
+            codes[cols._indices[a:b], f] = stored[a:b]
+    if not cols.canonical:
+        return codes, None
+    return codes, (cols._indptr.astype(np.int64), cols._indices.astype(np.int64), stored, zero_codes)

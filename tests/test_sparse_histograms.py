@@ -47,6 +47,35 @@ def test_layout_lists_each_rows_cells_off_the_defaults(always_sparse):
             assert np.all(np.diff(feat[ptr[r]:ptr[r + 1]]) > 0)
 
 
+def test_layout_from_a_sparse_matrixs_columns_equals_the_scan(always_sparse, monkeypatch):
+    """Codes binned from a CSR matrix are laid out from its stored cells (explicit zeros and NaNs among them):
+    the layout the scan of every cell gives; a matrix with duplicate cells is scanned."""
+    from gputrees import _sparse
+    from gputrees._binning import fit_bin_mapper
+    from gputrees.kernels import reference
+
+    rng = np.random.default_rng(3)
+    X = sp.random(3000, 40, density=0.03, format="csr", random_state=3, data_rvs=lambda k: rng.normal(size=k))
+    X.data[::7] = 0.0
+    X.data[::11] = np.nan
+    mapper = fit_bin_mapper(np, X, np.zeros(X.shape[1], bool), 32)
+    codes, columns = _sparse.sparse_codes(X, mapper, reference.column_codes)
+    assert columns is not None
+    scanned = codes_mod.sparse_layout(codes, mapper.n_bins)
+    from_columns = codes_mod.sparse_layout(codes, mapper.n_bins, columns)
+    for a, b in zip(scanned, from_columns, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    calls = []
+    monkeypatch.setattr(codes_mod, "_layout_from_columns", lambda *a: calls.append(a) or None)
+    codes_mod.note_sparse_codes(codes, mapper.n_bins, columns)
+    codes_mod.layout_of(codes, mapper.n_bins)
+    assert len(calls) == 1
+    dup = sp.csr_matrix((np.ones(3), np.array([2, 2, 3]), np.array([0, 2, 3, 3, 3])), shape=(4, 5))  # (0, 2) twice
+    dup_mapper = fit_bin_mapper(np, dup, np.zeros(5, bool), 8)
+    assert _sparse.sparse_codes(dup, dup_mapper, reference.column_codes)[1] is None
+
+
 @numba.njit
 def _code_at(codes_t, r, f):
     return codes_mod.code_at(codes_t, r, f)

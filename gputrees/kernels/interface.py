@@ -143,6 +143,10 @@ class Kernels:
     bin_codes : callable
         ``bin_codes(xp, X, mapper)``: the binned matrix of ``X``; see
         :func:`gputrees.kernels.reference.bin_codes`.
+    note_sparse_codes : callable
+        ``note_sparse_codes(codes, n_codes, columns)``: the binned matrix of
+        a sparse X and its stored cells' codes by column; see
+        :func:`gputrees.kernels.reference.note_sparse_codes`.
     covered_values : callable
         ``covered_values(xp, X, features, values)``: whether every
         non-missing value of each listed column is among the given values;
@@ -209,6 +213,7 @@ class Kernels:
     scatter_rows: Callable
     codes_by_feature: Callable
     bin_codes: Callable
+    note_sparse_codes: Callable
     covered_values: Callable
     sorted_columns: Callable
     best_splits: Callable
@@ -295,6 +300,7 @@ def assemble(name: str, build_histograms, apply_trees, *, fixed_point: bool = Fa
         scatter_rows=reference.scatter_rows,
         codes_by_feature=declines,
         bin_codes=reference.bin_codes,
+        note_sparse_codes=reference.note_sparse_codes,
         covered_values=reference.covered_values,
         sorted_columns=reference.sorted_columns,
         best_splits=declines,

@@ -83,6 +83,12 @@ def bin_codes(xp, X, mapper):
     return xp.stack([column_codes(xp, X[:, f], mapper, f) for f in range(X.shape[1])], axis=1)
 
 
+def note_sparse_codes(codes, n_codes: int, columns) -> None:
+    """Nothing: the reference reads binned codes as they are. A set that lays out mostly-default codes (the
+    Numba set's :func:`gputrees.kernels.cpu.sparse_codes.note_sparse_codes`) is told here which codes a sparse
+    matrix's binning made, and from which columns (:func:`gputrees._sparse.sparse_codes`)."""
+
+
 def column_codes(xp, x, mapper, f: int):
     """Bin codes (uint8 or uint16) of values ``x`` (m,) float64 of feature ``f`` (:func:`bin_codes`'s rule)."""
     dtype = getattr(xp, mapper.code_dtype_name)

@@ -43,8 +43,8 @@ from .memory import at, prefetch
 from .pairs import pair_weight
 
 __all__ = ["ENTRY_ROWS_AHEAD", "FILL_BLOCK", "LINEAR_ENTRIES", "SPARSE_MAX_SHARE", "SPARSE_MIN_CELLS",
-           "SPARSE_SAMPLE_ROWS", "code_at", "layout_of", "pair_histograms", "sparse_histograms", "sparse_layout",
-           "sparse_siblings"]
+           "SPARSE_SAMPLE_ROWS", "code_at", "layout_of", "note_sparse_codes", "pair_histograms", "sparse_histograms",
+           "sparse_layout", "sparse_siblings"]
 
 #: Largest share of (row, feature) cells off their feature's default code for
 #: which the histograms are built from the entries: an entry costs about
@@ -171,7 +171,7 @@ def _code_at(codes_t, r, f):
     return None
 
 
-def sparse_layout(codes, n_codes: int):
+def sparse_layout(codes, n_codes: int, columns=None):
     """The entries of the codes (n, F) off each feature's default, or None where they are not sparse enough.
 
     Parameters
@@ -179,6 +179,11 @@ def sparse_layout(codes, n_codes: int):
     codes : (n, F) uint8/uint16, C-contiguous
     n_codes : int
         Codes a feature can take (the mapper's bins, the missing one included).
+    columns : tuple or None
+        The codes' stored cells by column where they were binned from a sparse
+        matrix (:func:`gputrees._sparse.sparse_codes`' second result): where
+        every feature's default is its zero code, the entries are those cells
+        off it, read from there rather than from every cell (the same layout).
 
     Returns
     -------
@@ -197,6 +202,8 @@ def sparse_layout(codes, n_codes: int):
     # twice the bound in the sample: a matrix that close is counted in full
     if off > 2 * SPARSE_MAX_SHARE * ((n + step - 1) // step) * F:
         return None
+    if columns is not None and np.array_equal(default, columns[3]):
+        return _layout_from_columns(n, default, columns)
     per_row = _row_entries(codes, default)
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(per_row, out=ptr[1:])
@@ -207,6 +214,22 @@ def sparse_layout(codes, n_codes: int):
     code = np.empty(nnz, dtype=codes.dtype)
     _fill_entries(codes, default, ptr, feat, code)
     return ptr, feat, code, default.astype(np.int64)
+
+
+def _layout_from_columns(n: int, default, columns):
+    """:func:`sparse_layout` from the stored cells by column (each column's other cells at its default)."""
+    indptr, indices, stored, _ = columns
+    F = default.shape[0]
+    feature = np.repeat(np.arange(F, dtype=np.int32), np.diff(indptr))
+    keep = stored != default.astype(stored.dtype)[feature]
+    rows = indices[keep]
+    if rows.shape[0] > SPARSE_MAX_SHARE * n * F:
+        return None
+    # by row, each row's features increasing (the cells are by feature, then row)
+    order = np.argsort(rows, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=ptr[1:])
+    return ptr, feature[keep][order], stored[keep][order], default.astype(np.int64)
 
 
 #: Rows ahead whose entries' bins (and channels) the histograms prefetch: the
@@ -335,6 +358,19 @@ sparse_siblings_serial = serial_twin(sparse_siblings)
 
 
 _LAYOUTS: dict = {}
+#: codes binned from a sparse matrix: their stored cells by column (note_sparse_codes)
+_COLUMNS: dict = {}
+
+
+def note_sparse_codes(codes, n_codes: int, columns) -> None:
+    """Keep, while ``codes`` live, the stored cells by column they were binned from (``columns``, as
+    :func:`gputrees._sparse.sparse_codes` returns them): :func:`layout_of` then lays them out from those."""
+    key = (id(codes), int(n_codes))
+    try:
+        ref = weakref.ref(codes, lambda _, key=key: _COLUMNS.pop(key, None))
+    except TypeError:
+        return
+    _COLUMNS[key] = (ref, columns)
 
 
 def layout_of(codes, n_codes: int):
@@ -347,7 +383,8 @@ def layout_of(codes, n_codes: int):
     hit = _LAYOUTS.get(key)
     if hit is not None and hit[0]() is codes:
         return hit[1]
-    layout = sparse_layout(codes, n_codes)
+    noted = _COLUMNS.get(key)
+    layout = sparse_layout(codes, n_codes, noted[1] if noted is not None and noted[0]() is codes else None)
     try:
         ref = weakref.ref(codes, lambda _, key=key: _LAYOUTS.pop(key, None))
     except TypeError:  # not weak-referenceable: not kept
