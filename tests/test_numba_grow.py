@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -340,6 +341,8 @@ def test_a_rounds_trees_side_by_side_equal_one_after_the_other(threads, monkeypa
     monkeypatch.setattr(cpu.grow, "_side_by_side", lambda *a: calls.append(a) or side_by_side(*a))
     got = grow(NP, inputs, p)
     assert len(calls) == 1
+    # its threads end with the fit (left running, their OpenMP pools slowed every later parallel region)
+    assert not [t for t in threading.enumerate() if t.name.startswith("gputrees-tree")]
     monkeypatch.setattr(cpu.grow, "SIDE_BY_SIDE_ROWS", 0)
     want = grow(NP, inputs, p)
     assert len(calls) == 1

@@ -43,6 +43,14 @@ class _Workspace:
     def _refs(self, i):
         return sys.getrefcount(self.buffers[i])
 
+    def close(self):
+        """Shut down the kept objects that run threads (executors, :func:`kept`), waiting for their threads."""
+        for _, obj in self.kept.values():
+            shutdown = getattr(obj, "shutdown", None)
+            if shutdown is not None:
+                shutdown(wait=True)
+        self.kept.clear()
+
     def keep(self, name: str, key, make):
         """The object kept under ``name`` for ``key``, made by ``make()`` the first time (or when ``key`` changed).
 
@@ -89,11 +97,17 @@ def workspace():
     more; the buffers are released when the block ends.
     """
     before = getattr(_ACTIVE, "workspace", None)
-    _ACTIVE.workspace = _Workspace()
+    ws = _ACTIVE.workspace = _Workspace()
     try:
         yield
     finally:
         _ACTIVE.workspace = before
+        ws.close()
+
+
+def in_workspace() -> bool:
+    """Whether this thread is inside a :func:`workspace` (what :func:`kept` makes is then kept, and ended, there)."""
+    return getattr(_ACTIVE, "workspace", None) is not None
 
 
 def kept(name: str, key, make):
@@ -101,7 +115,8 @@ def kept(name: str, key, make):
 
     For work buffers a kernel writes before it reads (the compiled tree's
     rows and histograms): every tree of a fit then writes the same pages
-    instead of faulting in fresh ones.
+    instead of faulting in fresh ones. An object with a ``shutdown`` method
+    (an executor) is shut down when the workspace ends.
     """
     ws = getattr(_ACTIVE, "workspace", None)
     return make() if ws is None else ws.keep(name, key, make)
