@@ -413,16 +413,9 @@ def _build_node(codes, weights, pairs, fmask, nb, h, drawn, span):
     """:func:`_hist_node`'s histograms (added to ``h``, zeros) of the drawn features, listed in ``drawn``
     (returns how many), and each one's lowest and highest value codes in ``span`` (nb - 1 and 0 without
     values)."""
-    F = codes.shape[1]
     C = weights.shape[1]
     missing = nb - 1
-    n_drawn = 0
-    for f in range(F):
-        if fmask[f]:
-            drawn[n_drawn] = f
-            n_drawn += 1
-            span[f, 0] = missing
-            span[f, 1] = 0
+    n_drawn = _list_drawn(fmask, drawn, span, missing)
     if 3 <= C <= 6:
         # count and two to five classes, or squared error's count, w, w y,
         # w y^2: a row's channels read once into registers and added to each
@@ -457,6 +450,20 @@ def _build_node(codes, weights, pairs, fmask, nb, h, drawn, span):
                 for c in range(C):
                     h[f, b, c] += weights[p, c]
                 _widen(span, f, b, missing)
+    return n_drawn
+
+
+@numba.njit(inline="always")
+def _list_drawn(fmask, drawn, span, missing):
+    """The features of ``fmask`` listed in ``drawn`` (returns how many), each one's ``span`` emptied (lowest
+    ``missing``, highest 0) for :func:`_widen`."""
+    n_drawn = 0
+    for f in range(fmask.shape[0]):
+        if fmask[f]:
+            drawn[n_drawn] = f
+            n_drawn += 1
+            span[f, 0] = missing
+            span[f, 1] = 0
     return n_drawn
 
 
@@ -567,16 +574,9 @@ def _build_entries(ent, cols, a, b, by_cols, weights, pairs, fmask, nb, h, drawn
     highest value codes in ``span``; returns how many features are drawn."""
     ptr, feat, code, default = ent
     cptr, crow, ccode, pos = cols
-    F = h.shape[0]
     C = weights.shape[1]
     missing = nb - 1
-    n_drawn = 0
-    for f in range(F):
-        if fmask[f]:
-            drawn[n_drawn] = f
-            n_drawn += 1
-            span[f, 0] = missing
-            span[f, 1] = 0
+    n_drawn = _list_drawn(fmask, drawn, span, missing)
     if by_cols:
         for j in range(n_drawn):
             f = drawn[j]
