@@ -847,14 +847,25 @@ def _partition(codes, perm, a, b, f, bin_, missing_left, missing, cat, cat_row, 
     n_left = 0
     n_right = 0
     for k in range(a, b):
-        # without branches (a row's side is as good as random): both
-        # destinations written, one kept (perm's lies at or before k)
         p = at1(perm, k)
         g = np.int64(goes_left(codes_t, p, f, bin_, missing_left, missing, cat, cat_row))
-        put1(perm, a + n_left, p)
-        put1(tmp, n_right, p)
-        n_left += g
-        n_right += 1 - g
+        n_left, n_right = _place(perm, tmp, a, n_left, n_right, p, g)
+    return _join(perm, tmp, a, n_left, n_right)
+
+
+@numba.njit(inline="always")
+def _place(perm, tmp, a, n_left, n_right, p, g):
+    """Row ``p`` of a stable partition of ``perm[a:]`` to the left rows (``g`` 1) or the right ones (``tmp``);
+    returns both counts. Without branches (a row's side is as good as random): both destinations written,
+    one kept (perm's lies at or before the row's own position)."""
+    put1(perm, a + n_left, p)
+    put1(tmp, n_right, p)
+    return n_left + g, n_right + 1 - g
+
+
+@numba.njit(inline="always")
+def _join(perm, tmp, a, n_left, n_right):
+    """The right rows (``tmp``) after the left ones; returns their start."""
     for k in range(n_right):
         perm[a + n_left + k] = tmp[k]
     return a + n_left
@@ -893,18 +904,14 @@ def _partition_entries(ent, cols, mark, perm, a, b, f, bin_, missing_left, missi
             g = np.int64(d_left if m == 0 else m == 1)
         else:
             g = np.int64(goes_left(ent, p, f, bin_, missing_left, missing, cat, cat_row))
-        put1(perm, a + n_left, p)
-        put1(tmp, n_right, p)
-        n_left += g
-        n_right += 1 - g
-    for k in range(n_right):
-        perm[a + n_left + k] = tmp[k]
+        n_left, n_right = _place(perm, tmp, a, n_left, n_right, p, g)
+    mid = _join(perm, tmp, a, n_left, n_right)
     for k in range(a, b):
         pos[perm[k]] = k
     if by_col:
         for e in range(c0, c1):
             mark[crow[e]] = 0
-    return a + n_left
+    return mid
 
 
 @numba.njit(**JIT_LEAF)
