@@ -357,20 +357,33 @@ sparse_histograms_serial = serial_twin(sparse_histograms)
 sparse_siblings_serial = serial_twin(sparse_siblings)
 
 
+#: per codes matrix (key: its id and code count), while it lives: its layout (layout_of), and the stored cells
+#: by column it was binned from until the layout is made (note_sparse_codes)
 _LAYOUTS: dict = {}
-#: codes binned from a sparse matrix: their stored cells by column (note_sparse_codes)
 _COLUMNS: dict = {}
+
+
+def _keep(store: dict, codes, n_codes: int, value) -> None:
+    """``value`` kept in ``store`` for ``codes`` while they live (not kept where they are not weak-referenceable)."""
+    key = (id(codes), int(n_codes))
+    try:
+        ref = weakref.ref(codes, lambda _, key=key: store.pop(key, None))
+    except TypeError:
+        return
+    store[key] = (ref, value)
+
+
+def _kept(store: dict, codes, n_codes: int, pop: bool = False):
+    """:func:`_keep`'s entry ``(value,)`` for ``codes``, taken out where ``pop``, or None."""
+    key = (id(codes), int(n_codes))
+    hit = store.pop(key, None) if pop else store.get(key)
+    return (hit[1],) if hit is not None and hit[0]() is codes else None
 
 
 def note_sparse_codes(codes, n_codes: int, columns) -> None:
     """Keep, while ``codes`` live, the stored cells by column they were binned from (``columns``, as
     :func:`gputrees._sparse.sparse_codes` returns them): :func:`layout_of` then lays them out from those."""
-    key = (id(codes), int(n_codes))
-    try:
-        ref = weakref.ref(codes, lambda _, key=key: _COLUMNS.pop(key, None))
-    except TypeError:
-        return
-    _COLUMNS[key] = (ref, columns)
+    _keep(_COLUMNS, codes, n_codes, columns)
 
 
 def layout_of(codes, n_codes: int):
@@ -379,17 +392,12 @@ def layout_of(codes, n_codes: int):
     matrix. None for codes that are not a C-contiguous matrix (the layout reads them so)."""
     if codes.ndim != 2 or not codes.flags.c_contiguous:
         return None
-    key = (id(codes), int(n_codes))
-    hit = _LAYOUTS.get(key)
-    if hit is not None and hit[0]() is codes:
-        return hit[1]
-    noted = _COLUMNS.get(key)
-    layout = sparse_layout(codes, n_codes, noted[1] if noted is not None and noted[0]() is codes else None)
-    try:
-        ref = weakref.ref(codes, lambda _, key=key: _LAYOUTS.pop(key, None))
-    except TypeError:  # not weak-referenceable: not kept
-        return layout
-    _LAYOUTS[key] = (ref, layout)
+    hit = _kept(_LAYOUTS, codes, n_codes)
+    if hit is not None:
+        return hit[0]
+    noted = _kept(_COLUMNS, codes, n_codes, pop=True)  # (not needed once laid out)
+    layout = sparse_layout(codes, n_codes, None if noted is None else noted[0])
+    _keep(_LAYOUTS, codes, n_codes, layout)
     return layout
 
 
