@@ -255,3 +255,53 @@ def test_numba_kernel_set_predicts_with_the_layout():
     kernels = get_kernels(NP, name="numba")
     assert kernels.predict_raw.func is cpu.predict.predict_raw
     assert kernels.apply_trees.func is cpu.predict.apply_trees
+
+
+def _chain_batch(depth, n_features=2):
+    """Trees that are chains of ``depth`` splits: at depth ``d`` the rows with ``x <= d / 8`` (tree ``t``'s
+    feature ``t``) go left to a leaf, the others walk on (missing values right in tree 0, left in tree 1)."""
+    n_nodes = 2 * depth + 1
+    left = np.full((n_features, n_nodes), -1, dtype=np.int64)
+    feature = np.full((n_features, n_nodes), -2, dtype=np.int64)
+    threshold = np.full((n_features, n_nodes), -2.0)
+    missing_left = np.zeros((n_features, n_nodes), dtype=np.bool_)
+    for t in range(n_features):
+        for d in range(depth):
+            node = 2 * d  # breadth-first: the chain's node at depth d, its leaf 2d + 1, the next one 2d + 2
+            left[t, node] = node + 1
+            feature[t, node] = t
+            threshold[t, node] = d / 8
+            missing_left[t, node] = t == 1
+    return TreeBatch(
+        node_count=np.full(n_features, n_nodes, dtype=np.int64),
+        left=left,
+        right=np.where(left >= 0, left + 1, left),
+        feature=feature,
+        bin=np.full((n_features, n_nodes), -1, dtype=np.int64),
+        missing_left=missing_left,
+        is_categorical=np.zeros((n_features, n_nodes), dtype=np.bool_),
+        cat_left=np.zeros((n_features, n_nodes, 0), dtype=np.bool_),
+        threshold=threshold,
+        stats=np.zeros((n_features, n_nodes, 1)),
+        depth=np.zeros((n_features, n_nodes), dtype=np.int64),
+        max_depth=depth,
+    )
+
+
+def test_rows_ending_far_apart_walk_as_the_reference():
+    """Trees deeper than the levels a block of rows walks together (``BLOCK_LEVELS``), whose rows end at every
+    depth (a sparse X's lopsided trees): past those levels only the rows still moving walk on, to the
+    reference's leaves and sums."""
+    depth = cpu.predict.BLOCK_LEVELS + 24
+    batch = _chain_batch(depth)
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-0.5, depth / 8 + 0.5, (3 * cpu.predict.ROWS_PER_BLOCK + 11, 2))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    want = apply_trees_reference(NP, batch, X, 255)
+    leaf_depth = (want + 1) // 2  # a chain's leaf 2d + 1 (d + 1 deep), its last one 2 * depth
+    assert leaf_depth.min() == 1 and leaf_depth.max() == depth and (leaf_depth > cpu.predict.BLOCK_LEVELS).mean() > 0.3
+    values = rng.standard_normal(batch.left.shape)[:, :, None]
+    want_sums = _reference.tree_value_sums(NP, batch, values, X, 255)
+    for threads in (1, 2):
+        assert np.array_equal(cpu.predict.apply_trees(NP, batch, X, 255, n_threads=threads), want)
+        assert np.array_equal(cpu.predict.tree_value_sums(NP, batch, values, X, 255, n_threads=threads), want_sums)

@@ -62,6 +62,8 @@ ROWS_PER_BLOCK = 128
 #: them before the next (a tree's top levels stay hot). Smaller forests keep
 #: the block order, in which the rows' features stay in cache across trees.
 TREES_IN_CACHE_BYTES = 1 << 20
+#: Levels a block of rows walks all together (:func:`_padded_walk_block`); deeper, only its moving rows
+BLOCK_LEVELS = 16
 #: Rows of one pass through each tree of a large forest (see above): enough
 #: that each tree's nodes come from memory once for many rows.
 ROWS_PER_TREE_PASS = 1 << 15
@@ -92,27 +94,49 @@ def step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat
 
 
 @numba.njit(inline="always")
-def _padded_walk_block(X, i0, i1, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
-                max_depth, missing_bin):
-    """Leaves of rows ``i0:i1`` in tree ``t``, into ``nd[: i1 - i0]``.
+def _padded_walk_block(X, i0, i1, t, nd, active, left, right, feature, threshold, missing_left, is_cat, cat_left,
+                       any_cat, max_depth, missing_bin):
+    """Leaves of rows ``i0:i1`` in tree ``t``, into ``nd[: i1 - i0]`` (``active``: work space of as many rows).
 
     Level by level over the whole block: the rows' walks are independent, so
     the CPU overlaps their loads instead of waiting on one row's chain of
     dependent loads (node -> feature -> value -> child) at a time. Stops when
-    no row moved (every row at a leaf).
+    no row moved (every row at a leaf). Below :data:`BLOCK_LEVELS` levels only
+    the rows still moving are stepped: a deep tree's rows end at very
+    different depths (a sparse X's thousands of levels, most rows leaving
+    early), and stepping every row until the deepest one ends would cost the
+    block's rows times its deepest leaf's depth.
     """
-    for j in range(i1 - i0):
+    n = i1 - i0
+    for j in range(n):
         nd[j] = 0
-    for _ in range(max_depth):
+    for _ in range(min(max_depth, BLOCK_LEVELS)):
         moved = False
-        for j in range(i1 - i0):
+        for j in range(n):
             cur = nd[j]
             nxt = step(X, i0 + j, t, cur, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
-                        missing_bin)
+                       missing_bin)
             moved |= nxt != cur
             nd[j] = nxt
         if not moved:
-            break
+            return
+    n_active = 0
+    for j in range(n):
+        active[n_active] = j
+        n_active += 1
+    for _ in range(BLOCK_LEVELS, max_depth):
+        kept = 0
+        for a in range(n_active):
+            j = active[a]
+            cur = nd[j]
+            nxt = step(X, i0 + j, t, cur, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat,
+                       missing_bin)
+            nd[j] = nxt
+            active[kept] = j
+            kept += nxt != cur
+        n_active = kept
+        if n_active == 0:
+            return
 
 
 @numba.njit(parallel=True, **JIT)
@@ -132,6 +156,7 @@ def _walk_trees(X, left, right, feature, threshold, missing_left, is_cat, cat_le
     n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
     for c in prange(n_chunks):
         nd = np.empty(ROWS_PER_BLOCK, dtype=np.int64)
+        active = np.empty(ROWS_PER_BLOCK, dtype=np.int64)
         end = (c + 1) * n_blocks // n_chunks
         for p0 in range(c * n_blocks // n_chunks, end, per_pass):
             # trees in order: each row's sum grows round after round, as in the reference
@@ -139,8 +164,8 @@ def _walk_trees(X, left, right, feature, threshold, missing_left, is_cat, cat_le
                 for blk in range(p0, min(end, p0 + per_pass)):
                     i0 = blk * ROWS_PER_BLOCK
                     i1 = min(n, i0 + ROWS_PER_BLOCK)
-                    _padded_walk_block(X, i0, i1, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left,
-                                any_cat, max_depth, missing_bin)
+                    _padded_walk_block(X, i0, i1, t, nd, active, left, right, feature, threshold, missing_left, is_cat,
+                                       cat_left, any_cat, max_depth, missing_bin)
                     for j in range(i1 - i0):
                         if sums:
                             out[i0 + j, t % k] += values[t, nd[j]]
@@ -257,6 +282,7 @@ def _tree_value_sums(X, left, right, feature, threshold, missing_left, is_cat, c
     n_blocks = (n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK
     for c in prange(n_chunks):
         nd = np.empty(ROWS_PER_BLOCK, dtype=np.int64)
+        active = np.empty(ROWS_PER_BLOCK, dtype=np.int64)
         row_values = np.empty((per_pass * ROWS_PER_BLOCK, n_trees if m == 1 else 0))
         end = (c + 1) * n_blocks // n_chunks
         for p0 in range(c * n_blocks // n_chunks, end, per_pass):
@@ -265,7 +291,7 @@ def _tree_value_sums(X, left, right, feature, threshold, missing_left, is_cat, c
                 for blk in range(p0, p1):
                     i0 = blk * ROWS_PER_BLOCK
                     i1 = min(n, i0 + ROWS_PER_BLOCK)
-                    _padded_walk_block(X, i0, i1, t, nd, left, right, feature, threshold, missing_left, is_cat,
+                    _padded_walk_block(X, i0, i1, t, nd, active, left, right, feature, threshold, missing_left, is_cat,
                                        cat_left, any_cat, max_depth, missing_bin)
                     for j in range(i1 - i0):
                         if m == 1:
