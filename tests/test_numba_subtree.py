@@ -119,6 +119,11 @@ CASES = {
     "max_depth": ({}, {"max_features": 2, "max_depth": 10}),
     "min_impurity_decrease": ({}, {"max_features": 2, "min_impurity_decrease": 2e-4}),
     "extremely_randomised": ({"random_splits": True}, {"max_features": 3}),
+    # five and six channels: the sums of a random candidate and of a child a channel at a time (_random_feature,
+    # _sum_rows: registers up to four)
+    "random_four_classes": ({"criterion": Entropy(n_classes=4), "random_splits": True, "missing": 0.1},
+                            {"max_features": 3}),
+    "random_five_classes": ({"criterion": Gini(n_classes=5), "random_splits": True}, {"max_features": 3}),
     "tree_features": ({"tree_features": True}, {"max_features": 2}),
     "few_bins": ({"max_bins": 16}, {"max_features": 2}),
     "uint16_codes": ({"max_bins": 1000, "n": 5000}, {"max_features": 2}),
