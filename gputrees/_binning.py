@@ -98,19 +98,21 @@ class BinMapper:
         X : array of shape (n_samples, n_features), float64, in namespace ``xp``
         kernels : Kernels or None
             The fit's kernel set, whose ``bin_codes`` makes them (the Numba
-            set's compiled pass); None: the array-API reference
+            set's compiled pass; ``stored_codes`` a sparse X's stored values'),
+            None: the array-API reference
             (:func:`gputrees.kernels.reference.bin_codes`). Same codes.
 
         Returns
         -------
         codes : array of shape (n_samples, n_features), uint8 or uint16
         """
+        ks = reference if kernels is None else kernels
         if _sparse.is_sparse(X):
-            codes, columns = _sparse.sparse_codes(X, self, reference.column_codes)
+            codes, columns = _sparse.sparse_codes(X, self, ks.stored_codes)
             if columns is not None:
-                (reference if kernels is None else kernels).note_sparse_codes(codes, int(self.n_bins), columns)
+                ks.note_sparse_codes(codes, int(self.n_bins), columns)
             return codes
-        return (reference if kernels is None else kernels).bin_codes(xp, X, self)
+        return ks.bin_codes(xp, X, self)
 
     def encode_for_predict(self, xp, X):
         """``X`` with categorical columns replaced by their codes (as float64).

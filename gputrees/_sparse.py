@@ -215,11 +215,12 @@ def covered_values(xp, cols: SparseColumns, features, values):
     return out
 
 
-def sparse_codes(X, mapper, column_codes):
+def sparse_codes(X, mapper, stored_codes):
     """Bin codes (n, n_features) of a CSR matrix: each column's zero code, then its stored values' codes.
 
-    ``column_codes(xp, x, mapper, f)`` codes the values ``x`` of feature ``f``
-    (:func:`gputrees.kernels.reference.column_codes`, the dense binning's rule).
+    ``stored_codes(indptr, data, mapper)`` codes the stored values column by
+    column (a kernel set's, :func:`gputrees.kernels.reference.stored_codes`:
+    the dense binning's rule); a column's zero code is its code of 0.0.
     Also returns the codes by column where each stored value is its cell's
     (no duplicate cells), else None: ``(indptr, indices, stored, zero_codes)``,
     column ``f``'s rows (increasing) and codes at ``indptr[f]:indptr[f + 1]``
@@ -229,17 +230,12 @@ def sparse_codes(X, mapper, column_codes):
     """
     n, n_features = X.shape
     cols = SparseColumns(X)
-    dtype = getattr(np, mapper.code_dtype_name)
-    zero = np.zeros(1, dtype=np.float64)
-    zero_codes = np.asarray([column_codes(np, zero, mapper, f)[0] for f in range(n_features)], dtype=dtype)
-    codes = np.empty((n, n_features), dtype=dtype)
+    zero_codes = stored_codes(np.arange(n_features + 1, dtype=np.int64), np.zeros(n_features), mapper)
+    codes = np.empty((n, n_features), dtype=zero_codes.dtype)
     codes[...] = zero_codes[None, :]
-    stored = np.empty(cols._indices.shape[0], dtype=dtype)
-    for f in range(n_features):
-        a, b = int(cols._indptr[f]), int(cols._indptr[f + 1])
-        if b > a:
-            stored[a:b] = column_codes(np, cols._data[a:b], mapper, f)
-            codes[cols._indices[a:b], f] = stored[a:b]
+    indptr = cols._indptr.astype(np.int64)
+    stored = stored_codes(indptr, cols._data, mapper)
+    codes[cols._indices, np.repeat(np.arange(n_features), np.diff(indptr))] = stored
     if not cols.canonical:
         return codes, None
-    return codes, (cols._indptr.astype(np.int64), cols._indices.astype(np.int64), stored, zero_codes)
+    return codes, (indptr, cols._indices.astype(np.int64), stored, zero_codes)

@@ -59,7 +59,7 @@ def test_layout_from_a_sparse_matrixs_columns_equals_the_scan(always_sparse, mon
     X.data[::7] = 0.0
     X.data[::11] = np.nan
     mapper = fit_bin_mapper(np, X, np.zeros(X.shape[1], bool), 32)
-    codes, columns = _sparse.sparse_codes(X, mapper, reference.column_codes)
+    codes, columns = _sparse.sparse_codes(X, mapper, reference.stored_codes)
     assert columns is not None
     scanned = codes_mod.sparse_layout(codes, mapper.n_bins)
     from_columns = codes_mod.sparse_layout(codes, mapper.n_bins, columns)
@@ -73,7 +73,35 @@ def test_layout_from_a_sparse_matrixs_columns_equals_the_scan(always_sparse, mon
     assert len(calls) == 1
     dup = sp.csr_matrix((np.ones(3), np.array([2, 2, 3]), np.array([0, 2, 3, 3, 3])), shape=(4, 5))  # (0, 2) twice
     dup_mapper = fit_bin_mapper(np, dup, np.zeros(5, bool), 8)
-    assert _sparse.sparse_codes(dup, dup_mapper, reference.column_codes)[1] is None
+    assert _sparse.sparse_codes(dup, dup_mapper, reference.stored_codes)[1] is None
+
+
+@pytest.mark.parametrize("max_bins", [32, 1000])
+def test_compiled_stored_codes_equal_the_dense_binning(max_bins):
+    """The Numba set's codes of a CSR matrix's stored values (NaN, explicit zeros, infinities and values on the
+    edges among them), uint8 and uint16: the reference's, and the dense twin's binned matrix."""
+    from gputrees import _sparse
+    from gputrees._binning import fit_bin_mapper
+    from gputrees.kernels import cpu, reference
+
+    rng = np.random.default_rng(5)
+    X = sp.random(4000, 30, density=0.05, format="csr", random_state=5, data_rvs=lambda k: rng.normal(size=k))
+    X.data[::7] = 0.0
+    X.data[::11] = np.nan
+    X.data[::13] = np.inf
+    X.data[::17] = -np.inf
+    mapper = fit_bin_mapper(np, X, np.zeros(X.shape[1], bool), max_bins)
+    csc = X.tocsc()
+    edge_values = mapper.thresholds[3, :2]  # values exactly on a column's edges
+    csc.data[csc.indptr[3]:csc.indptr[3] + 2] = edge_values
+    numba_set = cpu.make_kernels(n_jobs=2)
+    want = reference.stored_codes(csc.indptr, csc.data, mapper)
+    got = numba_set.stored_codes(csc.indptr, csc.data, mapper)
+    assert got.dtype == want.dtype == np.dtype(mapper.code_dtype_name)
+    np.testing.assert_array_equal(got, want)
+    dense = X.toarray()
+    codes, _ = _sparse.sparse_codes(X, mapper, numba_set.stored_codes)
+    np.testing.assert_array_equal(codes, reference.bin_codes(np, dense, mapper))
 
 
 @numba.njit

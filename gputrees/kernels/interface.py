@@ -143,6 +143,10 @@ class Kernels:
     bin_codes : callable
         ``bin_codes(xp, X, mapper)``: the binned matrix of ``X``; see
         :func:`gputrees.kernels.reference.bin_codes`.
+    stored_codes : callable
+        ``stored_codes(indptr, data, mapper)``: the bin codes of a sparse
+        matrix's stored values, by column; see
+        :func:`gputrees.kernels.reference.stored_codes`.
     note_sparse_codes : callable
         ``note_sparse_codes(codes, n_codes, columns)``: the binned matrix of
         a sparse X and its stored cells' codes by column; see
@@ -213,6 +217,7 @@ class Kernels:
     scatter_rows: Callable
     codes_by_feature: Callable
     bin_codes: Callable
+    stored_codes: Callable
     note_sparse_codes: Callable
     covered_values: Callable
     sorted_columns: Callable
@@ -300,6 +305,7 @@ def assemble(name: str, build_histograms, apply_trees, *, fixed_point: bool = Fa
         scatter_rows=reference.scatter_rows,
         codes_by_feature=declines,
         bin_codes=reference.bin_codes,
+        stored_codes=reference.stored_codes,
         note_sparse_codes=reference.note_sparse_codes,
         covered_values=reference.covered_values,
         sorted_columns=reference.sorted_columns,

@@ -83,6 +83,29 @@ def bin_codes(xp, X, mapper):
     return xp.stack([column_codes(xp, X[:, f], mapper, f) for f in range(X.shape[1])], axis=1)
 
 
+def stored_codes(indptr, data, mapper):
+    """Bin codes of a sparse matrix's stored values, column by column (:func:`column_codes`' rule).
+
+    Parameters
+    ----------
+    indptr : ndarray of shape (n_features + 1,), int
+        Feature ``f``'s values are ``data[indptr[f]:indptr[f + 1]]`` (a CSC matrix's layout).
+    data : ndarray of shape (n_stored,), float64
+        NaN marks missing values.
+    mapper : BinMapper
+
+    Returns
+    -------
+    codes : ndarray of shape (n_stored,), uint8 or uint16
+    """
+    out = np.empty(data.shape[0], dtype=getattr(np, mapper.code_dtype_name))
+    for f in range(indptr.shape[0] - 1):
+        a, b = int(indptr[f]), int(indptr[f + 1])
+        if b > a:
+            out[a:b] = column_codes(np, data[a:b], mapper, f)
+    return out
+
+
 def note_sparse_codes(codes, n_codes: int, columns) -> None:
     """Nothing: the reference reads binned codes as they are. A set that lays out mostly-default codes (the
     Numba set's :func:`gputrees.kernels.cpu.sparse_codes.note_sparse_codes`) is told here which codes a sparse

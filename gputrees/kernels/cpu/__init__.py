@@ -61,6 +61,7 @@ def make_kernels(n_jobs: int | None):
         scatter_rows=_bincount.scatter_rows,
         codes_by_feature=on(binning.codes_by_feature),
         bin_codes=on(binning.bin_codes),
+        stored_codes=on(binning.stored_codes),
         note_sparse_codes=sparse_codes.note_sparse_codes,
         covered_values=on(binning.covered_values),
         sorted_columns=on(binning.sorted_columns),

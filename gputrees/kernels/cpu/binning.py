@@ -8,6 +8,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from .. import reference
 from .jit import JIT, Threads, threads_for
 from .memory import float_rows
 
@@ -166,6 +167,30 @@ def bin_codes(xp, X, mapper, *, n_threads: int = 1):
             X, thresholds, n_edges, grid, origin, scale, is_cat, cat_values, n_cats, int(mapper.missing_bin), out,
             threads,
         )
+    return out
+
+
+@numba.njit(parallel=True, **JIT)
+def _stored_codes(indptr, data, thresholds, n_edges, missing_bin, out):
+    for f in prange(indptr.shape[0] - 1):
+        edges = thresholds[f]
+        ne = n_edges[f]
+        for e in range(indptr[f], indptr[f + 1]):
+            x = data[e]
+            out[e] = search_range(edges, 0, ne, x) if x == x else missing_bin
+
+
+def stored_codes(indptr, data, mapper, *, n_threads: int = 1):
+    """Same contract as :func:`gputrees.kernels.reference.stored_codes`, in one compiled pass over the columns
+    (a binary search among a numerical feature's edges); the reference's for categorical features."""
+    if np.any(mapper.is_categorical):
+        return reference.stored_codes(indptr, data, mapper)
+    n_edges = np.asarray(mapper.n_value_bins, dtype=np.int64) - 1
+    out = np.empty(data.shape[0], dtype=np.dtype(mapper.code_dtype_name))
+    with Threads(threads_for(n_threads, int(data.shape[0]))):
+        _stored_codes(np.asarray(indptr, dtype=np.int64), np.ascontiguousarray(data, dtype=np.float64),
+                      np.ascontiguousarray(mapper.thresholds, dtype=np.float64), n_edges, int(mapper.missing_bin),
+                      out)
     return out
 
 
