@@ -319,6 +319,20 @@ def _feature_bins(xp, f, s, distinct, is_categorical: bool, max_bins: int):
     return edges, empty, False, None, int(edges.shape[0]) + 1
 
 
+def _padded_rows(xp, rows, width: int, fill):
+    """The 1-D arrays ``rows`` as the rows of a (len(rows), width) float64 array, each padded with ``fill``: one
+    concatenation and one gather, not a pad and a concatenation a feature (a sparse X's thousands of columns)."""
+    lengths = np.asarray([int(r.shape[0]) for r in rows], dtype=np.int64)
+    if lengths.shape[0] == 0:
+        return xp.zeros((0, width), dtype=xp.float64)
+    start = np.cumsum(lengths) - lengths
+    flat = xp.astype(xp.concat(list(rows) + [xp.full((1,), fill, dtype=xp.float64)]), xp.float64, copy=False)
+    col = np.arange(width, dtype=np.int64)[None, :]
+    # each position's value, or the fill appended last
+    idx = np.where(col < lengths[:, None], start[:, None] + col, int(lengths.sum()))
+    return xp.reshape(xp.take(flat, from_numpy(xp, idx.reshape(-1))), (lengths.shape[0], width))
+
+
 def _assemble(xp, features, is_categorical) -> BinMapper:
     """A BinMapper from the per-feature results of :func:`_feature_bins`."""
     n_features = len(features)
@@ -329,16 +343,8 @@ def _assemble(xp, features, is_categorical) -> BinMapper:
     n_value_bins = np.asarray([ft[4] for ft in features], dtype=np.int64)
     n_bins = int(n_value_bins.max()) + 1 if n_features else 2
     width = n_bins - 1
-    rows = []
-    for edges in edges_per_feature:
-        pad = xp.full((width - edges.shape[0],), xp.inf, dtype=xp.float64)
-        rows.append(xp.concat([xp.astype(edges, xp.float64), pad]))
-    thresholds = xp.stack(rows, axis=0)
-    value_rows = []
-    for vals in values_per_feature:
-        pad = xp.full((width - vals.shape[0],), xp.nan, dtype=xp.float64)
-        value_rows.append(xp.concat([xp.astype(vals, xp.float64), pad]))
-    bin_values = xp.stack(value_rows, axis=0)
+    thresholds = _padded_rows(xp, edges_per_feature, width, xp.inf)
+    bin_values = _padded_rows(xp, values_per_feature, width, xp.nan)
     return BinMapper(
         thresholds=thresholds,
         category_values=category_values,
