@@ -33,6 +33,7 @@ import weakref
 
 import numba
 import numpy as np
+import scipy.sparse
 from numba import prange
 
 from numba import types
@@ -225,11 +226,13 @@ def _layout_from_columns(n: int, default, columns):
     rows = indices[keep]
     if rows.shape[0] > SPARSE_MAX_SHARE * n * F:
         return None
-    # by row, each row's features increasing (the cells are by feature, then row)
-    order = np.argsort(rows, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=ptr[1:])
-    return ptr, feature[keep][order], stored[keep][order], default.astype(np.int64)
+    # by row, each row's features increasing: SciPy's CSC to CSR transpose (a counting sort, the cells'
+    # order kept within a row), not a sort of the rows
+    kept_ptr = np.zeros(F + 1, dtype=np.int64)
+    np.cumsum(np.bincount(feature[keep], minlength=F), out=kept_ptr[1:])
+    by_row = scipy.sparse.csc_matrix((stored[keep], rows, kept_ptr), shape=(n, F)).tocsr()
+    return (by_row.indptr.astype(np.int64), by_row.indices.astype(np.int32, copy=False), by_row.data,
+            default.astype(np.int64))
 
 
 #: Rows ahead whose entries' bins (and channels) the histograms prefetch: the
