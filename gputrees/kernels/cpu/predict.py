@@ -101,11 +101,10 @@ def _padded_walk_block(X, i0, i1, t, nd, active, left, right, feature, threshold
     Level by level over the whole block: the rows' walks are independent, so
     the CPU overlaps their loads instead of waiting on one row's chain of
     dependent loads (node -> feature -> value -> child) at a time. Stops when
-    no row moved (every row at a leaf). Below :data:`BLOCK_LEVELS` levels only
-    the rows still moving are stepped: a deep tree's rows end at very
-    different depths (a sparse X's thousands of levels, most rows leaving
-    early), and stepping every row until the deepest one ends would cost the
-    block's rows times its deepest leaf's depth.
+    no row moved (every row at a leaf). Deeper than :data:`BLOCK_LEVELS`
+    levels only the rows still moving are stepped: a fully grown tree's rows
+    end at very different depths, and stepping every row until the deepest
+    one ends would cost the block's rows times its deepest leaf's depth.
     """
     n = i1 - i0
     for j in range(n):
