@@ -46,7 +46,7 @@ def pytest_addoption(parser):
 
 
 #: Test files that start the suite, in this order (``make test`` runs the files in collection order,
-#: ``--no-loadscope-reorder``): each simulator child process runs several minutes in one test, and the PTX
+#: ``--no-loadscope-reorder``): each simulator child process runs one or two minutes in one test, and the PTX
 #: compilations take long too, none of them compiling CPU kernels; so they run on one worker while the other
 #: compiles the tree kernels (test_robustness) once for both, rather than both compiling them at the start
 #: and the single long tests ending the suite on one worker.

@@ -20,6 +20,17 @@ import pytest
 
 SIMULATOR_TESTS = Path(__file__).resolve().parent / "cuda_sim"
 
+#: The simulator runs a block's threads as Python threads while its own loop polls them without sleeping: at
+#: Python's default switch interval (5 ms) each simulated thread waits that long for the GIL at every turn. At
+#: 0.5 ms the simulator's tests run 3-4 times faster.
+SIMULATOR_SWITCH_INTERVAL = 0.0005
+
+
+def quicken_simulator() -> None:
+    """In a process running the simulator, switch threads at ``SIMULATOR_SWITCH_INTERVAL``."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        sys.setswitchinterval(SIMULATOR_SWITCH_INTERVAL)
+
 
 def device_step_files() -> list[Path]:
     """The device step's simulator tests (``cuda_sim/test_device_*.py``)."""

@@ -540,5 +540,8 @@ def save(path, zoo: str = "full", **meta) -> dict:
 if __name__ == "__main__":  # python tests/zoo_snapshot.py OUT.npz [full|sim [META_JSON]] (env: GPUTREES_KERNELS)
     import sys
 
+    from simulator_run import quicken_simulator
+
+    quicken_simulator()
     extra = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
     print(json.dumps(save(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "full", **extra)))
