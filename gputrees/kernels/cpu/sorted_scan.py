@@ -301,10 +301,10 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
         below = max(below, code if code <= pick else first)
         above = min(above, code if pick < code < missing else last)
     # the sides' sums in input order; a row not on a side adds 0.0 (the same sum as skipping it)
-    if C == 3 or C == 4:
-        four = C == 4
-        s0 = s1 = s2 = s3 = 0.0
-        m0 = m1 = m2 = m3 = 0.0
+    if 3 <= C <= 6:
+        # one pass, every channel's two sums in registers (count and up to five classes, or squared error's four)
+        s0 = s1 = s2 = s3 = s4 = s5 = 0.0
+        m0 = m1 = m2 = m3 = m4 = m5 = 0.0
         for k in range(n):
             q = at1(pairs, k)
             code = np.int64(at(codes, at1(rows, q), f))
@@ -313,14 +313,23 @@ def _random_feature(codes, rows, weights, pairs, f, P, crit, u, nb, scratch):
             w0, w1, w2 = at(weights, q, 0), at(weights, q, 1), at(weights, q, 2)
             s0, s1, s2 = s0 + (w0 if a else 0.0), s1 + (w1 if a else 0.0), s2 + (w2 if a else 0.0)
             m0, m1, m2 = m0 + (w0 if b else 0.0), m1 + (w1 if b else 0.0), m2 + (w2 if b else 0.0)
-            if four:
+            if C > 3:
                 w3 = at(weights, q, 3)
-                s3 = s3 + (w3 if a else 0.0)
-                m3 = m3 + (w3 if b else 0.0)
+                s3, m3 = s3 + (w3 if a else 0.0), m3 + (w3 if b else 0.0)
+            if C > 4:
+                w4 = at(weights, q, 4)
+                s4, m4 = s4 + (w4 if a else 0.0), m4 + (w4 if b else 0.0)
+            if C > 5:
+                w5 = at(weights, q, 5)
+                s5, m5 = s5 + (w5 if a else 0.0), m5 + (w5 if b else 0.0)
         L[0, 0], L[0, 1], L[0, 2] = s0, s1, s2
         L[1, 0], L[1, 1], L[1, 2] = s0 + m0, s1 + m1, s2 + m2
-        if four:
+        if C > 3:
             L[0, 3], L[1, 3] = s3, s3 + m3
+        if C > 4:
+            L[0, 4], L[1, 4] = s4, s4 + m4
+        if C > 5:
+            L[0, 5], L[1, 5] = s5, s5 + m5
     else:
         # a channel at a time, its sums in registers (through ``cum`` each add would wait on a store)
         for c in range(C):

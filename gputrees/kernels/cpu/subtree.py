@@ -918,17 +918,24 @@ def _partition_entries(ent, cols, mark, perm, a, b, f, bin_, missing_left, missi
 def _sum_rows(weights, local, a, b, out):
     """``out`` (C,) = the sum of ``weights[local[a:b]]`` (rows in that order)."""
     C = weights.shape[1]
-    if C == 3 or C == 4:  # in registers (see _hist_node)
-        four = C == 4
-        s0 = s1 = s2 = s3 = 0.0
+    if 3 <= C <= 6:  # in registers (see _hist_node)
+        s0 = s1 = s2 = s3 = s4 = s5 = 0.0
         for k in range(a, b):
             r = at1(local, k)
             s0, s1, s2 = s0 + at(weights, r, 0), s1 + at(weights, r, 1), s2 + at(weights, r, 2)
-            if four:
+            if C > 3:
                 s3 = s3 + at(weights, r, 3)
+            if C > 4:
+                s4 = s4 + at(weights, r, 4)
+            if C > 5:
+                s5 = s5 + at(weights, r, 5)
         out[0], out[1], out[2] = s0, s1, s2
-        if four:
+        if C > 3:
             out[3] = s3
+        if C > 4:
+            out[4] = s4
+        if C > 5:
+            out[5] = s5
         return
     for c in range(C):  # a channel at a time, its sum in a register
         s = 0.0
