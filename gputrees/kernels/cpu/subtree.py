@@ -1085,6 +1085,22 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
         hi = np.empty(2 * max_rows, dtype=np.int64)
         right = np.empty(C)
         rule_tmp = np.empty(C)  # the rules' work space (impurities)
+        # the searched node's statistics and its children's, and its categorical split's codes sent left, in
+        # this worker's arrays: a row of the shared tables taken as a view would count references on the
+        # table's one counter from both threads, a contended atomic at every node
+        node_stats = np.empty(C)
+        child_stats = np.empty((2, C))
+        cat_row = np.zeros(max(n_cat_pos, 1), dtype=np.bool_)
+        # (and the read-only tables every node's search is passed, each call counting references on them)
+        own_thresholds = thresholds.copy()
+        own_bin_values = bin_values.copy()
+        own_is_exact = is_exact.copy()
+        own_n_value_bins = n_value_bins.copy()
+        own_is_cat = is_cat.copy()
+        # the searches' tuples of arrays built once: a tuple built at a call counts a reference on each array
+        cat_args = (cat_keys, cat_order, cat_row, n_cat_pos)
+        near_best = sort_scratch[4:8]
+        listing = (sort_scratch[0], sort_scratch[1], sort_scratch[2], sort_scratch[3])
         # the node's pairs gathered once (codes of every feature, channels):
         # its whole subtree then reads them from one block, not from rows
         # scattered over the tables; ``local`` numbers them 0 .. n - 1
@@ -1120,6 +1136,7 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
             i = task_order[q]
             base = region[i]
             t = root_tree[i]
+            tree_allowed = allowed[t if has_allowed else 0]  # (a view a subtree, not a node)
             if sparse:
                 need = _entries_of(entries, rows, perm, start[i], start[i + 1], trees, t)
                 if need > lfeat.shape[0]:
@@ -1142,6 +1159,9 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     for c in range(C):
                         lweights[k, c] = weights[p, c]
                     local[k] = k
+            # (a task's: its block's arrays may have been widened)
+            block_entries = (lptr, lfeat, lcode, entries[3])
+            block_columns = (cptr, crow, ccode, pos)
             _new_slot(base, split, feature, bin_, missing_left, threshold, first_child, split_cat)
             parent[base] = -1
             depth[base] = root_depth[i]
@@ -1159,11 +1179,13 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 top -= 1
                 j = stack[top]
                 g = base + j
-                P = stats[g]
+                for c in range(C):
+                    node_stats[c] = stats[g, c]
+                P = node_stats
                 if not can_split(kind, P, depth[g], n_out, msl, mwl, min_samples_split, max_depth, rule_tmp):
                     continue
                 if draw_mask:
-                    draw_features(key[g], k_features, allowed[t if has_allowed else 0], has_allowed, u, fmask)
+                    draw_features(key[g], k_features, tree_allowed, has_allowed, u, fmask)
                 if has_u:
                     for f in range(F):
                         if fmask[f]:  # (the drawn features' only: hundreds of features, a few drawn)
@@ -1188,22 +1210,21 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 pairs = local[lo[j]:hi[j]]
                 if sparse:
                     found, p, f, code, ml, thr, is_c = _entry_hist_node(
-                        (lptr, lfeat, lcode, entries[3]), (cptr, crow, ccode, pos), lo[j], hi[j], cod, wts, pairs, P,
-                        crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact, n_value_bins, tie_rtol, scratch,
+                        block_entries, block_columns, lo[j], hi[j], cod, wts, pairs, P,
+                        crit, fmask, u, has_u, nb, own_thresholds, own_bin_values, own_is_exact, own_n_value_bins,
+                        tie_rtol, scratch,
                         hbuf, fbest, left, drawn,
-                        sort_scratch[4:8], is_cat, (cat_keys, cat_order, cat_left[g], n_cat_pos), local_thr,
-                        code_span, (sort_scratch[0], sort_scratch[1], sort_scratch[2], sort_scratch[3]), esum)
+                        near_best, own_is_cat, cat_args, local_thr, code_span, listing, esum)
                 elif all_hist or (use_hist[g] if has_u else hi[j] - lo[j] >= nb):
                     # as many rows as bins: histograms, as the level-wise grower searches such nodes
                     found, p, f, code, ml, thr, is_c = _hist_node(
-                        cod, wts, pairs, P, crit, fmask, u, has_u, nb, thresholds, bin_values, is_exact,
-                        n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, sort_scratch[4:8], is_cat,
-                        (cat_keys, cat_order, cat_left[g], n_cat_pos), local_thr, code_span,
-                        (sort_scratch[0], sort_scratch[1], sort_scratch[2], sort_scratch[3]))
+                        cod, wts, pairs, P, crit, fmask, u, has_u, nb, own_thresholds, own_bin_values, own_is_exact,
+                        own_n_value_bins, tie_rtol, scratch, hbuf, fbest, left, drawn, near_best, own_is_cat,
+                        cat_args, local_thr, code_span, listing)
                 else:
                     found, p, f, code, ml, thr = sorted_node(
-                        cod, ident, wts, pairs, P, crit, fmask, draw_mask, u, has_u, nb, thresholds,
-                        bin_values, is_exact, tie_rtol, scratch, sort_scratch, fbest, left)
+                        cod, ident, wts, pairs, P, crit, fmask, draw_mask, u, has_u, nb, own_thresholds,
+                        own_bin_values, own_is_exact, tie_rtol, scratch, sort_scratch, fbest, left)
                     is_c = False
                 if not found:
                     continue
@@ -1220,10 +1241,13 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                 split_cat[g] = is_c
                 first_child[g] = n
                 if sparse:
-                    mid = _partition_entries((lptr, lfeat, lcode, entries[3]), (cptr, crow, ccode, pos), mark, local,
-                                             lo[j], hi[j], f, code, ml, missing, is_c, cat_left[g], tmp)
+                    mid = _partition_entries(block_entries, block_columns, mark, local,
+                                             lo[j], hi[j], f, code, ml, missing, is_c, cat_row, tmp)
                 else:
-                    mid = _partition(cod, local, lo[j], hi[j], f, code, ml, missing, is_c, cat_left[g], tmp)
+                    mid = _partition(cod, local, lo[j], hi[j], f, code, ml, missing, is_c, cat_row, tmp)
+                if is_c:
+                    for q in range(n_cat_pos):
+                        cat_left[g, q] = cat_row[q]
                 for side in range(2):
                     h = base + n + side
                     _new_slot(h, split, feature, bin_, missing_left, threshold, first_child, split_cat)
@@ -1232,13 +1256,16 @@ def _grow_subtrees(codes, rows, weights, perm, start, region, root_stats, root_d
                     key[h] = child_key(key[g], side)
                     lo[n + side] = lo[j] if side == 0 else mid
                     hi[n + side] = mid if side == 0 else hi[j]
-                    _sum_rows(wts, local, lo[n + side], hi[n + side], stats[h])
+                    _sum_rows(wts, local, lo[n + side], hi[n + side], child_stats[side])
+                    for c in range(C):
+                        stats[h, c] = child_stats[side, c]
                 if has_u:
                     pair_hist = False
                     for side in range(2):
                         h = base + n + side
                         pair_hist = pair_hist or (stats[h, 0] >= nb and can_split(
-                            kind, stats[h], depth[h], n_out, msl, mwl, min_samples_split, max_depth, rule_tmp))
+                            kind, child_stats[side], depth[h], n_out, msl, mwl, min_samples_split, max_depth,
+                            rule_tmp))
                     use_hist[base + n] = pair_hist
                     use_hist[base + n + 1] = pair_hist
                 stack[top] = n + 1
