@@ -47,6 +47,9 @@ from .jit import JIT, Threads, serial_twin, threads_for
 #: these passes counts for when choosing their threads: a row takes about as
 #: long as one or two histogram updates (log-loss's channel pass the most)
 ROW_WORK = 2
+#: Rows x classes below which a multi-class round's end runs on one thread: the round's trees, grown next side
+#: by side on the fit's threads, would share the cores with the end's OpenMP workers spinning idle after it
+MULTINOMIAL_THREADED_CELLS = 1 << 17
 #: Rows per block: a block's loss sums are one thread's, and the blocks' are
 #: added in block order, so the result does not depend on the thread count
 _BLOCK = 1 << 14
@@ -262,7 +265,8 @@ def _multinomial_end(raw, values, row_leaf, y, w, table, n_threads):
     them (so the gradients are theirs bit for bit)."""
     n = int(raw.shape[0])
     n_blocks = max(1, -(-n // _BLOCK))
-    threads = threads_for(n_threads, ROW_WORK * n * int(raw.shape[1]))
+    cells = n * int(raw.shape[1])
+    threads = threads_for(n_threads, ROW_WORK * cells) if cells >= MULTINOMIAL_THREADED_CELLS else 1
     shift, channels = (_softmax_shift, _softmax_channels) if threads > 1 else (
         _SERIAL[_softmax_shift], _SERIAL[_softmax_channels])
     e = np.empty_like(raw)
