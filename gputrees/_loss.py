@@ -92,6 +92,30 @@ def _wmean(xp, a, w):
     return xp.sum(a * w) / xp.sum(w)
 
 
+#: Row lengths below which NumPy's ``sum(axis=1)`` adds a row's values in order (from 8 on it sums pairwise)
+IN_ORDER_ROW_SUM = 8
+
+
+def _row_max(xp, a):
+    """``xp.max(a, axis=1)`` as a running maximum over the columns: the same values, without NumPy's reduction
+    along a short row (a 10,000 x 5 array's: 0.33 ms against 0.04)."""
+    m = a[:, 0]
+    for k in range(1, int(a.shape[1])):
+        m = xp.maximum(m, a[:, k])
+    return m
+
+
+def _row_sum(xp, a):
+    """``xp.sum(a, axis=1)``; a row of fewer than :data:`IN_ORDER_ROW_SUM` values added column after column,
+    in NumPy's order (the same bits) and four times as fast."""
+    if int(a.shape[1]) >= IN_ORDER_ROW_SUM:
+        return xp.sum(a, axis=1)
+    s = a[:, 0]
+    for k in range(1, int(a.shape[1])):
+        s = s + a[:, k]
+    return s
+
+
 class Loss:
     """A boosting loss for raw predictions of shape (n, K)."""
 
@@ -337,8 +361,8 @@ class MultinomialLogLoss(Loss):
         return xp.log(p)
 
     def proba(self, xp, raw):
-        e = xp.exp(raw - xp.max(raw, axis=1, keepdims=True))
-        return e / xp.sum(e, axis=1, keepdims=True)
+        e = xp.exp(raw - _row_max(xp, raw)[:, None])
+        return e / _row_sum(xp, e)[:, None]
 
     def gradients(self, xp, raw, y, w):
         p = self.proba(xp, raw)
@@ -346,9 +370,10 @@ class MultinomialLogLoss(Loss):
         return (p - self._onehot(xp, y)) * w[:, None], h * w[:, None]
 
     def pointwise(self, xp, raw, y):
-        m = xp.max(raw, axis=1, keepdims=True)
-        lse = xp.log(xp.sum(xp.exp(raw - m), axis=1)) + m[:, 0]
-        return lse - xp.sum(raw * self._onehot(xp, y), axis=1)
+        m = _row_max(xp, raw)
+        lse = xp.log(_row_sum(xp, xp.exp(raw - m[:, None]))) + m
+        # each row's logit of its class (the one-hot product's row sum: that value plus zeros, the same bits)
+        return lse - xp.take_along_axis(raw, xp.astype(y, xp.int64)[:, None], axis=1)[:, 0]
 
 
 #: Newton steps at most, and their relative tolerance, of a callable loss's baseline
