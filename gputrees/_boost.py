@@ -30,7 +30,7 @@ import numpy as np
 from . import _backend
 from ._criteria import Newton
 from ._grower import grow
-from ._predictor import apply_trees
+from ._predictor import predict_raw
 from ._progress import Step
 from ._records import GrowerInputs, Round
 from .kernels import quantisation_scale, quantise, reference
@@ -238,8 +238,7 @@ class EvalSet:
 
     def add(self, batch, values) -> None:
         """Add a round's trees (``values`` (K, n_nodes), learning rate included) to the raw predictions."""
-        leaves = apply_trees(self.xp, batch, self.X, self.missing_bin, n_jobs=self.n_jobs)
-        self.raw = self.raw + gather_node_values(self.xp, values, leaves)
+        self.raw = predict_raw(self.xp, batch, values, self.X, self.missing_bin, self.raw, self.n_jobs)
 
 
 def boost(rows, loss, plan: BoostPlan, history: BoostHistory, evals=(), monitor=None, snapshot=None,

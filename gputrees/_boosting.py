@@ -33,7 +33,7 @@ from ._boost import BoostHistory, BoostPlan, EarlyStopping, EvalSet, LocalRounds
 from ._criteria import Newton
 from ._records import DEFAULT_MEMORY_LIMIT, GrowerParams, Round, stack_batches, stack_node_arrays
 from ._loss import REGRESSION_LOSSES, BinaryLogLoss, CallableLoss, MultinomialLogLoss, make_regression_loss
-from ._predictor import apply_trees, sparse_blocks
+from ._predictor import apply_trees, predict_raw
 from ._progress import Monitor
 from ._state import transactional_fit
 from ._validation import (
@@ -422,18 +422,15 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
             return xp.asarray(base, copy=True)
         batch, values = self._forest()
         n_trees = int(batch.left.shape[0])
-        kernels = get_kernels(xp, n_jobs=self.n_jobs, prediction=True)
         # rounds added in training's order, so that the sums are bit-identical
         # to the raw predictions of the fit (warm_start)
-        predict = kernels.predict_raw
         missing = self._bin_mapper.missing_bin
-        if is_sparse(Xp):  # walked in dense blocks of the tested columns' rows
-            trees, blocks = sparse_blocks(batch, Xp)
-            parts = [predict(xp, trees, values, block, missing, base[s:e, :]) for s, e, block in blocks]
-            return xp.concat(parts, axis=0)
+        if is_sparse(Xp):
+            return predict_raw(xp, batch, values, Xp, missing, base, self.n_jobs)
         step = max(1, PREDICT_CHUNK // n_trees)
         parts = [
-            predict(xp, batch, values, Xp[s : min(n, s + step), :], missing, base[s : min(n, s + step), :])
+            predict_raw(xp, batch, values, Xp[s : min(n, s + step), :], missing, base[s : min(n, s + step), :],
+                        self.n_jobs)
             for s in range(0, n, step)
         ]  # fmt: skip
         if not parts:

@@ -31,6 +31,23 @@ def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None =
     return _by_row_blocks(xp, batch, X, lambda trees, rows: sums(xp, trees, values, rows, missing_bin))
 
 
+def predict_raw(xp, batch, values, X, missing_bin: int, base, n_jobs: int | None = None):
+    """``base`` (n, K) plus every row's leaf value in every tree, with the fit's kernel set.
+
+    Same contract as :func:`gputrees.kernels.reference.predict_raw` (tree
+    ``r * K + c`` adds to column ``c``, in tree order: the sums of a fit's
+    rounds); a sparse ``X`` is walked in dense blocks (:func:`sparse_blocks`).
+    """
+    from .kernels import get_kernels
+
+    predict = get_kernels(xp, n_jobs=n_jobs, prediction=True).predict_raw
+    if is_sparse(X):
+        trees, blocks = sparse_blocks(batch, X)
+        return xp.concat([predict(xp, trees, values, block, missing_bin, base[s:e, :]) for s, e, block in blocks],
+                         axis=0)
+    return predict(xp, batch, values, X, missing_bin, base)
+
+
 def sparse_blocks(batch, X):
     """``(batch, blocks)`` to walk a sparse ``X``: the batch with its features numbered in the columns its trees
     test, and ``(start, stop, dense block)`` of consecutive rows of those columns (gputrees._sparse)."""
