@@ -32,7 +32,7 @@ from .kernels.rules import EPSILON, NEWTON_GAIN_RTOL, POISSON_EPSILON, UNROLL_CH
 
 
 def _safe(xp, w):
-    return xp.where(w > 0, w, xp.ones_like(w))
+    return xp.where(w > 0, w, xp.asarray(1.0, dtype=w.dtype))
 
 
 def _channel_sum(xp, a, square=False):
@@ -42,11 +42,18 @@ def _channel_sum(xp, a, square=False):
     # times slower in NumPy than the adds
     if k > UNROLL_CHANNELS:
         return xp.sum(a * a if square else a, axis=-1)
+    # (the first addition makes a new array, the others add to it in place: one array the size of the sum, not one
+    # an addition; a forest's node values sum millions of rows)
     out = None
     for j in range(k):
         v = a[..., j]
         v = v * v if square else v
-        out = v if out is None else out + v
+        if out is None:
+            out = v
+        elif j == 1:
+            out = out + v
+        else:
+            out += v
     return out
 
 
