@@ -76,6 +76,7 @@ import numpy as np
 
 from .kernels import node_draws
 from ._backend import from_numpy, to_numpy
+from ._node_columns import NodeColumns
 from ._sorted_split import BYTES_PER_PAIR, BYTES_PER_PAIR_CHANNEL, find_best_splits_sorted
 from ._records import (
     DRAWN_BUILD_SHARE, GrowerInputs, GrowerParams, LeafLayout, SplitConstraints, SplitRecord, SubtreeParams,
@@ -364,6 +365,9 @@ class Grower:
         # per expanded node (records: SplitRecord from levels, _SplitRules from
         # grown subtrees, which only the grouped layouts read)
         self._exp_ids, self._exp_rec, self._exp_first_child = [], [], []
+        # the lists' contents once the subtree kernel grows nodes: their fields written in place into arrays
+        # reserved for the batch (NodeColumns), not joined at the end (None: the lists)
+        self._columns = None
         # small nodes' whole subtrees in one compiled call where the kernel set
         # has a subtree kernel (FastPaths.subtrees) that covers the fit:
         # depth-wise growth of local rows whose leaves are not recorded; the
@@ -478,21 +482,45 @@ class Grower:
         xp = self.xp
         k = int(stats.shape[0])
         if self._keyed:
-            need = self._n_created + k
-            if need > self._keys.shape[0]:
-                grown = np.empty(max(need, 2 * self._keys.shape[0]), dtype=np.uint64)
-                grown[: self._n_created] = self._keys[: self._n_created]
-                self._keys = grown
-            self._keys[self._n_created : need] = keys
+            self._next_keys(k)[...] = keys
         ids = xp.arange(self._n_created, self._n_created + k, dtype=xp.int64)
         self._n_created += k
-        self._parent.append(parent)
-        self._depth.append(depth)
-        self._tree.append(tree)
-        self._stats.append(stats)
+        if self._columns is not None:
+            self._columns.add_nodes(*(to_numpy(a) for a in (parent, depth, tree, stats)))
+        else:
+            self._parent.append(parent)
+            self._depth.append(depth)
+            self._tree.append(tree)
+            self._stats.append(stats)
         if bounds is not None:
             self._bounds.append(bounds)
         return ids
+
+    def _next_keys(self, k: int):
+        """The keys of the next ``k`` nodes (ids ``_n_created ..``): a view of the key buffer (grown by
+        doubling), to be written."""
+        need = self._n_created + k
+        if need > self._keys.shape[0]:
+            grown = np.empty(max(need, 2 * self._keys.shape[0]), dtype=np.uint64)
+            grown[: self._n_created] = self._keys[: self._n_created]
+            self._keys = grown
+        return self._keys[self._n_created : need]
+
+    def _move_lists_to_columns(self) -> None:
+        """The nodes and splits recorded in lists so far copied into :attr:`_columns`, the lists emptied."""
+        xp, cols = self.xp, self._columns
+        for parts in zip(self._parent, self._depth, self._tree, self._stats):
+            cols.add_nodes(*(to_numpy(a) for a in parts))
+        for ids, rec, first_child in zip(self._exp_ids, self._exp_rec, self._exp_first_child):
+            self._add_split_columns(ids, _concat_rules(xp, [rec], self.n_cat_pos), first_child)
+        self._parent, self._depth, self._tree, self._stats = [], [], [], []
+        self._exp_ids, self._exp_rec, self._exp_first_child = [], [], []
+
+    def _add_split_columns(self, ids, rules, first_child) -> None:
+        """Splits (their ids, :class:`_SplitRules` and first children) copied into :attr:`_columns`."""
+        self._columns.add_splits(*(to_numpy(a) for a in (
+            ids, rules.feature, rules.bin, rules.missing_left, rules.threshold, first_child, rules.is_categorical,
+            rules.cat_left)))
 
     def _child_bounds(self, rec, bounds):
         """Value bounds (2k, 2) of the children of k split nodes (monotonic constraints).
@@ -838,29 +866,50 @@ class Grower:
         """Record the nodes and splits of grown subtrees (:class:`~gputrees.kernels.cpu.subtree.Subtrees`).
 
         ``root_ids`` (m,) int64 (host): the grower's ids of the subtrees' roots.
-        Their other nodes take the next ids (``sub.records``, one compiled pass).
+        Their other nodes take the next ids (``sub.records``, one compiled pass),
+        written into the batch's :class:`~gputrees._node_columns.NodeColumns`
+        (reserved at the first call, the nodes recorded before moved in) where
+        it could reserve them.
         """
         xp = self.xp
-        r = sub.records(root_ids, self._n_created,
-                        n_threads=int(getattr(self._grow_subtrees, "n_threads", 1)))
-        if r.parent.shape[0]:
-            self._new_nodes(
-                from_numpy(xp, r.parent), from_numpy(xp, r.depth), from_numpy(xp, r.tree), from_numpy(xp, r.stats),
-                keys=r.key,
-            )
-        if r.split_ids.shape[0]:
-            self._exp_ids.append(from_numpy(xp, r.split_ids))
-            # the rules only (the layout's fields): once subtrees are grown the
-            # batch is laid out by the subtree kernel (_finalize_subtrees)
-            self._exp_rec.append(_SplitRules(
-                feature=from_numpy(xp, r.feature),
-                bin=from_numpy(xp, r.bin),
-                missing_left=from_numpy(xp, r.missing_left),
-                threshold=from_numpy(xp, r.threshold),
-                is_categorical=from_numpy(xp, r.is_categorical),
-                cat_left=from_numpy(xp, r.cat_left),
-            ))
-            self._exp_first_child.append(from_numpy(xp, r.first_child))
+        if self._columns is None and not self._subtrees_grown:
+            self._columns = NodeColumns.reserve(self.n_trees, int(self.inp.codes.shape[0]), self.n_channels,
+                                                category_width(self.n_cat_pos))
+            if self._columns is not None:
+                self._move_lists_to_columns()
+        out = None
+        if self._columns is not None:
+            # written in place: the nodes' fields, their keys (a scratch array without keyed draws), the splits'
+            n_new, n_split = sub.record_sizes()
+            key = self._next_keys(n_new) if self._keyed else np.empty(n_new, dtype=np.uint64)
+            parent, depth, tree, stats = self._columns.node_slices(n_new)
+            ids, feature, bin_, missing_left, threshold, first_child, is_cat, cat_left = (
+                self._columns.split_slices(n_split))
+            out = (parent, depth, tree, stats, key, ids, feature, bin_, missing_left, threshold, first_child, is_cat,
+                   cat_left)
+        r = sub.records(root_ids, self._n_created, n_threads=int(getattr(self._grow_subtrees, "n_threads", 1)),
+                        out=out)
+        if self._columns is not None:
+            self._n_created += n_new
+        else:
+            if r.parent.shape[0]:
+                self._new_nodes(
+                    from_numpy(xp, r.parent), from_numpy(xp, r.depth), from_numpy(xp, r.tree),
+                    from_numpy(xp, r.stats), keys=r.key,
+                )
+            if r.split_ids.shape[0]:
+                self._exp_ids.append(from_numpy(xp, r.split_ids))
+                # the rules only (the layout's fields): once subtrees are grown the
+                # batch is laid out by the subtree kernel (_finalize_subtrees)
+                self._exp_rec.append(_SplitRules(
+                    feature=from_numpy(xp, r.feature),
+                    bin=from_numpy(xp, r.bin),
+                    missing_left=from_numpy(xp, r.missing_left),
+                    threshold=from_numpy(xp, r.threshold),
+                    is_categorical=from_numpy(xp, r.is_categorical),
+                    cat_left=from_numpy(xp, r.cat_left),
+                ))
+                self._exp_first_child.append(from_numpy(xp, r.first_child))
         self._subtrees_grown = True
 
     def _hist_parts(self, child_ids, depth, tree, stats, can, pairs, keep_hist, draws, bounds=None, parents=None,
@@ -1044,9 +1093,12 @@ class Grower:
             bounds = self._child_bounds(rec, pick(front.bounds))
         keys = node_draws.child_keys(self._keys[to_numpy(ids)]) if self._keyed else None
         child_ids = self._new_nodes(parent, depth, tree, stats, bounds, keys)
-        self._exp_ids.append(ids)
-        self._exp_rec.append(rec)
-        self._exp_first_child.append(child_ids[0::2])
+        if self._columns is not None:
+            self._add_split_columns(ids, _concat_rules(xp, [rec], self.n_cat_pos), child_ids[0::2])
+        else:
+            self._exp_ids.append(ids)
+            self._exp_rec.append(rec)
+            self._exp_first_child.append(child_ids[0::2])
         # 3. histograms and splits of the children
         new = self._evaluate_children(
             child_ids, depth, tree, stats, front.hist, pick(front.hist_index), bounds
@@ -1198,6 +1250,13 @@ class Grower:
         the end of the fit would set the fit's peak memory).
         """
         xp = self.xp
+        if self._columns is not None:
+            parent, depth, tree, stats = self._columns.nodes()
+            split_ids, feature, bin_, missing_left, threshold, first_child, is_cat, cat_left = self._columns.splits()
+            self._columns = None
+            rules = _SplitRules(feature=feature, bin=bin_, missing_left=missing_left, threshold=threshold,
+                                is_categorical=is_cat, cat_left=cat_left)
+            return (parent, depth, tree, stats), rules, split_ids, first_child
         parent = xp.concat(self._parent)
         self._parent = []
         depth = xp.concat(self._depth)

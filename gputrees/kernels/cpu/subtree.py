@@ -45,6 +45,7 @@ set without recorded leaves (the grower checks these).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 
 import numba
@@ -181,7 +182,16 @@ class Subtrees:
         per_slot = (getattr(self, f.name)[slots] for f in fields(self) if f.name not in _PER_SUBTREE)
         return Subtrees(start, self.count, self.tree, *per_slot)
 
-    def records(self, root_ids, first_new: int, *, n_threads: int = 1) -> "SubtreeRecords":
+    @functools.cached_property
+    def split_starts(self) -> np.ndarray:
+        """(m + 1,) int64: where each subtree's splits start among :meth:`records`' splits."""
+        return _split_starts(self.region, self.count, self.split)
+
+    def record_sizes(self) -> tuple:
+        """(new nodes, splits) that :meth:`records` writes."""
+        return int(self.count.sum()) - int(self.count.shape[0]), int(self.split_starts[-1])
+
+    def records(self, root_ids, first_new: int, *, n_threads: int = 1, out=None) -> "SubtreeRecords":
         """The grower's records of these nodes (:class:`SubtreeRecords`), in one compiled pass.
 
         ``root_ids`` (m,) int64: the grower's ids of the subtrees' roots; the
@@ -189,16 +199,28 @@ class Subtrees:
         subtree's in its order. On at most
         ``n_threads``, as many as the nodes give work (a small tree's few
         thousand nodes: one; a parallel region's launch costs more, and on a
-        busy machine milliseconds).
+        busy machine milliseconds). ``out``: the arrays of a
+        :class:`SubtreeRecords`, in its fields' order, of
+        :meth:`record_sizes`' lengths (views of the caller's columns, say),
+        ``cat_left`` zeroed, written; None: new arrays.
         """
+        if out is None:
+            n_new, k = self.record_sizes()
+            c, width = int(self.stats.shape[1]), _cat_width(self.cat_left)
+            out = (*(np.empty(n_new, dtype=np.int64) for _ in range(3)),
+                   np.empty((n_new, c), dtype=np.float64), np.empty(n_new, dtype=np.uint64),
+                   *(np.empty(k, dtype=np.int64) for _ in range(3)), np.empty(k, dtype=np.bool_),
+                   np.empty(k, dtype=np.float64), np.empty(k, dtype=np.int64),
+                   np.empty(k, dtype=np.bool_), np.zeros((k, width), dtype=np.bool_))
         work = int(self.count.sum()) * (RECORD_FIELDS + int(self.stats.shape[1]))
         with Threads(threads_for(n_threads, work)):
-            return SubtreeRecords(*_records(
+            _records(
                 self.region, self.count, self.tree, self.parent, self.depth, self.key, self.stats, self.split,
                 self.feature, self.bin, self.missing_left, self.threshold, self.first_child, self.is_categorical,
-                self.cat_left, np.asarray(root_ids, dtype=np.int64), int(first_new),
-                _cat_width(self.cat_left),
-            ))
+                self.cat_left, np.asarray(root_ids, dtype=np.int64), int(first_new), self.split_starts,
+                *out,
+            )
+        return SubtreeRecords(*out)
 
     def records_reference(self, root_ids, first_new: int) -> "SubtreeRecords":
         """:meth:`records` by NumPy's gathers over :meth:`nodes` (its twin, for the tests)."""
@@ -292,40 +314,36 @@ def _grower_id(i, j, root, root_ids, first_new):
 
 
 @numba.njit(parallel=True, **JIT_NUMPY)
+def _split_starts(region, count, split):
+    """(m + 1,) int64: where each subtree's splits start among the records' (in parallel over subtrees)."""
+    m = count.shape[0]
+    starts = np.zeros(m + 1, dtype=np.int64)
+    for i in prange(m):
+        c = 0
+        for s in range(region[i], region[i] + count[i]):
+            c += split[s]
+        starts[i + 1] = c
+    for i in range(m):
+        starts[i + 1] += starts[i]
+    return starts
+
+
+@numba.njit(parallel=True, **JIT_NUMPY)
 def _records(region, count, tree, parent, depth, key, stats, split, feature, bin_, ml, thr, first_child, is_cat,
-             cat_left, root_ids, first_new, cat_width):
-    """:meth:`Subtrees.records`: two passes in parallel over subtrees (count the splits, then write)."""
+             cat_left, root_ids, first_new, split_start, o_parent, o_depth, o_tree, o_stats, o_key, s_ids, s_feature,
+             s_bin, s_ml, s_thr, s_first, s_cat, s_cat_left):
+    """:meth:`Subtrees.records`: the records written into the ``o_`` (new nodes) and ``s_`` (splits) arrays, in
+    parallel over subtrees (``split_start``: :func:`_split_starts`)."""
     m = count.shape[0]
     C = stats.shape[1]
     root = np.zeros(m + 1, dtype=np.int64)
     for i in range(m):
         root[i + 1] = root[i] + count[i]
-    n_split = np.zeros(m + 1, dtype=np.int64)
-    for i in prange(m):
-        c = 0
-        for s in range(region[i], region[i] + count[i]):
-            c += split[s]
-        n_split[i + 1] = c
-    for i in range(m):
-        n_split[i + 1] += n_split[i]
-    n_new = root[m] - m
-    k = n_split[m]
-    o_parent = np.empty(n_new, dtype=np.int64)
-    o_depth = np.empty(n_new, dtype=np.int64)
-    o_tree = np.empty(n_new, dtype=np.int64)
-    o_stats = np.empty((n_new, C), dtype=np.float64)
-    o_key = np.empty(n_new, dtype=np.uint64)
-    s_ids = np.empty(k, dtype=np.int64)
-    s_feature = np.empty(k, dtype=np.int64)
-    s_bin = np.empty(k, dtype=np.int64)
-    s_ml = np.empty(k, dtype=np.bool_)
-    s_thr = np.empty(k, dtype=np.float64)
-    s_first = np.empty(k, dtype=np.int64)
-    s_cat = np.empty(k, dtype=np.bool_)
-    s_cat_left = np.zeros((k, cat_width), dtype=np.bool_)
     n_pos = cat_left.shape[1]
+    cat_width = s_cat_left.shape[1]
+    # (s_cat_left comes zeroed: only categorical splits' rows are written, the others' pages never touched)
     for i in prange(m):
-        q = n_split[i]
+        q = split_start[i]
         for j in range(count[i]):
             s = region[i] + j
             if j > 0:
@@ -350,7 +368,6 @@ def _records(region, count, tree, parent, depth, key, stats, split, feature, bin
                         s_cat_left[q, b] = cat_left[s, b]
                     s_cat_left[q, cat_width - 1] = ml[s]
                 q += 1
-    return o_parent, o_depth, o_tree, o_stats, o_key, s_ids, s_feature, s_bin, s_ml, s_thr, s_first, s_cat, s_cat_left
 
 
 # -- the kernel ---------------------------------------------------------------------------
