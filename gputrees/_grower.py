@@ -116,6 +116,11 @@ SUBTREE_MIN_BINS = 512
 #: values), and cost more than the kernel's histograms of both children
 #: (extra-trees regression, 10,000 x 10: 2.6x scikit-learn's time by rounds, 1.9x whole).
 SUBTREE_PAIRS_PER_THREAD = 8
+#: Cells (rows x features) up to which a single tree the subtree kernel covers grows whole there from its
+#: root: below, the root level's array operations cost more than the kernel's slower search of the top nodes
+#: (500 x 10: 0.15-0.3 ms of 2-3 ms saved; at 1,000 x 10 even, beyond slower: the level-wise top nodes use
+#: both threads)
+WHOLE_TREE_CELLS = 6000
 #: Bytes per (tree, row) pair of a subtree kernel's call, plus this many per
 #: channel: its two node slots per pair (eight 8-byte fields, two flags, the
 #: statistics and left sums), the grower's records of them, and the pairs' rows,
@@ -246,6 +251,12 @@ def _concat_rules(xp, recs, n_cat_pos: int) -> _SplitRules:
         return narrow_categories(xp, value, n_cat_pos) if name == "cat_left" else value
 
     names = [f.name for f in dataclasses.fields(_SplitRules)]
+    if not recs:  # (a tree the subtree kernel grew from its root and could not split)
+        i8, b = xp.int64, xp.bool
+        return _SplitRules(feature=xp.zeros(0, dtype=i8), bin=xp.zeros(0, dtype=i8),
+                           missing_left=xp.zeros(0, dtype=b), threshold=xp.zeros(0, dtype=xp.float64),
+                           is_categorical=xp.zeros(0, dtype=b),
+                           cat_left=xp.zeros((0, category_width(n_cat_pos)), dtype=b))
     if len(recs) == 1:
         # one record (a forest grown whole by the subtree kernel): its arrays as they are, not copied
         return _SplitRules(*(field(recs[0], name) for name in names))
@@ -799,7 +810,12 @@ class Grower:
         the same trees. Checked before any row set is made.
         """
         inp = self.inp
-        if self._rows is not None or inp.multiplicity is None or inp.channels.ndim != 2 or not self._keyed:
+        if self._rows is not None or inp.channels.ndim != 2:
+            return None
+        if inp.multiplicity is None and self._small_tree():
+            return TreeRows(self.xp.ones((1, int(inp.channels.shape[0])), dtype=self.xp.float64), None,
+                            inp.channels)
+        if inp.multiplicity is None or not self._keyed:
             return None
         roots = np.arange(self.n_trees, dtype=np.int64)
         draws = _Draws(self._feature_mask(roots, node_draws.root_keys(self._tree_keys)), None)
@@ -807,6 +823,21 @@ class Grower:
         if not self._whole_subtrees(draws, self.xp.ones(self.n_trees, dtype=self.xp.bool)):
             return None
         return TreeRows(inp.multiplicity, inp.weight_multiplicity, inp.channels)
+
+    def _small_tree(self) -> bool:
+        """Whether the batch is one tree of at most :data:`WHOLE_TREE_CELLS` that the subtree kernel grows: it
+        then grows from the root (its root level's histograms, split scan and routing in the generic grower's
+        array operations cost more than the kernel's whole tree).
+
+        Not with categorical features beyond binary classification: the
+        kernel's categorical search of a node with more classes or a
+        regression target costs more than those array operations (500 rows:
+        5-class 3.4 -> 3.9 ms, regression 2.8 -> 3.1 ms; binary 2.2 -> 2.0 ms).
+        """
+        binary = getattr(self.inp.criterion, "n_classes", 0) == 2
+        return (self.n_trees == 1 and self._grow_subtrees is not None and bool(self.params.local_thresholds)
+                and self.params.max_leaf_nodes is None and self.mono is None and (binary or not self.any_cat)
+                and int(self.inp.codes.shape[0]) * self.n_features <= WHOLE_TREE_CELLS)
 
     def _finish_subtrees(self, ids, st, dp, tr, tree_rows=None, histograms=None) -> None:
         """Grow the whole subtrees of the nodes ``ids`` (``FastPaths.subtrees``), under the memory bound.
@@ -1267,9 +1298,9 @@ class Grower:
         self._stats = []
         rules = _concat_rules(xp, self._exp_rec, self.n_cat_pos)
         self._exp_rec = []
-        split_ids = xp.concat(self._exp_ids)
+        split_ids = xp.concat(self._exp_ids) if self._exp_ids else xp.zeros(0, dtype=xp.int64)
         self._exp_ids = []
-        first_child = xp.concat(self._exp_first_child)
+        first_child = xp.concat(self._exp_first_child) if self._exp_first_child else xp.zeros(0, dtype=xp.int64)
         self._exp_first_child = []
         return (parent, depth, tree, stats), rules, split_ids, first_child
 

@@ -696,3 +696,35 @@ def test_retire_by_runs_equals_retire_by_mask(with_mult, kernel_set, monkeypatch
     assert (m1 is None and m2 is None) or np.array_equal(m1, m2)
     assert len(k1) == len(k2) and all(np.array_equal(a, b) for a, b in zip(k1 + l1, k2 + l2))
     assert np.all(slots[n1] >= 0)
+
+
+@pytest.mark.parametrize("task", ["binary", "binary categorical", "multiclass", "regression"])
+def test_a_small_tree_grown_whole_from_its_root_is_the_level_wise_tree(task, monkeypatch):
+    from estimator_zoo import assert_same_model
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(400, 6))
+    X[:, 1] = np.round(X[:, 1] * 2)  # few distinct values: exact midpoints
+    if task == "binary categorical":
+        X[:, 0] = rng.integers(0, 5, size=400)
+    signal = X[:, 0] + X[:, 1] + 0.5 * rng.normal(size=400)
+    if task == "regression":
+        cls, y = gputrees.DecisionTreeRegressor, signal
+    else:
+        cls = gputrees.DecisionTreeClassifier
+        y = (signal > 0).astype(int) + ((signal > 1) if task == "multiclass" else 0)
+    params = dict(categorical_features=[0]) if task == "binary categorical" else {}
+    whole = []
+    small_tree = _grower.Grower._small_tree
+
+    def spy(self):
+        whole.append(small_tree(self))
+        return whole[-1]
+
+    monkeypatch.setattr(_grower.Grower, "_small_tree", spy)
+    from_root = cls(random_state=0, **params).fit(X, y)
+    assert whole == [True]
+    monkeypatch.setattr(_grower, "WHOLE_TREE_CELLS", 0)
+    level_wise = cls(random_state=0, **params).fit(X, y)
+    assert whole == [True, False]
+    assert_same_model(from_root, level_wise)
