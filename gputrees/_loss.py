@@ -17,7 +17,7 @@ from __future__ import annotations
 from ._records import LOSS_BINARY_LOG, LOSS_MULTINOMIAL, LOSS_SQUARED_ERROR
 # the smallest log-loss hessian: where a probability saturates to 0 or 1 the
 # hessian p (1 - p) underflows, and -G / H would blow up (XGBoost clamps the same way)
-from .kernels.rules import MIN_HESSIAN
+from .kernels.rules import MIN_HESSIAN, SEQUENTIAL_ROW_SUM
 
 #: Probabilities of the baseline are clipped to [PROBA_EPS, 1 - PROBA_EPS]
 #: so that a class of (near) zero weight gets a finite log-odds.
@@ -92,10 +92,6 @@ def _wmean(xp, a, w):
     return xp.sum(a * w) / xp.sum(w)
 
 
-#: Row lengths below which NumPy's ``sum(axis=1)`` adds a row's values in order (from 8 on it sums pairwise)
-IN_ORDER_ROW_SUM = 8
-
-
 def _row_max(xp, a):
     """``xp.max(a, axis=1)`` as a running maximum over the columns: the same values, without NumPy's reduction
     along a short row (a 10,000 x 5 array's: 0.33 ms against 0.04)."""
@@ -106,9 +102,9 @@ def _row_max(xp, a):
 
 
 def _row_sum(xp, a):
-    """``xp.sum(a, axis=1)``; a row of fewer than :data:`IN_ORDER_ROW_SUM` values added column after column,
-    in NumPy's order (the same bits) and four times as fast."""
-    if int(a.shape[1]) >= IN_ORDER_ROW_SUM:
+    """``xp.sum(a, axis=1)``; a row of fewer than :data:`~gputrees.kernels.rules.SEQUENTIAL_ROW_SUM` values added
+    column after column, in NumPy's order (the same bits) and four times as fast."""
+    if int(a.shape[1]) >= SEQUENTIAL_ROW_SUM:
         return xp.sum(a, axis=1)
     s = a[:, 0]
     for k in range(1, int(a.shape[1])):

@@ -51,6 +51,9 @@ TIE_RTOL = 1e-11
 #: Up to this many channels a sum over channels is a chain of additions
 #: (the oracle's unrolled sum); above, NumPy's pairwise summation.
 UNROLL_CHANNELS = 8
+#: Row lengths below which NumPy's ``sum(axis=1)`` adds a row's values in order (from 8 on, pairwise): shorter
+#: rows summed column after column give NumPy's bits (the multinomial loss' softmax sums)
+SEQUENTIAL_ROW_SUM = 8
 #: NumPy's pairwise summation adds up to this many terms in one block of
 #: eight partial sums; longer sums are not reproduced (the kernels leave
 #: such criteria to the oracle).
@@ -85,7 +88,8 @@ _FEATURE_BITS = np.uint64(0x7FF)
 NEG_INF = -np.inf
 
 __all__ = [
-    "EPSILON", "POISSON_EPSILON", "LOG2", "NEWTON_GAIN_RTOL", "TIE_RTOL", "UNROLL_CHANNELS", "PAIRWISE_BLOCK",
+    "EPSILON", "POISSON_EPSILON", "LOG2", "NEWTON_GAIN_RTOL", "TIE_RTOL", "UNROLL_CHANNELS", "SEQUENTIAL_ROW_SUM",
+    "PAIRWISE_BLOCK",
     "MIN_HESSIAN", "GOLDEN", "MIX_1", "MIX_2", "LEFT", "RIGHT", "SAMPLE", "TO_UNIT", "RANK_DRAW_FEATURES", "NEG_INF",
     "SCALE_BITS", "MAX_EXPONENT", "quantisation_scale_of",
     "pairwise_sum", "channel_sum", "safe", "newton_gradient_channel", "criterion_weight", "entropy_term", "impurity",

@@ -39,7 +39,7 @@ import numpy as np
 from numba import prange
 
 from ..._records import LOSS_BINARY_LOG, LOSS_MULTINOMIAL, LOSS_SQUARED_ERROR, loss_code
-from ..rules import MIN_HESSIAN
+from ..rules import MIN_HESSIAN, SEQUENTIAL_ROW_SUM
 from .. import reference
 from .jit import JIT, Threads, serial_twin, threads_for
 
@@ -252,11 +252,6 @@ def _softmax_channels(raw, e, s, top, y, w, table, n_blocks):
         part[b, 0] = sl
         part[b, 1] = sw
     return part
-
-
-#: Row lengths below which NumPy's ``sum(axis=1)`` adds a row's values in order (its pairwise sum unrolls
-#: by 8): the multinomial end sums such rows in its compiled pass, with the same bits.
-SEQUENTIAL_ROW_SUM = 8
 
 
 def _multinomial_end(raw, values, row_leaf, y, w, table, n_threads):
