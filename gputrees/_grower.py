@@ -1271,7 +1271,8 @@ class Grower:
         return self._finalize(selected)
 
     def _release_lists(self):
-        """The per-round lists concatenated, each list emptied once joined: the grower's last use of them.
+        """The per-round lists concatenated, each list emptied once joined, or the slices of the batch's
+        :class:`~gputrees._node_columns.NodeColumns` where it has them: the grower's last use of them.
 
         Returns ``(parent, depth, tree, stats)``, the expanded nodes' rules
         (:class:`_SplitRules`; their records' statistics are not joined: the
