@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection import train_test_split
+from sklearn.utils.validation import validate_data
 
 from . import _backend, _sparse
 
@@ -26,6 +27,17 @@ from . import _backend, _sparse
 MAX_TOTAL_WEIGHT = 2.0**200
 MIN_POSITIVE_WEIGHT = 2.0**-200
 MAX_TARGET_SCALE = 2.0**400
+
+
+def check_predict_columns(estimator, X) -> None:
+    """scikit-learn's check of ``X``'s columns against the fit's (``validate_data(reset=False)``: their count and
+    names, its errors and warnings), skipped for a DataFrame whose column names are the fit's, in order: the
+    common case, where scikit-learn's conversion of the frame to read its names costs more than a small
+    prediction."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None and _backend.is_dataframe(X) and list(X.columns) == names.tolist():
+        return
+    validate_data(estimator, X, reset=False, skip_check_array=True)
 
 
 def _is_sparse(X) -> bool:
@@ -112,10 +124,10 @@ def _string_categories(values) -> np.ndarray:
     return np.asarray(present, dtype=object)
 
 
-def _numpy_numbers(dtypes) -> bool:
-    """Whether every column dtype of a DataFrame is a NumPy bool, integer or float one (no extension dtype, no
+def _numpy_number(dtype) -> bool:
+    """Whether a DataFrame column's dtype is a NumPy bool, integer or float one (no extension dtype, no
     missing-value marker other than NaN)."""
-    return all(isinstance(d, np.dtype) and d.kind in "biuf" for d in dtypes)
+    return isinstance(dtype, np.dtype) and dtype.kind in "biuf"
 
 
 def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_names=None, keep_float32=False):
@@ -156,7 +168,7 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         is_cat = np.zeros(n_features, dtype=bool)
         categories = [None] * n_features
         dtypes = list(X.dtypes)  # (a Series pandas builds on every access: read once)
-        if _numpy_numbers(dtypes) and (fit or all(c is None for c in fitted_categories)):
+        if all(map(_numpy_number, dtypes)) and (fit or all(c is None for c in fitted_categories)):
             # every column a NumPy number and none label-coded: the whole frame in one conversion (a
             # column at a time is a pandas indexing call each, ~0.25 ms: most of a 1,000-row tree's fit)
             is_cat[sorted(declared)] = True
@@ -165,6 +177,12 @@ def to_numeric_2d(X, xp, categorical_features, fitted_categories=None, fitted_na
         values = np.empty(X.shape, dtype=np.float64)
         # (items(): a Series a column without iloc's indexing machinery, ~0.5 ms a column)
         for j, (_, col) in enumerate(X.items()):
+            if _numpy_number(dtypes[j]) and (fit or fitted_categories[j] is None):
+                # a NumPy number column, not label-coded: its values as they are (NaN stays NaN; pandas'
+                # na_value= would scan the column for missing values first)
+                is_cat[j] = j in declared
+                values[:, j] = col.to_numpy()
+                continue
             kind = str(dtypes[j])
             stringy = kind == "category" or kind == "object" or kind in ("string", "str")
             if fit:
