@@ -123,15 +123,10 @@ class BinMapper:
         if not self.is_categorical.any():
             return X  # (a sparse X too: it has no categorical features)
         X = xp.astype(X, xp.float64, copy=False)
-        codes = None
-        cols = []
-        for f in range(X.shape[1]):
-            if self.is_categorical[f]:
-                if codes is None:
-                    codes = self.transform(xp, X)
-                cols.append(xp.astype(codes[:, f], xp.float64))
-            else:
-                cols.append(X[:, f])
+        cols = [
+            xp.astype(reference.column_codes(xp, X[:, f], self, f), xp.float64) if self.is_categorical[f] else X[:, f]
+            for f in range(X.shape[1])
+        ]
         return xp.stack(cols, axis=1)
 
     def to_host(self) -> dict:
