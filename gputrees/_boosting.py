@@ -39,6 +39,7 @@ from ._state import transactional_fit
 from ._validation import (
     encode_classes,
     check_finite_x,
+    check_predict_columns,
     holdout_split,
     check_target_scale,
     regression_target,
@@ -442,7 +443,7 @@ class _BaseGradientBoosting(ShapMixin, ModelFileMixin, XGBoostExportMixin, BaseE
         xp = _backend.namespace_of(self._baseline)
         # float32 rows stay float32 on NumPy (no float64 copy of X), see fit
         Xd, _, _ = to_numeric_2d(X, xp, None, self._categories, keep_float32=_backend.is_numpy_namespace(xp))
-        validate_data(self, X, reset=False, skip_check_array=True)
+        check_predict_columns(self, X)
         check_finite_x(xp, Xd)
         return xp, self._bin_mapper.encode_for_predict(xp, Xd)
 

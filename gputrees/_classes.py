@@ -31,6 +31,7 @@ from ._tree import Tree
 from ._validation import (
     encode_classes,
     check_finite_x,
+    check_predict_columns,
     drop_zero_weight_rows,
     holdout_split,
     check_target_scale,
@@ -93,7 +94,10 @@ class _BaseTree(ShapMixin, ModelFileMixin, BaseEstimator):
             self.categorical_features if fit else None,
             None if fit else self._categories,
         )
-        validate_data(self, X, reset=fit, skip_check_array=True)
+        if fit:
+            validate_data(self, X, reset=True, skip_check_array=True)
+        else:
+            check_predict_columns(self, X)
         check_finite_x(xp, Xd)
         return xp, Xd, is_cat, categories
 

@@ -6,6 +6,7 @@ keyword that any sensible message would contain.
 """
 
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -415,6 +416,20 @@ def test_predict_dataframe_different_column_names_raises(Est):
     df_bad = pd.DataFrame(X, columns=["a", "b", "zzz"])
     with pytest.raises(ValueError, match="(?i)feature name|column|names"):
         est.predict(df_bad)
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS, ids=EST_IDS)
+def test_predict_dataframe_same_column_names(Est):
+    """The fit's column names, in order: no warning, the predictions of the same values as an array (which
+    scikit-learn's check warns about)."""
+    X, y = make_data(Est)
+    est = Est().fit(pd.DataFrame(X, columns=["a", "b", "c"]), y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        on_frame = est.predict(pd.DataFrame(X, columns=["a", "b", "c"]))
+    with pytest.warns(UserWarning, match="feature names"):
+        on_array = est.predict(X)
+    np.testing.assert_array_equal(on_frame, on_array)
 
 
 @pytest.mark.parametrize("Est", ESTIMATORS, ids=EST_IDS)
