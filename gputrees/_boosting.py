@@ -20,7 +20,6 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _backend
@@ -38,6 +37,7 @@ from ._progress import Monitor
 from ._state import transactional_fit
 from ._validation import (
     encode_classes,
+    check_class_labels,
     check_finite_x,
     check_predict_columns,
     holdout_split,
@@ -733,7 +733,7 @@ class GradientBoostingClassifier(ClassifierMixin, _BaseGradientBoosting):
         _set_params(self, locals())
 
     def _encode_y(self, y, sw, fit):
-        check_classification_targets(y)
+        check_class_labels(y)
         if fit:
             classes, y_enc = encode_classes(y)
             if classes.shape[0] < 2:

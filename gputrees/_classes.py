@@ -11,7 +11,6 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _backend
@@ -30,6 +29,7 @@ from ._state import transactional_fit
 from ._tree import Tree
 from ._validation import (
     encode_classes,
+    check_class_labels,
     check_finite_x,
     check_predict_columns,
     drop_zero_weight_rows,
@@ -664,7 +664,7 @@ class DecisionTreeClassifier(ClassifierMixin, _BaseTree):
         self.validation_fraction = validation_fraction
 
     def _encode_target(self, y, sw):
-        check_classification_targets(y)
+        check_class_labels(y)
         classes, y_enc = encode_classes(y)
         self.classes_ = classes
         self.n_classes_ = int(classes.shape[0])

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection import train_test_split
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from . import _backend, _sparse
@@ -38,6 +39,15 @@ def check_predict_columns(estimator, X) -> None:
     if names is not None and _backend.is_dataframe(X) and list(X.columns) == names.tolist():
         return
     validate_data(estimator, X, reset=False, skip_check_array=True)
+
+
+def check_class_labels(y) -> None:
+    """scikit-learn's check that ``y`` holds class labels (``check_classification_targets``), skipped for a 1-D
+    integer or boolean array, which it always accepts (binary or multi-class): its scan of ``y`` costs about
+    0.15 ms, a tenth of a small tree's fit."""
+    if isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "biu":
+        return
+    check_classification_targets(y)
 
 
 def _is_sparse(X) -> bool:

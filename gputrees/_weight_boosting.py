@@ -57,7 +57,6 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import _safe_indexing, check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, check_is_fitted, has_fit_parameter, validate_data
 
 from . import _backend
@@ -71,7 +70,7 @@ from .kernels.reference import gather_node_values
 from ._progress import Monitor, Step
 from ._scoring import ClassifierMixin, RegressorMixin, to_host
 from ._state import transactional_fit
-from ._validation import encode_classes, regression_target, sample_weight_to_host, y_to_host
+from ._validation import check_class_labels, encode_classes, regression_target, sample_weight_to_host, y_to_host
 from ._weight_boosting_eval import AdaBoostEvals
 from .metrics import encode_eval_labels
 
@@ -572,7 +571,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseWeightBoosting):
             self.classes_ = data.binned.attrs["classes_"]
             y_codes = data.y
         else:
-            check_classification_targets(data.y_host)
+            check_class_labels(data.y_host)
             self.classes_, codes = encode_classes(data.y_host)
             y_codes = xp.asarray(codes)
         self.n_classes_ = k = int(self.classes_.shape[0])
