@@ -15,8 +15,9 @@ def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
     """
     from .kernels import get_kernels
 
-    apply = get_kernels(xp, n_jobs=n_jobs, prediction=True).apply_trees
-    return _by_row_blocks(xp, batch, X, lambda trees, rows: apply(xp, trees, rows, missing_bin))
+    kernels = get_kernels(xp, n_jobs=n_jobs, prediction=True)
+    return _by_row_blocks(xp, batch, X, lambda trees, rows, _: kernels.apply_trees(xp, trees, rows, missing_bin),
+                          kernels.sparse_rows)
 
 
 def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None = None):
@@ -27,8 +28,10 @@ def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None =
     """
     from .kernels import get_kernels
 
-    sums = get_kernels(xp, n_jobs=n_jobs, prediction=True).tree_value_sums
-    return _by_row_blocks(xp, batch, X, lambda trees, rows: sums(xp, trees, values, rows, missing_bin))
+    kernels = get_kernels(xp, n_jobs=n_jobs, prediction=True)
+    return _by_row_blocks(xp, batch, X,
+                          lambda trees, rows, _: kernels.tree_value_sums(xp, trees, values, rows, missing_bin),
+                          kernels.sparse_rows)
 
 
 def predict_raw(xp, batch, values, X, missing_bin: int, base, n_jobs: int | None = None):
@@ -36,28 +39,30 @@ def predict_raw(xp, batch, values, X, missing_bin: int, base, n_jobs: int | None
 
     Same contract as :func:`gputrees.kernels.reference.predict_raw` (tree
     ``r * K + c`` adds to column ``c``, in tree order: the sums of a fit's
-    rounds); a sparse ``X`` is walked in dense blocks (:func:`sparse_blocks`).
+    rounds); a sparse ``X`` as :func:`_by_row_blocks` walks it.
     """
     from .kernels import get_kernels
 
-    predict = get_kernels(xp, n_jobs=n_jobs, prediction=True).predict_raw
-    if is_sparse(X):
-        trees, blocks = sparse_blocks(batch, X)
-        return xp.concat([predict(xp, trees, values, block, missing_bin, base[s:e, :]) for s, e, block in blocks],
-                         axis=0)
-    return predict(xp, batch, values, X, missing_bin, base)
+    kernels = get_kernels(xp, n_jobs=n_jobs, prediction=True)
+    return _by_row_blocks(xp, batch, X, lambda trees, rows, part: kernels.predict_raw(xp, trees, values, rows,
+                                                                                      missing_bin, base[part, :]),
+                          kernels.sparse_rows)
 
 
-def sparse_blocks(batch, X):
-    """``(batch, blocks)`` to walk a sparse ``X``: the batch with its features numbered in the columns its trees
-    test, and ``(start, stop, dense block)`` of consecutive rows of those columns (gputrees._sparse)."""
+def _tested_batch(batch, X):
+    """``(batch, X_cut)`` to walk a sparse ``X``: the batch with its features numbered in the columns its trees
+    test, and the CSR matrix of those columns (gputrees._sparse)."""
     X_cut, feature = tested_columns(X, batch.feature)
-    return dataclasses.replace(batch, feature=feature), dense_blocks(X_cut)
+    return dataclasses.replace(batch, feature=feature), X_cut
 
 
-def _by_row_blocks(xp, batch, X, walk):
-    """``walk(batch, X)``; a sparse ``X`` walked in dense blocks (:func:`sparse_blocks`), the results stacked."""
+def _by_row_blocks(xp, batch, X, walk, sparse_rows: bool):
+    """``walk(batch, X, rows)`` (``rows``: the slice of X's rows walked); a sparse ``X`` cut to its tested columns
+    (:func:`_tested_batch`), walked as it is by a kernel set that takes its rows (``sparse_rows``), else in dense
+    blocks, the results stacked."""
     if is_sparse(X):
-        trees, blocks = sparse_blocks(batch, X)
-        return xp.concat([walk(trees, block) for _, _, block in blocks], axis=0)
-    return walk(batch, X)
+        trees, X_cut = _tested_batch(batch, X)
+        if sparse_rows:
+            return walk(trees, X_cut, slice(None))
+        return xp.concat([walk(trees, block, slice(s, e)) for s, e, block in dense_blocks(X_cut)], axis=0)
+    return walk(batch, X, slice(None))

@@ -305,3 +305,40 @@ def test_rows_ending_far_apart_walk_as_the_reference():
     for threads in (1, 2):
         assert np.array_equal(cpu.predict.apply_trees(NP, batch, X, 255, n_threads=threads), want)
         assert np.array_equal(cpu.predict.tree_value_sums(NP, batch, values, X, 255, n_threads=threads), want_sums)
+
+
+@pytest.mark.parametrize("name", list(CASES) + ["chain"])
+@pytest.mark.parametrize("blocks", TREE_PASSES)
+def test_csr_rows_walk_as_their_dense_twin(name, blocks, monkeypatch):
+    """A CSR matrix's rows (half the entries implicit zeros, NaN stored) walk as the dense rows do: the leaves,
+    boosting's raw predictions and a forest's sums (several outputs, and one: NumPy's pairwise sum over the
+    trees), bit for bit, row after row through every tree and (``blocks``) tree after tree through passes of
+    rows."""
+    sp = pytest.importorskip("scipy.sparse")
+    _tree_passes(monkeypatch, blocks)
+    rng = np.random.default_rng(8)
+    if name == "chain":
+        batch, missing_bin = _chain_batch(cpu.predict.BLOCK_LEVELS + 24), 255
+        X = rng.uniform(-0.5, batch.max_depth / 8 + 0.5, (3 * cpu.predict.ROWS_PER_BLOCK + 11, 2))
+        X[rng.random(X.shape) < 0.05] = np.nan
+    else:
+        batch, X, missing_bin = _case(name, 7)
+    X = np.where(rng.random(X.shape) < 0.5, 0.0, X)
+    csr = sp.csr_matrix(X)
+    assert cpu.predict.is_csr(csr) and 0 < csr.nnz < X.size and np.isnan(csr.data).any()
+    n_trees, width = batch.left.shape
+    raw_values = rng.standard_normal((n_trees, width))
+    base = np.broadcast_to(rng.standard_normal(1)[None, :], (X.shape[0], 1))
+    outputs = rng.standard_normal((n_trees, width, 3))
+    want = apply_trees_reference(NP, batch, X, missing_bin)
+    want_raw = _reference.predict_raw(NP, batch, raw_values, X, missing_bin, base)
+    want_sums = _reference.tree_value_sums(NP, batch, outputs, X, missing_bin)
+    want_one = _reference.tree_value_sums(NP, batch, outputs[:, :, :1], X, missing_bin)
+    for threads in (1, 2):
+        assert np.array_equal(cpu.predict.apply_trees(NP, batch, csr, missing_bin, n_threads=threads), want)
+        got = cpu.predict.predict_raw(NP, batch, raw_values, csr, missing_bin, base, n_threads=threads)
+        assert np.array_equal(got, want_raw)
+        got = cpu.predict.tree_value_sums(NP, batch, outputs, csr, missing_bin, n_threads=threads)
+        assert np.array_equal(got, want_sums)
+        got = cpu.predict.tree_value_sums(NP, batch, outputs[:, :, :1], csr, missing_bin, n_threads=threads)
+        assert got.shape == want_one.shape and np.array_equal(got, want_one)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -156,16 +158,28 @@ def test_numba_fit_on_sparse_keeps_no_feature_major_copy(monkeypatch, name, para
     np.testing.assert_array_equal(sparse.predict(csr), dense.predict(X))
 
 
-def test_prediction_in_dense_blocks(monkeypatch):
+@pytest.mark.parametrize("kernels", ["bincount", "auto"])
+def test_prediction_in_dense_blocks(monkeypatch, kernels):
+    """A kernel set that does not walk a CSR matrix's rows (``Kernels.sparse_rows``) walks dense blocks of them;
+    the compiled CPU set the rows as they are: the dense twin's predictions either way."""
+    import gputrees._predictor as predictor
     import gputrees._sparse as sparse_mod
 
+    monkeypatch.setenv("GPUTREES_KERNELS", kernels)
     X, csr, y_reg, _ = _sparse_data(n=500)
     m = gputrees.GradientBoostingRegressor(n_estimators=4, early_stopping=False).fit(csr, y_reg)
     expected = m.predict(X)
-    monkeypatch.setattr(sparse_mod, "DENSE_BLOCK_BYTES", 8 * X.shape[1] * 7)  # blocks of 7 rows
+    monkeypatch.setattr(sparse_mod, "DENSE_BLOCK_BYTES", 8 * X.shape[1] * 7)  # blocks of 7 rows or more
+    heights = []
+    monkeypatch.setattr(predictor, "dense_blocks",
+                        lambda Xc: ((s, e, heights.append(e - s) or b) for s, e, b in sparse_mod.dense_blocks(Xc)))
     np.testing.assert_array_equal(m.predict(csr), expected)
     staged = list(m.staged_predict(csr))
     np.testing.assert_array_equal(staged[-1], expected)
+    if kernels == "bincount":
+        assert len(heights) > 1
+    elif importlib.util.find_spec("numba") is not None:
+        assert not heights
 
 
 @pytest.mark.parametrize("name, params", [
@@ -175,8 +189,8 @@ def test_prediction_in_dense_blocks(monkeypatch):
     ("GradientBoostingRegressor", dict(n_estimators=3, max_depth=2, early_stopping=False)),
 ])
 def test_prediction_reads_the_tested_columns_only(monkeypatch, name, params):
-    """A sparse X is walked in dense blocks of the columns the trees test: few of a wide matrix's (so blocks
-    of many rows), predictions and leaves those of its dense twin."""
+    """A sparse X is walked in the columns the trees test only: few of a wide matrix's, predictions and leaves
+    those of its dense twin."""
     import gputrees._predictor as predictor
     import gputrees._sparse as sparse_mod
 
@@ -185,8 +199,13 @@ def test_prediction_reads_the_tested_columns_only(monkeypatch, name, params):
     y = y_clf if "Classifier" in name else y_reg
     m = getattr(gputrees, name)(**params).fit(csr, y)
     widths = []
-    blocks = sparse_mod.dense_blocks
-    monkeypatch.setattr(predictor, "dense_blocks", lambda Xc: widths.append(Xc.shape[1]) or blocks(Xc))
+
+    def cut(Xs, feature):
+        X_cut, numbered = sparse_mod.tested_columns(Xs, feature)
+        widths.append(X_cut.shape[1])
+        return X_cut, numbered
+
+    monkeypatch.setattr(predictor, "tested_columns", cut)
     np.testing.assert_array_equal(m.predict(csr), m.predict(X))
     if hasattr(m, "apply"):
         np.testing.assert_array_equal(m.apply(csr), m.apply(X))

@@ -198,6 +198,10 @@ class Kernels:
         of trees); a set without buffers returns a null context.
     fast : FastPaths
         The set's whole-tree paths (:data:`NO_FAST_PATHS` where it has none).
+    sparse_rows : bool
+        Whether ``apply_trees``, ``predict_raw`` and ``tree_value_sums`` take
+        a scipy.sparse CSR matrix's rows as they are (else the caller walks
+        dense blocks of them).
     """
 
     name: str
@@ -231,6 +235,7 @@ class Kernels:
     bootstrap_counts: Callable
     workspace: Callable
     fast: FastPaths
+    sparse_rows: bool = False
 
     def feature_major(self, xp, codes, copy: bool = True):
         """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.

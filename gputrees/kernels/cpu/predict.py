@@ -70,13 +70,11 @@ ROWS_PER_TREE_PASS = 1 << 15
 
 
 @numba.njit(inline="always")
-def step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
-    """The node row ``i`` moves to from node ``nd`` of tree ``t`` (``nd`` itself at a leaf)."""
+def goes_left(X, i, t, nd, f, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
+    """Whether row ``i`` goes left at node ``nd`` of tree ``t``, which tests feature ``f``."""
     # unchecked loads (_unchecked): the negative-index mapping of ``nd``
     # would lengthen every level's chain of dependent loads
-    f = at(feature, t, nd)
-    at_leaf = f < 0
-    x = at(X, i, 0 if at_leaf else f)
+    x = at(X, i, f)
     missing = x != x
     go_left = x <= at(threshold, t, nd)
     if any_cat and at(is_cat, t, nd):
@@ -85,6 +83,16 @@ def step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat
         missing = missing or code == missing_bin
     if missing:
         go_left = at(missing_left, t, nd)
+    return go_left
+
+
+@numba.njit(inline="always")
+def step(X, i, t, nd, left, right, feature, threshold, missing_left, is_cat, cat_left, any_cat, missing_bin):
+    """The node row ``i`` moves to from node ``nd`` of tree ``t`` (``nd`` itself at a leaf)."""
+    f = at(feature, t, nd)
+    at_leaf = f < 0
+    go_left = goes_left(X, i, t, nd, 0 if at_leaf else f, threshold, missing_left, is_cat, cat_left, any_cat,
+                        missing_bin)
     # both children read unconditionally: selects, not branches the CPU
     # mispredicts half the time
     lo = at(left, t, nd)
@@ -317,6 +325,9 @@ def tree_value_sums(xp, batch, values, X, missing_bin: int, *, n_threads: int = 
     n = int(X.shape[0])
     n_trees = int(batch.left.shape[0])
     flat = np.ascontiguousarray(values.reshape(n_trees, values.shape[1], -1))
+    if is_csr(X):
+        mode = PAIRWISE if flat.shape[2] == 1 else SUMS
+        return csr_walk(batch, X, missing_bin, mode, flat, n_threads=n_threads).reshape((n,) + rest)
     work = n * n_trees * max(1, int(batch.max_depth))
     threads = threads_for(n_threads, work)
     per_pass = _blocks_per_pass(batch)
@@ -326,6 +337,121 @@ def tree_value_sums(xp, batch, values, X, missing_bin: int, *, n_threads: int = 
         out = _tree_value_sums(float_rows(X), *tree_arrays(batch), int(missing_bin), read_only(flat),
                                np.zeros((n, flat.shape[2])), threads, per_pass)
     return out.reshape((n,) + rest)
+
+
+# -- sparse rows ------------------------------------------------------------------
+#: What :func:`_csr_walk` does with the leaf of a row in a tree: store it, add its value to the tree's output
+#: column (boosting's raw predictions), add its values to every output (a forest's sums), or keep it for the
+#: row's pairwise sum over the trees (one output: NumPy's sum).
+LEAVES, RAW, SUMS, PAIRWISE = 0, 1, 2, 3
+
+
+@numba.njit(inline="always")
+def _scatter_row(x, indptr, indices, data, i, clear):
+    """Row ``i`` of a CSR matrix into the dense scratch row ``x[0]`` (its zeros kept), or its entries zeroed."""
+    for k in range(indptr[i], indptr[i + 1]):
+        x[0, indices[k]] = 0.0 if clear else data[k]
+
+
+@numba.njit(parallel=True, **JIT)
+def _csr_walk(indptr, indices, data, n_cols, left, right, feature, threshold, missing_left, is_cat, cat_left,
+              max_depth, missing_bin, values, leaves, out, mode, n_chunks, per_pass, tree_major):
+    """Every row of a CSR matrix through every tree, each row written into a dense scratch row that stays in
+    the core's cache (a dense block of a wide matrix's rows would not), then walked node by node
+    (:func:`goes_left`).
+
+    ``mode``: :data:`LEAVES` into ``leaves`` (n, n_trees), else ``values`` (n_trees, n_nodes, m) added into
+    ``out`` (n, k) in tree order (:data:`RAW`: tree ``t`` into column ``t % k``, m = 1; :data:`SUMS`: every
+    column) or, :data:`PAIRWISE`, summed as ``numpy.sum`` over the trees. Threads take contiguous rows, in
+    passes of ``per_pass`` rows; ``tree_major``: each tree walks the pass's rows in turn (its nodes stay hot;
+    a row is written again for every tree), else each row walks every tree (written once).
+    """
+    n = indptr.shape[0] - 1
+    n_trees = left.shape[0]
+    k = out.shape[1]
+    any_cat = cat_left.shape[2] > 0
+    for c in prange(n_chunks):
+        x = np.zeros((1, n_cols))
+        row_values = np.empty((per_pass, n_trees if mode == PAIRWISE else 0))
+        i0 = c * n // n_chunks
+        i1 = (c + 1) * n // n_chunks
+        for p0 in range(i0, i1, per_pass):
+            p1 = min(i1, p0 + per_pass)
+            n_outer = n_trees if tree_major else p1 - p0
+            n_inner = p1 - p0 if tree_major else n_trees
+            for a in range(n_outer):
+                for b in range(n_inner):
+                    t = a if tree_major else b
+                    i = p0 + b if tree_major else p0 + a
+                    if tree_major or b == 0:
+                        _scatter_row(x, indptr, indices, data, i, False)
+                    nd = 0
+                    for _ in range(max_depth):
+                        f = at(feature, t, nd)
+                        if f < 0:
+                            break
+                        # a branch, not step's selects: a sparse row mostly takes its zeros' side, which the
+                        # CPU predicts and runs ahead on, down the lopsided trees of sparse data
+                        if goes_left(x, 0, t, nd, f, threshold, missing_left, is_cat, cat_left, any_cat,
+                                     missing_bin):
+                            nd = at(left, t, nd)
+                        else:
+                            nd = at(right, t, nd)
+                    if mode == LEAVES:
+                        leaves[i, t] = nd
+                    elif mode == RAW:
+                        out[i, t % k] += values[t, nd, 0]
+                    elif mode == SUMS:
+                        for q in range(k):
+                            out[i, q] += values[t, nd, q]
+                    else:
+                        row_values[i - p0, t] = values[t, nd, 0]
+                    if tree_major or b == n_inner - 1:
+                        _scatter_row(x, indptr, indices, data, i, True)
+            if mode == PAIRWISE:
+                for i in range(p0, p1):
+                    out[i, 0] = _numpy_sum(row_values[i - p0], n_trees)
+    return leaves, out
+
+
+def is_csr(X) -> bool:
+    """Whether ``X`` is a scipy.sparse CSR matrix or array (walked by :func:`csr_walk`)."""
+    return getattr(X, "format", None) == "csr" and hasattr(X, "indptr")
+
+
+def csr_walk(batch, X, missing_bin: int, mode: int, values=None, base=None, *, n_threads: int = 1):
+    """The walk of :func:`_csr_walk` over a CSR matrix ``X``: the leaves (n, n_trees) for :data:`LEAVES`, else
+    the sums (n, k) (``base``'s copy plus the leaves' values for :data:`RAW`, zeros plus them otherwise).
+
+    Each tree walks the rows in turn when the batch's nodes would not stay in cache while a row walks them all
+    (:data:`TREES_IN_CACHE_BYTES`), in passes of :data:`ROWS_PER_TREE_PASS` rows (fewer where the pass keeps
+    every row's leaf values, :data:`PASS_VALUE_BYTES`).
+    """
+    n = int(X.shape[0])
+    n_trees = int(batch.left.shape[0])
+    if mode == LEAVES:
+        flat = np.zeros((0, 0, 0))
+        leaves, out = np.empty((n, n_trees), dtype=np.int64), np.zeros((0, 0))
+    else:
+        flat = np.asarray(values, dtype=np.float64)
+        flat = np.ascontiguousarray(flat.reshape(n_trees, flat.shape[1], -1))
+        leaves = np.empty((0, 0), dtype=np.int64)
+        out = np.array(base, dtype=np.float64, order="C") if mode == RAW else np.zeros((n, flat.shape[2]))
+    per_pass = ROWS_PER_TREE_PASS
+    if mode == PAIRWISE:
+        per_pass = max(1, min(per_pass, PASS_VALUE_BYTES // (8 * n_trees)))
+    tree_major = _blocks_per_pass(batch) > 1
+    depth = int(batch.max_depth)
+    threads = threads_for(n_threads, n * n_trees * max(1, depth))
+    indptr = read_only(np.ascontiguousarray(X.indptr, dtype=np.int64))
+    indices = read_only(np.ascontiguousarray(X.indices, dtype=np.int64))
+    data = read_only(np.ascontiguousarray(X.data, dtype=np.float64))
+    left, right, feature, threshold, missing_left, is_cat, cat_left, _ = tree_arrays(batch)
+    with Threads(threads):
+        leaves, out = _csr_walk(indptr, indices, data, int(X.shape[1]), left, right, feature, threshold,
+                                missing_left, is_cat, cat_left, depth + 1, int(missing_bin), read_only(flat), leaves,
+                                out, mode, threads, per_pass, tree_major)
+    return leaves if mode == LEAVES else out
 
 
 #: Deepest trees laid out as complete trees: a tree takes 2**depth bottom
@@ -537,7 +663,10 @@ def _prepared(batch, X, n_threads):
 
 
 def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels.reference.apply_trees` (the padded walk where the layout does not apply)."""
+    """Same contract as :func:`gputrees.kernels.reference.apply_trees` (the padded walk where the layout does not apply;
+    a CSR matrix's rows by :func:`csr_walk`)."""
+    if is_csr(X):
+        return csr_walk(batch, X, missing_bin, LEAVES, n_threads=n_threads)
     prep = _prepared(batch, X, n_threads)
     if prep is None:
         return padded_apply_trees(xp, batch, X, missing_bin, n_threads=n_threads)
@@ -548,7 +677,10 @@ def apply_trees(xp, batch, X, missing_bin: int, *, n_threads: int = 1):
 
 
 def predict_raw(xp, batch, values, X, missing_bin: int, base, *, n_threads: int = 1):
-    """Same contract as :func:`gputrees.kernels.reference.predict_raw` (the padded walk where the layout does not apply)."""
+    """Same contract as :func:`gputrees.kernels.reference.predict_raw` (the padded walk where the layout does not apply;
+    a CSR matrix's rows by :func:`csr_walk`)."""
+    if is_csr(X):
+        return csr_walk(batch, X, missing_bin, RAW, values, base, n_threads=n_threads)
     prep = _prepared(batch, X, n_threads)
     if prep is None:
         return padded_predict_raw(xp, batch, values, X, missing_bin, base, n_threads=n_threads)
