@@ -17,7 +17,7 @@ def apply_trees(xp, batch, X, missing_bin: int, n_jobs: int | None = None):
 
     kernels = get_kernels(xp, n_jobs=n_jobs, prediction=True)
     return _by_row_blocks(xp, batch, X, lambda trees, rows, _: kernels.apply_trees(xp, trees, rows, missing_bin),
-                          kernels.sparse_rows)
+                          kernels.csr_columns)
 
 
 def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None = None):
@@ -31,7 +31,7 @@ def tree_value_sums(xp, batch, values, X, missing_bin: int, n_jobs: int | None =
     kernels = get_kernels(xp, n_jobs=n_jobs, prediction=True)
     return _by_row_blocks(xp, batch, X,
                           lambda trees, rows, _: kernels.tree_value_sums(xp, trees, values, rows, missing_bin),
-                          kernels.sparse_rows)
+                          kernels.csr_columns)
 
 
 def predict_raw(xp, batch, values, X, missing_bin: int, base, n_jobs: int | None = None):
@@ -46,7 +46,7 @@ def predict_raw(xp, batch, values, X, missing_bin: int, base, n_jobs: int | None
     kernels = get_kernels(xp, n_jobs=n_jobs, prediction=True)
     return _by_row_blocks(xp, batch, X, lambda trees, rows, part: kernels.predict_raw(xp, trees, values, rows,
                                                                                       missing_bin, base[part, :]),
-                          kernels.sparse_rows)
+                          kernels.csr_columns)
 
 
 def _tested_batch(batch, X):
@@ -56,13 +56,17 @@ def _tested_batch(batch, X):
     return dataclasses.replace(batch, feature=feature), X_cut
 
 
-def _by_row_blocks(xp, batch, X, walk, sparse_rows: bool):
-    """``walk(batch, X, rows)`` (``rows``: the slice of X's rows walked); a sparse ``X`` cut to its tested columns
-    (:func:`_tested_batch`), walked as it is by a kernel set that takes its rows (``sparse_rows``), else in dense
-    blocks, the results stacked."""
-    if is_sparse(X):
-        trees, X_cut = _tested_batch(batch, X)
-        if sparse_rows:
-            return walk(trees, X_cut, slice(None))
-        return xp.concat([walk(trees, block, slice(s, e)) for s, e, block in dense_blocks(X_cut)], axis=0)
-    return walk(batch, X, slice(None))
+def _by_row_blocks(xp, batch, X, walk, csr_columns: int):
+    """``walk(batch, X, rows)`` (``rows``: the slice of X's rows walked). A sparse (CSR) ``X`` is walked as it is
+    by a kernel set that takes CSR rows up to its width (``csr_columns``), else cut to its tested columns
+    (:func:`_tested_batch`), then walked as it is by a set that takes CSR rows or in dense blocks, the results
+    stacked."""
+    if not is_sparse(X):
+        return walk(batch, X, slice(None))
+    X = X.tocsr()  # (a CSR matrix itself)
+    if X.shape[1] <= csr_columns:
+        return walk(batch, X, slice(None))
+    trees, X_cut = _tested_batch(batch, X)
+    if csr_columns:
+        return walk(trees, X_cut, slice(None))
+    return xp.concat([walk(trees, block, slice(s, e)) for s, e, block in dense_blocks(X_cut)], axis=0)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -158,13 +156,15 @@ def test_numba_fit_on_sparse_keeps_no_feature_major_copy(monkeypatch, name, para
     np.testing.assert_array_equal(sparse.predict(csr), dense.predict(X))
 
 
-@pytest.mark.parametrize("kernels", ["bincount", "auto"])
+@pytest.mark.parametrize("kernels", ["bincount", "numba"])
 def test_prediction_in_dense_blocks(monkeypatch, kernels):
-    """A kernel set that does not walk a CSR matrix's rows (``Kernels.sparse_rows``) walks dense blocks of them;
+    """A kernel set that does not walk a CSR matrix's rows (``Kernels.csr_columns``) walks dense blocks of them;
     the compiled CPU set the rows as they are: the dense twin's predictions either way."""
     import gputrees._predictor as predictor
     import gputrees._sparse as sparse_mod
 
+    if kernels == "numba":
+        pytest.importorskip("numba")
     monkeypatch.setenv("GPUTREES_KERNELS", kernels)
     X, csr, y_reg, _ = _sparse_data(n=500)
     m = gputrees.GradientBoostingRegressor(n_estimators=4, early_stopping=False).fit(csr, y_reg)
@@ -176,10 +176,7 @@ def test_prediction_in_dense_blocks(monkeypatch, kernels):
     np.testing.assert_array_equal(m.predict(csr), expected)
     staged = list(m.staged_predict(csr))
     np.testing.assert_array_equal(staged[-1], expected)
-    if kernels == "bincount":
-        assert len(heights) > 1
-    elif importlib.util.find_spec("numba") is not None:
-        assert not heights
+    assert len(heights) > 1 if kernels == "bincount" else not heights
 
 
 @pytest.mark.parametrize("name, params", [
@@ -188,12 +185,20 @@ def test_prediction_in_dense_blocks(monkeypatch, kernels):
     ("AdaBoostClassifier", dict(n_estimators=3, random_state=0)),
     ("GradientBoostingRegressor", dict(n_estimators=3, max_depth=2, early_stopping=False)),
 ])
-def test_prediction_reads_the_tested_columns_only(monkeypatch, name, params):
-    """A sparse X is walked in the columns the trees test only: few of a wide matrix's, predictions and leaves
-    those of its dense twin."""
+@pytest.mark.parametrize("kernels", ["numba", "bincount"])
+def test_prediction_reads_the_tested_columns_only(monkeypatch, name, params, kernels):
+    """A sparse X wider than the kernel set walks as it is (all of it for dense blocks, which take none) is
+    walked in the columns the trees test only: few of a wide matrix's, predictions and leaves those of its
+    dense twin."""
     import gputrees._predictor as predictor
     import gputrees._sparse as sparse_mod
 
+    monkeypatch.setenv("GPUTREES_KERNELS", kernels)
+    if kernels == "numba":
+        pytest.importorskip("numba")
+        from gputrees.kernels import cpu
+
+        monkeypatch.setattr(cpu.predict, "CSR_SCRATCH_COLUMNS", 10)  # walked as it is up to 10 columns
     X, _, y_reg, y_clf = _sparse_data(n=400, p=60)
     csr = sp.csr_matrix(X)
     y = y_clf if "Classifier" in name else y_reg

@@ -198,10 +198,11 @@ class Kernels:
         of trees); a set without buffers returns a null context.
     fast : FastPaths
         The set's whole-tree paths (:data:`NO_FAST_PATHS` where it has none).
-    sparse_rows : bool
-        Whether ``apply_trees``, ``predict_raw`` and ``tree_value_sums`` take
-        a scipy.sparse CSR matrix's rows as they are (else the caller walks
-        dense blocks of them).
+    csr_columns : int
+        The widest scipy.sparse CSR matrix whose rows ``apply_trees``,
+        ``predict_raw`` and ``tree_value_sums`` take as they are (a wider one
+        is first cut to the columns the trees test); 0: the set takes dense
+        rows only, and the caller walks dense blocks of a sparse matrix's.
     """
 
     name: str
@@ -235,7 +236,7 @@ class Kernels:
     bootstrap_counts: Callable
     workspace: Callable
     fast: FastPaths
-    sparse_rows: bool = False
+    csr_columns: int = 0
 
     def feature_major(self, xp, codes, copy: bool = True):
         """``codes`` feature-major for this set's routing (``codes_by_feature``), or None when it reads none.

@@ -73,7 +73,7 @@ def make_kernels(n_jobs: int | None):
         tree_shap=on(treeshap.tree_shap),
         bootstrap_counts=on(bootstrap.bootstrap_counts),
         workspace=buffers.workspace,
-        sparse_rows=True,
+        csr_columns=predict.CSR_SCRATCH_COLUMNS,
         fast=FastPaths(
             grow_tree=on(grow.grow_tree),
             boost_rounds=on(boost.boost_rounds),

@@ -344,6 +344,9 @@ def tree_value_sums(xp, batch, values, X, missing_bin: int, *, n_threads: int = 
 #: column (boosting's raw predictions), add its values to every output (a forest's sums), or keep it for the
 #: row's pairwise sum over the trees (one output: NumPy's sum).
 LEAVES, RAW, SUMS, PAIRWISE = 0, 1, 2, 3
+#: Widest CSR matrix walked as it is (its scratch row, 256 KB, stays in a core's L2 cache); a wider one is cut
+#: to the columns the trees test first (the set's ``csr_columns``).
+CSR_SCRATCH_COLUMNS = 1 << 15
 
 
 @numba.njit(inline="always")
