@@ -250,3 +250,19 @@ def test_sparse_input_errors():
         gputrees.DecisionTreeRegressor(categorical_features=[0]).fit(csr, y_reg)
     with pytest.raises(ValueError, match="Complex data"):
         gputrees.DecisionTreeRegressor().fit(sp.csr_matrix(np.array([[1j], [2.0]])), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("name, params", [
+    ("DecisionTreeClassifier", dict(max_depth=4, random_state=0)),
+    ("RandomForestRegressor", dict(n_estimators=3, max_depth=4, random_state=0)),
+    ("GradientBoostingClassifier", dict(n_estimators=3, max_depth=3, early_stopping=False)),
+])
+def test_shap_values_of_a_sparse_matrix(monkeypatch, name, params):
+    """SHAP values (and interaction values) of a CSR matrix's rows, read in dense blocks, are its dense twin's."""
+    import gputrees._sparse as sparse_mod
+
+    X, csr, y_reg, y_clf = _sparse_data(n=200)
+    m = getattr(gputrees, name)(**params).fit(csr, y_clf if "Classifier" in name else y_reg)
+    monkeypatch.setattr(sparse_mod, "DENSE_BLOCK_BYTES", 8 * X.shape[1] * 64)  # blocks of 64 rows
+    np.testing.assert_array_equal(m.shap_values(csr), m.shap_values(X))
+    np.testing.assert_array_equal(m.shap_values(csr, interactions=True), m.shap_values(X, interactions=True))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import _backend
+from .. import _backend, _sparse
 
 __all__ = ["ShapModel", "ShapMixin"]
 
@@ -71,7 +71,8 @@ class ShapMixin:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            NumPy, pandas, CuPy or any array-API array, checked as ``predict``
+            NumPy, pandas, CuPy or any array-API array, or a scipy.sparse
+            matrix (read in dense blocks of rows), checked as ``predict``
             checks it (feature count and names, no infinity).
         interactions : bool, default=False
             SHAP interaction values instead, as XGBoost's ``pred_interactions``:
@@ -97,8 +98,15 @@ class ShapMixin:
             from ..kernels import get_kernels
 
             kernels = get_kernels(xp, n_jobs=getattr(self, "n_jobs", None))
-            phi = kernels.tree_shap(xp, model.batch, model.values, model.cover, Xp, model.missing_bin,
-                                    interactions=interactions)
+
+            def explain(rows):
+                return kernels.tree_shap(xp, model.batch, model.values, model.cover, rows, model.missing_bin,
+                                         interactions=interactions)
+
+            if _sparse.is_sparse(Xp):  # the values are dense whatever X is: its rows in dense blocks
+                phi = xp.concat([explain(block) for _, _, block in _sparse.dense_blocks(Xp.tocsr())], axis=0)
+            else:
+                phi = explain(Xp)
         if model.base is not None:
             # the baseline goes to the bias entry: [F] (values) or [F, F] (interactions)
             e = xp.astype(xp.arange(f1) == n_features, xp.float64)
