@@ -123,7 +123,7 @@ def column_codes(xp, x, mapper, f: int):
             code = xp.full(x.shape, mapper.missing_bin, dtype=xp.int64)
         else:
             pos = xp.astype(xp.searchsorted(cv, x), xp.int64)
-            pos_c = xp.clip(pos, 0, cv.shape[0] - 1)
+            pos_c = xp.minimum(pos, xp.asarray(cv.shape[0] - 1, dtype=xp.int64))  # (searchsorted: pos >= 0)
             found = xp.take(cv, pos_c) == x
             code = xp.where(found & ~nan, pos_c, missing)
     else:
