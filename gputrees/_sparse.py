@@ -11,10 +11,11 @@ column as a :class:`SortedColumn` (its stored values sorted and its zeros'
 count, the zeros not written out), and the fit keeps no feature-major copy
 of the codes (``Kernels.feature_major(..., copy=False)``: the CPU kernels
 read ``codes.T``), so its memory is the CSR's and the codes' and the
-histograms'. Prediction reads the columns the trees test only
-(:func:`tested_columns`): the compiled CPU kernels walk that matrix's rows as
-they are, the others dense blocks of at most :data:`DENSE_BLOCK_BYTES` of its
-rows (:func:`dense_blocks`).
+histograms'. Prediction: the compiled CPU kernels walk the CSR rows as they
+are (a matrix wider than their ``Kernels.csr_columns`` first cut to the
+columns the trees test, :func:`tested_columns`); the other kernel sets walk
+dense blocks of at most :data:`DENSE_BLOCK_BYTES` of the tested columns' rows
+(:func:`dense_blocks`).
 
 The compiled boosting trees and the level-wise grower (trees, AdaBoost's
 learners) then build their histograms from the codes that differ from
